@@ -1,0 +1,100 @@
+package appliance
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ncpos/ncpos/config"
+)
+
+func TestStaticLease(t *testing.T) {
+	got, err := staticLease("192.0.2.10/24", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lease map[string]string
+	if err := json.Unmarshal([]byte(got), &lease); err != nil {
+		t.Fatal(err)
+	}
+	if lease["IP"] != "192.0.2.10" || lease["Netmask"] != "255.255.255.0" || lease["Router"] != "192.0.2.1" {
+		t.Fatalf("lease = %v", lease)
+	}
+	for _, bad := range [][2]string{{"192.0.2.10", ""}, {"2001:db8::1/64", ""}, {"192.0.2.10/24", "gw"}} {
+		if _, err := staticLease(bad[0], bad[1]); err == nil {
+			t.Errorf("staticLease(%q, %q) succeeded", bad[0], bad[1])
+		}
+	}
+}
+
+func TestDHCPOnlyOnManagement(t *testing.T) {
+	cfg := config.Default()
+	cmd, err := dhcpCommand(cfg, "eth3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cmd.Args[1:], " ") != "-interface=eth3" {
+		t.Fatalf("dhcp args = %q", cmd.Args)
+	}
+	cfg.Management.DHCP = false
+	cfg.Management.Address = "192.0.2.10/24"
+	cmd, err = dhcpCommand(cfg, "eth3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(cmd.Args[2], "-static_network_config={") {
+		t.Fatalf("static dhcp args = %q", cmd.Args)
+	}
+}
+
+func TestLoadConfig(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "etc.toml")
+	override := filepath.Join(dir, "perm.toml")
+	if err := os.WriteFile(base, []byte("hostname = \"from-etc\"\n[[segment]]\nname = \"s\"\nports = [\"LAN1\", \"LAN2\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg, src, rej := LoadConfig(base, override)
+	if cfg.Hostname != "from-etc" || src != base || len(rej) != 0 {
+		t.Fatalf("no override: %q from %s, rejected %v", cfg.Hostname, src, rej)
+	}
+
+	os.WriteFile(override, []byte("hostname = \"from-perm\"\n[watchdog]\ntimeout = \"0s\"\n"), 0o644)
+	cfg, src, rej = LoadConfig(base, override)
+	if cfg.Hostname != "from-etc" || src != base {
+		t.Fatalf("invalid override took effect: %q from %s", cfg.Hostname, src)
+	}
+	if len(rej) != 1 || !strings.Contains(rej[0].Error(), "perm.toml:3: watchdog.timeout") {
+		t.Fatalf("rejected = %v, want the override's file:line: field", rej)
+	}
+
+	os.WriteFile(override, []byte("hostname = \"from-perm\"\n[[segment]]\nname = \"s\"\nports = [\"LAN3\", \"LAN4\"]\n"), 0o644)
+	cfg, src, _ = LoadConfig(base, override)
+	if cfg.Hostname != "from-perm" || src != override {
+		t.Fatalf("valid override: %q from %s", cfg.Hostname, src)
+	}
+
+	cfg, src, _ = LoadConfig(filepath.Join(dir, "missing"), "")
+	if src != "built-in default" || cfg.Hostname != config.Default().Hostname {
+		t.Fatalf("nothing there: %q from %s", cfg.Hostname, src)
+	}
+}
+
+func TestEnsurePassword(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "pw.txt")
+	pw1, f, err := EnsurePassword(path)
+	if err != nil || f != path || len(pw1) != 32 {
+		t.Fatalf("first: %q %q %v", pw1, f, err)
+	}
+	pw2, _, err := EnsurePassword(path)
+	if err != nil || pw2 != pw1 {
+		t.Fatalf("second call gave %q, want the stored %q", pw2, pw1)
+	}
+	os.WriteFile(path, []byte("\n"), 0o600)
+	if _, _, err := EnsurePassword(path); err == nil {
+		t.Fatal("empty password file accepted")
+	}
+}

@@ -1,0 +1,256 @@
+// Package appliance is the logic of the appliance's init (services/init):
+// claim the watchdog, boot gokrazy, load the configuration that takes effect,
+// map front-panel ports to kernel interfaces and supervise the daemons.
+package appliance
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gokrazy/gokrazy"
+	"golang.org/x/sys/unix"
+
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/sysinfo"
+	"github.com/ncpos/ncpos/watchdog"
+)
+
+// Paths on the appliance's root file system, shared with the image builder.
+const (
+	// EtcConfig is the configuration compiled into the image.
+	EtcConfig = "/etc/ncpos/ncpos.toml"
+	// PermConfig overrides EtcConfig at run time when it is valid.
+	PermConfig = "/perm/ncpos/ncpos.toml"
+	// BinDir holds the ncpos daemons.
+	BinDir = "/user"
+	// DHCPPath is gokrazy's DHCP client.
+	DHCPPath = "/gokrazy/dhcp"
+	// GokrazyHTTPPort is where gokrazy's own web UI and update endpoints
+	// listen, so that statusd can have port 80.
+	GokrazyHTTPPort = "8080"
+)
+
+// Init runs the appliance's boot sequence and returns once the daemons are
+// supervised; the caller then blocks forever (init must not exit).
+func Init(buildID string) error {
+	rec := &sysinfo.InitRecord{BuildID: buildID, Started: time.Now()}
+
+	mounted, err := ensureDev("/dev")
+	if err != nil {
+		log.Printf("mounting devtmpfs: %v", err)
+	}
+	rec.DevMount = "kernel"
+	if mounted {
+		rec.DevMount = "init"
+	}
+
+	// Before gokrazy.Boot only the root file system is there, so the
+	// watchdog device comes from the configuration built into the image.
+	early, _, _ := LoadConfig(EtcConfig, "")
+	wd := claimWatchdog(early.Watchdog.Device, rec)
+
+	if err := gokrazy.Boot(buildID); err != nil {
+		return fmt.Errorf("gokrazy.Boot: %w", err)
+	}
+
+	cfg, source, rejected := LoadConfig(EtcConfig, PermConfig)
+	rec.Config.Source = source
+	for _, r := range rejected {
+		log.Printf("configuration rejected: %v", r)
+		rec.Config.Rejected = append(rec.Config.Rejected, r.Error())
+	}
+	if cfg.Hostname != "" {
+		if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
+			log.Printf("sethostname: %v", err)
+		}
+	}
+
+	ports, err := cfg.Profile().Resolve("/sys/class/net")
+	if err != nil {
+		log.Printf("mapping ports: %v", err)
+		rec.PortErrors = err.Error()
+	}
+	rec.Ports = ports
+	rec.ManagementPort = cfg.Management.Port
+	rec.ManagementInterface = ports[cfg.Management.Port]
+	if rec.ManagementInterface == "" {
+		// Without a mapped management port the box would be unreachable;
+		// eth0 is the best remaining guess on x86.
+		rec.ManagementInterface = "eth0"
+	}
+
+	var services []*gokrazy.Service
+	dhcp, err := dhcpCommand(cfg, rec.ManagementInterface)
+	if err != nil {
+		log.Printf("management address: %v", err)
+	} else {
+		services = append(services, gokrazy.NewService(dhcp))
+	}
+	for _, name := range cfg.Services {
+		cmd, err := daemonCommand(name, cfg, rec, wd)
+		if err != nil {
+			log.Printf("not starting %s: %v", name, err)
+			continue
+		}
+		rec.Services = append(rec.Services, name)
+		services = append(services, gokrazy.NewService(cmd))
+	}
+
+	services = append(services, testPrograms()...)
+
+	if err := sysinfo.WriteInitRecord(ipc.DefaultDir, rec); err != nil {
+		log.Printf("writing init record: %v", err)
+	}
+	return gokrazy.SuperviseServices(services)
+}
+
+// TestDir holds test-only programs; only test images have it.
+const TestDir = "/user/test"
+
+// testPrograms supervises whatever a test image put in TestDir.
+func testPrograms() []*gokrazy.Service {
+	ents, err := os.ReadDir(TestDir)
+	if err != nil {
+		return nil
+	}
+	var out []*gokrazy.Service
+	for _, e := range ents {
+		log.Printf("test image: starting %s", e.Name())
+		out = append(out, gokrazy.NewService(exec.Command(filepath.Join(TestDir, e.Name()))))
+	}
+	return out
+}
+
+// ensureDev mounts devtmpfs on dev unless the kernel already did
+// (CONFIG_DEVTMPFS_MOUNT). It reports whether it mounted.
+func ensureDev(dev string) (bool, error) {
+	if _, err := os.Stat(filepath.Join(dev, "null")); err == nil {
+		return false, nil
+	}
+	if err := syscall.Mount("devtmpfs", dev, "devtmpfs", 0, ""); err != nil {
+		if errors.Is(err, syscall.EBUSY) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// claimWatchdog opens the watchdog and keeps it open for the life of init,
+// so gokrazy's unconditional pinger cannot. The descriptor stays
+// close-on-exec: watchdogd fetches it with pidfd_getfd, so no other child
+// inherits it.
+func claimWatchdog(path string, rec *sysinfo.InitRecord) *watchdog.Device {
+	rec.Watchdog.Device = path
+	rec.Watchdog.FD = -1
+	wd, err := watchdog.Open(path)
+	if err != nil {
+		rec.Watchdog.Error = err.Error()
+		rec.Watchdog.GokrazyPinger = "no watchdog device to ping"
+		log.Printf("no hardware watchdog: %v", err)
+		return nil
+	}
+	rec.Watchdog.Identity = wd.Identity
+	rec.Watchdog.FD = int(wd.Fd())
+	// Prove the point: a second open, as gokrazy's pinger will try, fails.
+	if f, err := os.OpenFile(path, os.O_WRONLY, 0); err == nil {
+		f.Close()
+		rec.Watchdog.GokrazyPinger = "WARNING: device can be opened twice; gokrazy may ping it"
+	} else if errors.Is(err, syscall.EBUSY) {
+		rec.Watchdog.GokrazyPinger = "stood down: device busy (held by init)"
+	} else {
+		rec.Watchdog.GokrazyPinger = "cannot open: " + err.Error()
+	}
+	log.Printf("claimed watchdog %s (%s) as fd %d before gokrazy.Boot", path, wd.Identity, wd.Fd())
+	return wd
+}
+
+// dhcpCommand runs gokrazy's DHCP client on the management port only, or
+// applies the static address from the configuration.
+func dhcpCommand(cfg *config.Config, ifname string) (*exec.Cmd, error) {
+	args := []string{"-interface=" + ifname}
+	if !cfg.Management.DHCP {
+		sc, err := staticLease(cfg.Management.Address, cfg.Management.Gateway)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "-static_network_config="+sc)
+	}
+	return exec.Command(DHCPPath, args...), nil
+}
+
+// staticLease renders a static address in the JSON form of gokrazy's dhcp
+// -static_network_config flag (a github.com/rtr7/dhcp4 Lease).
+func staticLease(cidr, gateway string) (string, error) {
+	ip, ipnet, err := net.ParseCIDR(cidr)
+	if err != nil || ip.To4() == nil {
+		return "", fmt.Errorf("management.address %q: want an IPv4 address in CIDR form", cidr)
+	}
+	lease := map[string]any{
+		"IP":      ip.To4().String(),
+		"Netmask": net.IP(ipnet.Mask).String(),
+	}
+	if gateway != "" {
+		gw := net.ParseIP(gateway)
+		if gw == nil || gw.To4() == nil {
+			return "", fmt.Errorf("management.gateway %q: want an IPv4 address", gateway)
+		}
+		lease["Router"] = gw.To4().String()
+	}
+	b, err := json.Marshal(lease)
+	return string(b), err
+}
+
+// daemonCommand builds the command line of one ncpos daemon from the
+// configuration.
+func daemonCommand(name string, cfg *config.Config, rec *sysinfo.InitRecord, wd *watchdog.Device) (*exec.Cmd, error) {
+	path := filepath.Join(BinDir, name)
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("not in this image: %w", err)
+	}
+	var args []string
+	switch name {
+	case "watchdogd":
+		if wd == nil {
+			return nil, fmt.Errorf("no watchdog device (%s)", rec.Watchdog.Error)
+		}
+		args = []string{
+			"-fd-pid=1",
+			"-fd=" + strconv.Itoa(int(wd.Fd())),
+			"-device=" + cfg.Watchdog.Device,
+			"-timeout=" + cfg.Watchdog.Timeout.String(),
+			"-interval=" + cfg.Watchdog.Interval.String(),
+			"-grace=" + cfg.Watchdog.BootGrace.String(),
+			"-require=" + strings.Join(RequiredDaemons(cfg), ","),
+		}
+	case "statusd":
+		args = []string{
+			"-interface=" + rec.ManagementInterface,
+			"-port=" + strconv.Itoa(cfg.Status.Port),
+		}
+	}
+	return exec.Command(path, args...), nil
+}
+
+// RequiredDaemons are the daemons whose /healthz gates the watchdog: every
+// configured one but watchdogd itself.
+func RequiredDaemons(cfg *config.Config) []string {
+	var out []string
+	for _, s := range cfg.Services {
+		if s != "watchdogd" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

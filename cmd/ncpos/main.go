@@ -1,0 +1,47 @@
+// Command ncpos is the host side of ncpos: it builds images and boots them
+// in QEMU (and, as later issues land, installs, updates, runs the lab and
+// the RFC 2544 bench).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+var commands = map[string]struct {
+	run     func(ctx context.Context, args []string) error
+	summary string
+}{
+	"build":   {runBuild, "build an appliance image from the embedded default or a given configuration"},
+	"vm":      {runVM, "boot an image in QEMU with NICs, watchdog and serial console"},
+}
+
+func usage() {
+	fmt.Fprintf(os.Stderr, "usage: ncpos <command> [flags]\n\ncommands:\n")
+	for _, name := range []string{"build", "vm"} {
+		fmt.Fprintf(os.Stderr, "  %-8s %s\n", name, commands[name].summary)
+	}
+	fmt.Fprintf(os.Stderr, "\nRun ncpos <command> -h for its flags.\n")
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	c, ok := commands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "ncpos: unknown command %q\n\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := c.run(ctx, os.Args[2:]); err != nil {
+		fmt.Fprintf(os.Stderr, "ncpos %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,158 @@
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"fmt"
+	"os"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is the whole appliance configuration, one ncpos.toml file. New
+// fields go here with a toml tag, a default in defaults.go, a rule in
+// validate.go and a commented line in default.toml.
+type Config struct {
+	Hostname string `toml:"hostname"` // appliance hostname
+	Platform string `toml:"platform"` // platform profile name, see ProfileNames
+	// Services lists the appliance daemons init supervises.
+	Services []string `toml:"services"`
+
+	Management Management `toml:"management"`
+	Status     Status     `toml:"status"`
+	Watchdog   Watchdog   `toml:"watchdog"`
+	Forwarder  Forwarder  `toml:"forwarder"`
+	Segments   []Segment  `toml:"segment"`
+	Syslog     Syslog     `toml:"syslog"`
+
+	profile *Profile // set by validation
+}
+
+// Management is the management port's network setup. Only this port gets an
+// address; the segment ports are transparent.
+type Management struct {
+	Port    string `toml:"port"`    // front-panel name; defaults to the profile's management port
+	DHCP    bool   `toml:"dhcp"`    // DHCP client on the management port
+	Address string `toml:"address"` // static address in CIDR form, only with dhcp = false
+	Gateway string `toml:"gateway"` // optional static default gateway, only with address
+}
+
+// Status configures statusd, the HTTP status page and API.
+type Status struct {
+	Port     int    `toml:"port"`      // TCP port on the management interface
+	AuthRead bool   `toml:"auth_read"` // read-only pages need authentication too
+	Password string `toml:"password"`  // control password; "" means gokrazy's password
+}
+
+// Watchdog configures watchdogd and the hardware watchdog.
+type Watchdog struct {
+	Device    string   `toml:"device"`     // watchdog character device under /dev
+	Timeout   Duration `toml:"timeout"`    // hardware timeout, whole seconds
+	Interval  Duration `toml:"interval"`   // how often watchdogd checks health and pets
+	BootGrace Duration `toml:"boot_grace"` // after boot, pet without gating on health
+}
+
+// Forwarder configures the datapath.
+type Forwarder struct {
+	Engine        string `toml:"engine"`          // "xdp" or "afxdp"
+	Mode          string `toml:"mode"`            // "forward" or "service"
+	Cores         int    `toml:"cores"`           // forwarding cores; 0 = all but one
+	FlowTableSize int    `toml:"flow_table_size"` // flow table entries in service mode
+}
+
+// Segment is a pair of ports bridged to each other, optionally with a bypass
+// relay pair that connects them directly when the forwarder is not healthy.
+type Segment struct {
+	Name   string   `toml:"name"`
+	Ports  []string `toml:"ports"`  // exactly two front-panel port names
+	Bypass string   `toml:"bypass"` // bypass pair name in the profile; "" = none
+}
+
+// Syslog configures remote logging, which keeps log writes off the flash.
+type Syslog struct {
+	Target string `toml:"target"` // "udp://host:port" or "tcp://host:port"; "" = off
+}
+
+// DefaultFile is the name the default configuration reports in messages.
+const DefaultFile = "ncpos.toml"
+
+//go:embed default.toml
+var defaultTOML []byte
+
+// DefaultTOML returns the embedded default ncpos.toml, a commented example of
+// the whole schema that `ncpos build` uses when given no configuration.
+func DefaultTOML() []byte {
+	return bytes.Clone(defaultTOML)
+}
+
+// Default returns a fresh copy of the embedded default configuration. It
+// panics if the embedded file is invalid, which the package tests rule out.
+func Default() *Config {
+	c, err := Parse(DefaultFile, defaultTOML)
+	if err != nil {
+		panic(fmt.Sprintf("config: embedded default is invalid: %v", err))
+	}
+	return c
+}
+
+// Load reads and parses the configuration file at path. Messages name the
+// path as given.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and validates a configuration. filename is only used in
+// messages. Omitted fields get their defaults. On failure the error is a
+// *ValidationError listing every problem found, and no Config is returned,
+// so an invalid file can never take effect.
+func Parse(filename string, data []byte) (*Config, error) {
+	src := &source{file: filename, data: data}
+	c := defaults()
+	md, errs, decoded := src.decodeStrict(c)
+	if !decoded {
+		return nil, &ValidationError{Errors: errs}
+	}
+	c.fillDependentDefaults(md)
+	errs = append(errs, c.validate(src)...)
+	if len(errs) > 0 {
+		sortByLine(errs)
+		return nil, &ValidationError{Errors: errs}
+	}
+	return c, nil
+}
+
+// Validate checks a Config built in memory (no line numbers are available)
+// and, if it is valid, makes Profile available.
+func (c *Config) Validate() error {
+	return asError(c.validate(&source{}))
+}
+
+// Profile returns the platform profile the configuration was validated
+// against, or looks it up by name for a Config that was not validated; nil if
+// there is no such platform.
+func (c *Config) Profile() *Profile {
+	if c.profile != nil {
+		return c.profile
+	}
+	p, err := LookupProfile(c.Platform)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+// TOML encodes the configuration with every field spelled out, for writing a
+// configuration back (e.g. to /perm). It loses default.toml's comments.
+func (c *Config) TOML() ([]byte, error) {
+	var b bytes.Buffer
+	enc := toml.NewEncoder(&b)
+	enc.Indent = ""
+	if err := enc.Encode(c); err != nil {
+		return nil, fmt.Errorf("config: encode: %w", err)
+	}
+	return b.Bytes(), nil
+}

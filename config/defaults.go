@@ -1,0 +1,64 @@
+package config
+
+import (
+	"github.com/BurntSushi/toml"
+)
+
+// serviceNames are the appliance daemons init can supervise, in start order.
+var serviceNames = []string{"forwarderd", "bypassd", "watchdogd", "statusd"}
+
+// defaultServices are the daemons this tree builds so far; forwarderd and
+// bypassd join the default as they land.
+var defaultServices = []string{"watchdogd", "statusd"}
+
+// ServiceNames returns the names allowed in services, in start order.
+func ServiceNames() []string {
+	return append([]string(nil), serviceNames...)
+}
+
+// defaults returns a Config holding the value of every field a file may
+// omit. Parse decodes over it, so omitted keys keep these values. Segments
+// have no default: which ports to bridge is the one thing a file must say.
+func defaults() *Config {
+	return &Config{
+		Hostname: "ncpos",
+		Platform: "qemu",
+		Services: append([]string(nil), defaultServices...),
+		Management: Management{
+			Port: "", // the profile's management port, see fillDependentDefaults
+			DHCP: true,
+		},
+		Status: Status{Port: 80},
+		Watchdog: Watchdog{
+			Device:    "/dev/watchdog",
+			Timeout:   Seconds(30),
+			Interval:  Seconds(5),
+			BootGrace: Seconds(120),
+		},
+		Forwarder: Forwarder{
+			Engine:        "xdp",
+			Mode:          "forward",
+			Cores:         0,
+			FlowTableSize: 1000000,
+		},
+	}
+}
+
+// fillDependentDefaults sets defaults that depend on other fields:
+//   - management.port defaults to the port the profile marks as management
+//     ("MGMT" if the platform is unknown, which validation then reports);
+//   - management.dhcp defaults to false when a static address is given,
+//     because asking for both is never what the writer meant.
+func (c *Config) fillDependentDefaults(md toml.MetaData) {
+	if !md.IsDefined("management", "port") {
+		c.Management.Port = "MGMT"
+		if p, err := LookupProfile(c.Platform); err == nil {
+			if m := p.ManagementPort(); m != nil {
+				c.Management.Port = m.Name
+			}
+		}
+	}
+	if !md.IsDefined("management", "dhcp") && c.Management.Address != "" {
+		c.Management.DHCP = false
+	}
+}

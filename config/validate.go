@@ -1,0 +1,279 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"net/url"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	// hostnameRE is one RFC 1123 label: the appliance announces itself by it.
+	hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+	// segmentNameRE keeps segment names usable in interface and BPF map names.
+	segmentNameRE = regexp.MustCompile(`^[a-z0-9-]{1,15}$`)
+)
+
+var (
+	engines = []string{"xdp", "afxdp"}
+	modes   = []string{"forward", "service"}
+)
+
+// Limits checked by validation.
+const (
+	minWatchdogTimeout = 1 * time.Second
+	maxWatchdogTimeout = 3600 * time.Second
+	maxBootGrace       = 3600 * time.Second
+	minFlowTableSize   = 1024
+	maxFlowTableSize   = math.MaxUint32 // BPF map max_entries is a u32
+)
+
+// validate checks every rule and returns all violations. On success it
+// records the profile for Profile.
+func (c *Config) validate(src *source) []FieldError {
+	c.profile = nil
+	var errs []FieldError
+	add := func(path, format string, args ...any) {
+		errs = append(errs, src.fieldError(path, format, args...))
+	}
+
+	if !hostnameRE.MatchString(c.Hostname) {
+		add("hostname", "%q is not a valid hostname, want 1-63 letters, digits and \"-\", not starting or ending with \"-\"", c.Hostname)
+	}
+
+	var prof *Profile
+	if !slices.Contains(ProfileNames(), c.Platform) {
+		add("platform", "unknown platform %q, want one of %s", c.Platform, quoteList(ProfileNames()))
+	} else if p, err := LookupProfile(c.Platform); err != nil {
+		// A broken compiled-in profile, which the package tests rule out.
+		add("platform", "the compiled-in profile %q is invalid: %s", c.Platform, strings.ReplaceAll(err.Error(), "\n", "; "))
+	} else {
+		prof = p
+	}
+
+	c.validateServices(add)
+	c.validateManagement(add, prof)
+	c.validateStatus(add)
+	c.validateWatchdog(add)
+	c.validateForwarder(add)
+	c.validateSegments(add, prof)
+	c.validateSyslog(add)
+
+	if len(errs) == 0 {
+		c.profile = prof
+	}
+	return errs
+}
+
+// addFunc records one violation at a field path.
+type addFunc func(path, format string, args ...any)
+
+func (c *Config) validateServices(add addFunc) {
+	seen := map[string]int{}
+	for i, s := range c.Services {
+		f := indexPath("services", i)
+		if j, dup := seen[s]; dup {
+			add(f, "duplicate service %q, already listed as services[%d]", s, j)
+			continue
+		}
+		seen[s] = i
+		if !slices.Contains(serviceNames, s) {
+			add(f, "unknown service %q, want one of %s", s, quoteList(serviceNames))
+		}
+	}
+}
+
+func (c *Config) validateManagement(add addFunc, prof *Profile) {
+	m := c.Management
+	if prof != nil && prof.Port(m.Port) == nil {
+		add("management.port", "unknown port %q %s", m.Port, portsHint(prof))
+	}
+	var prefix netip.Prefix
+	switch {
+	case m.DHCP && m.Address != "":
+		add("management.address", "%q is set but dhcp = true, want dhcp = false for a static address or no address", m.Address)
+	case !m.DHCP && m.Address == "":
+		add("management.address", "missing, want a static address such as \"192.0.2.10/24\" when dhcp = false")
+	case m.Address != "":
+		p, err := netip.ParsePrefix(m.Address)
+		switch {
+		case err != nil:
+			add("management.address", "%q is not an address in CIDR form, want e.g. \"192.0.2.10/24\"", m.Address)
+		case p.Addr().Zone() != "" || p.Addr().IsUnspecified() || p.Addr().IsMulticast():
+			add("management.address", "%q is not a usable host address, want e.g. \"192.0.2.10/24\"", m.Address)
+		default:
+			prefix = p
+		}
+	}
+	if m.Gateway == "" {
+		return
+	}
+	gw, err := netip.ParseAddr(m.Gateway)
+	switch {
+	case m.Address == "":
+		add("management.gateway", "%q is set without a static address, want address (with dhcp = false) or no gateway", m.Gateway)
+	case err != nil:
+		add("management.gateway", "%q is not an IP address, want e.g. \"192.0.2.1\"", m.Gateway)
+	case prefix.IsValid() && !prefix.Masked().Contains(gw):
+		add("management.gateway", "%s is outside %s, want an address on the management subnet", gw, m.Address)
+	case prefix.IsValid() && gw == prefix.Addr():
+		add("management.gateway", "%s is the appliance's own address, want the router's address", gw)
+	}
+}
+
+func (c *Config) validateStatus(add addFunc) {
+	if p := c.Status.Port; p < 1 || p > 65535 {
+		add("status.port", "%d is out of range, want 1..65535", p)
+	}
+}
+
+func (c *Config) validateWatchdog(add addFunc) {
+	w := c.Watchdog
+	if d := w.Device; path.Clean(d) != d || !strings.HasPrefix(d, "/dev/") {
+		add("watchdog.device", "%q is not an absolute path under /dev, want e.g. \"/dev/watchdog\"", d)
+	}
+	timeoutOK := false
+	switch t := w.Timeout; {
+	case t.Duration < minWatchdogTimeout:
+		add("watchdog.timeout", "%q is too short, want between 1s and 3600s", t)
+	case t.Duration > maxWatchdogTimeout:
+		add("watchdog.timeout", "%q is too long, want between 1s and 3600s", t)
+	case t.Duration%time.Second != 0:
+		add("watchdog.timeout", "%q is not a whole number of seconds (the hardware counts seconds), want e.g. \"30s\"", t)
+	default:
+		timeoutOK = true
+	}
+	switch i := w.Interval; {
+	case i.Duration <= 0:
+		add("watchdog.interval", "%q is not positive, want e.g. \"5s\" (less than half the timeout)", i)
+	case timeoutOK && i.Duration >= w.Timeout.Duration/2:
+		add("watchdog.interval", "%q is too long for timeout %q, want less than %s (half the timeout)",
+			i, w.Timeout, Duration{w.Timeout.Duration / 2})
+	}
+	if g := w.BootGrace; g.Duration < 0 || g.Duration > maxBootGrace {
+		add("watchdog.boot_grace", "%q is out of range, want between 0s and 3600s", g)
+	}
+}
+
+func (c *Config) validateForwarder(add addFunc) {
+	f := c.Forwarder
+	if !slices.Contains(engines, f.Engine) {
+		add("forwarder.engine", "unknown engine %q, want %s", f.Engine, quoteList(engines))
+	}
+	if !slices.Contains(modes, f.Mode) {
+		add("forwarder.mode", "unknown mode %q, want %s", f.Mode, quoteList(modes))
+	}
+	if f.Cores < 0 {
+		add("forwarder.cores", "%d is negative, want 0 (all cores but one) or a count of cores", f.Cores)
+	}
+	if f.FlowTableSize < minFlowTableSize || f.FlowTableSize > maxFlowTableSize {
+		add("forwarder.flow_table_size", "%d is out of range, want between %d and %d", f.FlowTableSize, minFlowTableSize, uint64(maxFlowTableSize))
+	}
+}
+
+func (c *Config) validateSegments(add addFunc, prof *Profile) {
+	if len(c.Segments) == 0 && slices.Contains(c.Services, "forwarderd") {
+		add("segment", "no segments, want at least one [[segment]] with two ports for forwarderd to bridge")
+	}
+	names := map[string]int{}
+	inSegment := map[string]string{} // port -> segment name
+	for i, s := range c.Segments {
+		f := indexPath("segment", i)
+		switch j, dup := names[s.Name]; {
+		case !segmentNameRE.MatchString(s.Name):
+			add(f+".name", "%q is not a valid segment name, want 1-15 of a-z, 0-9 and \"-\"", s.Name)
+		case dup:
+			add(f+".name", "duplicate segment name %q, already used by segment[%d]", s.Name, j)
+		default:
+			names[s.Name] = i
+		}
+
+		if len(s.Ports) != 2 {
+			add(f+".ports", "has %d ports, want exactly two", len(s.Ports))
+		}
+		// portsOK: two usable ports, so comparing with a bypass pair makes sense.
+		portsOK := len(s.Ports) == 2
+		for k, port := range s.Ports {
+			pf := indexPath(f+".ports", k)
+			switch {
+			case prof != nil && prof.Port(port) == nil:
+				add(pf, "unknown port %q %s", port, portsHint(prof))
+				portsOK = false
+			case port == c.Management.Port:
+				add(pf, "%q is the management port, want a data port", port)
+				portsOK = false
+			case slices.Index(s.Ports, port) < k:
+				add(pf, "port %q is listed twice, want two distinct ports", port)
+				portsOK = false
+			case inSegment[port] != "":
+				add(pf, "port %q is already in segment %q, want each port in at most one segment", port, inSegment[port])
+			default:
+				inSegment[port] = segmentLabel(s.Name, i)
+			}
+		}
+
+		if s.Bypass == "" || prof == nil {
+			continue
+		}
+		bp := prof.BypassPair(s.Bypass)
+		switch {
+		case bp == nil:
+			add(f+".bypass", "unknown bypass pair %q %s", s.Bypass, pairsHint(prof))
+		case portsOK && !samePorts(bp.Ports, s.Ports):
+			add(f+".bypass", "bypass pair %q joins %s, want a pair joining the segment's ports %s",
+				bp.Name, strings.Join(bp.Ports, " and "), strings.Join(s.Ports, " and "))
+		}
+	}
+}
+
+func segmentLabel(name string, i int) string {
+	if name == "" {
+		return indexPath("segment", i)
+	}
+	return name
+}
+
+func samePorts(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+func portsHint(p *Profile) string {
+	return fmt.Sprintf("(platform %q has %s)", p.Name, strings.Join(p.PortNames(), ", "))
+}
+
+func pairsHint(p *Profile) string {
+	if len(p.BypassPairs) == 0 {
+		return fmt.Sprintf("(platform %q has no bypass pairs), want \"\"", p.Name)
+	}
+	names := make([]string, len(p.BypassPairs))
+	for i, bp := range p.BypassPairs {
+		names[i] = bp.Name
+	}
+	return fmt.Sprintf("(platform %q has %s)", p.Name, strings.Join(names, ", "))
+}
+
+func (c *Config) validateSyslog(add addFunc) {
+	t := c.Syslog.Target
+	if t == "" {
+		return
+	}
+	const want = `want "udp://host:514" or "tcp://host:514", or "" for no remote syslog`
+	u, err := url.Parse(t)
+	if err != nil || (u.Scheme != "udp" && u.Scheme != "tcp") || u.Opaque != "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Hostname() == "" {
+		add("syslog.target", "%q is not a syslog target, %s", t, want)
+		return
+	}
+	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+		add("syslog.target", "%q has no valid port, %s", t, want)
+	}
+}

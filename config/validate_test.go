@@ -1,0 +1,160 @@
+package config
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// seg is a valid segment appended after the lines under test, so that the
+// lines a case checks are the first lines of its text.
+const seg = "\n[[segment]]\nname = \"s\"\nports = [\"LAN1\", \"LAN2\"]\n"
+
+// problems parses text as ncpos.toml and returns its problems, one string
+// each, failing the test if the error is not a *ValidationError.
+func problems(t *testing.T, text string) []string {
+	t.Helper()
+	_, err := Parse("ncpos.toml", []byte(text))
+	if err == nil {
+		return nil
+	}
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("Parse error %T %v, want *ValidationError", err, err)
+	}
+	var out []string
+	for _, fe := range ve.Errors {
+		out = append(out, fe.Error())
+	}
+	return out
+}
+
+func TestValidationRules(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want []string
+	}{
+		{"hostname", `hostname = "-bad"` + seg, []string{
+			`ncpos.toml:1: hostname: "-bad" is not a valid hostname, want 1-63 letters, digits and "-", not starting or ending with "-"`}},
+		{"platform", `platform = "nsp-9999"` + seg, []string{
+			`ncpos.toml:1: platform: unknown platform "nsp-9999", want one of "generic" or "qemu"`}},
+		{"services unknown and duplicate", `services = ["statusd", "sshd", "statusd"]`, []string{
+			`ncpos.toml:1: services[1]: unknown service "sshd", want one of "forwarderd", "bypassd", "watchdogd" or "statusd"`,
+			`ncpos.toml:1: services[2]: duplicate service "statusd", already listed as services[0]`}},
+		{"services multi-line", "services = [\n  \"bypassd\",\n  \"nope\",\n]" + seg, []string{
+			`ncpos.toml:3: services[1]: unknown service "nope", want one of "forwarderd", "bypassd", "watchdogd" or "statusd"`}},
+		{"no segment with forwarderd", "platform = \"qemu\"\nservices = [\"forwarderd\"]", []string{
+			`ncpos.toml:1: segment: no segments, want at least one [[segment]] with two ports for forwarderd to bridge`}},
+		{"no segment without forwarderd", `services = ["statusd"]`, nil},
+		{"management port unknown", "[management]\nport = \"ETH0\"\n" + seg, []string{
+			`ncpos.toml:2: management.port: unknown port "ETH0" (platform "qemu" has MGMT, LAN1, LAN2, LAN3, LAN4)`}},
+		{"address with dhcp", "[management]\ndhcp = true\naddress = \"192.0.2.10/24\"\n" + seg, []string{
+			`ncpos.toml:3: management.address: "192.0.2.10/24" is set but dhcp = true, want dhcp = false for a static address or no address`}},
+		{"dhcp off without address", "[management]\ndhcp = false\n" + seg, []string{
+			`ncpos.toml:1: management.address: missing, want a static address such as "192.0.2.10/24" when dhcp = false`}},
+		{"address not CIDR", "[management]\naddress = \"192.0.2.10\"\n" + seg, []string{
+			`ncpos.toml:2: management.address: "192.0.2.10" is not an address in CIDR form, want e.g. "192.0.2.10/24"`}},
+		{"address unspecified", "[management]\naddress = \"0.0.0.0/0\"\n" + seg, []string{
+			`ncpos.toml:2: management.address: "0.0.0.0/0" is not a usable host address, want e.g. "192.0.2.10/24"`}},
+		{"gateway without address", "[management]\ngateway = \"192.0.2.1\"\n" + seg, []string{
+			`ncpos.toml:2: management.gateway: "192.0.2.1" is set without a static address, want address (with dhcp = false) or no gateway`}},
+		{"gateway not IP", "[management]\naddress = \"192.0.2.10/24\"\ngateway = \"router\"\n" + seg, []string{
+			`ncpos.toml:3: management.gateway: "router" is not an IP address, want e.g. "192.0.2.1"`}},
+		{"gateway off subnet", "[management]\naddress = \"192.0.2.10/24\"\ngateway = \"198.51.100.1\"\n" + seg, []string{
+			`ncpos.toml:3: management.gateway: 198.51.100.1 is outside 192.0.2.10/24, want an address on the management subnet`}},
+		{"gateway is self", "[management]\naddress = \"192.0.2.10/24\"\ngateway = \"192.0.2.10\"\n" + seg, []string{
+			`ncpos.toml:3: management.gateway: 192.0.2.10 is the appliance's own address, want the router's address`}},
+		{"status port", "[status]\nport = 0\n" + seg, []string{
+			`ncpos.toml:2: status.port: 0 is out of range, want 1..65535`}},
+		{"status port high", "[status]\nport = 70000\n" + seg, []string{
+			`ncpos.toml:2: status.port: 70000 is out of range, want 1..65535`}},
+		{"watchdog device", "[watchdog]\ndevice = \"/dev/../watchdog\"\n" + seg, []string{
+			`ncpos.toml:2: watchdog.device: "/dev/../watchdog" is not an absolute path under /dev, want e.g. "/dev/watchdog"`}},
+		{"watchdog timeout short", "[watchdog]\ntimeout = \"0s\"\n" + seg, []string{
+			`ncpos.toml:2: watchdog.timeout: "0s" is too short, want between 1s and 3600s`}},
+		{"watchdog timeout long", "[watchdog]\ntimeout = \"2h\"\n" + seg, []string{
+			`ncpos.toml:2: watchdog.timeout: "7200s" is too long, want between 1s and 3600s`}},
+		{"watchdog timeout fraction", "[watchdog]\ntimeout = \"30.5s\"\n" + seg, []string{
+			`ncpos.toml:2: watchdog.timeout: "30.5s" is not a whole number of seconds (the hardware counts seconds), want e.g. "30s"`}},
+		{"watchdog interval vs timeout", "[watchdog]\ntimeout = \"8s\"\n" + seg, []string{
+			`ncpos.toml:1: watchdog.interval: "5s" is too long for timeout "8s", want less than 4s (half the timeout)`}},
+		{"watchdog interval zero", "[watchdog]\ninterval = \"0s\"\n" + seg, []string{
+			`ncpos.toml:2: watchdog.interval: "0s" is not positive, want e.g. "5s" (less than half the timeout)`}},
+		{"watchdog boot grace", "[watchdog]\nboot_grace = \"-1s\"\n" + seg, []string{
+			`ncpos.toml:2: watchdog.boot_grace: "-1s" is out of range, want between 0s and 3600s`}},
+		{"forwarder", "[forwarder]\nengine = \"dpdk\"\nmode = \"nat\"\ncores = -1\nflow_table_size = 10\n" + seg, []string{
+			`ncpos.toml:2: forwarder.engine: unknown engine "dpdk", want "xdp" or "afxdp"`,
+			`ncpos.toml:3: forwarder.mode: unknown mode "nat", want "forward" or "service"`,
+			`ncpos.toml:4: forwarder.cores: -1 is negative, want 0 (all cores but one) or a count of cores`,
+			`ncpos.toml:5: forwarder.flow_table_size: 10 is out of range, want between 1024 and 4294967295`}},
+		{"segment name", "[[segment]]\nname = \"Seg_1\"\nports = [\"LAN1\", \"LAN2\"]\n", []string{
+			`ncpos.toml:2: segment[0].name: "Seg_1" is not a valid segment name, want 1-15 of a-z, 0-9 and "-"`}},
+		{"segment name missing", "[[segment]]\nports = [\"LAN1\", \"LAN2\"]\n", []string{
+			`ncpos.toml:1: segment[0].name: "" is not a valid segment name, want 1-15 of a-z, 0-9 and "-"`}},
+		{"segment name duplicate", "[[segment]]\nname = \"a\"\nports = [\"LAN1\", \"LAN2\"]\n[[segment]]\nname = \"a\"\nports = [\"LAN3\", \"LAN4\"]\n", []string{
+			`ncpos.toml:5: segment[1].name: duplicate segment name "a", already used by segment[0]`}},
+		{"segment one port", "[[segment]]\nname = \"a\"\nports = [\"LAN1\"]\n", []string{
+			`ncpos.toml:3: segment[0].ports: has 1 ports, want exactly two`}},
+		{"segment ports missing", "[[segment]]\nname = \"a\"\n", []string{
+			`ncpos.toml:1: segment[0].ports: has 0 ports, want exactly two`}},
+		{"segment unknown port", "platform = \"qemu\"\n[[segment]]\nname = \"a\"\nports = [\"LAN1\", \"LAN9\"]\n", []string{
+			`ncpos.toml:4: segment[0].ports[1]: unknown port "LAN9" (platform "qemu" has MGMT, LAN1, LAN2, LAN3, LAN4)`}},
+		{"segment management port", "[[segment]]\nname = \"a\"\nports = [\n  \"MGMT\",\n  \"LAN1\",\n]\n", []string{
+			`ncpos.toml:4: segment[0].ports[0]: "MGMT" is the management port, want a data port`}},
+		{"segment moved management port", "[management]\nport = \"LAN4\"\n[[segment]]\nname = \"a\"\nports = [\"MGMT\", \"LAN4\"]\n", []string{
+			`ncpos.toml:5: segment[0].ports[1]: "LAN4" is the management port, want a data port`}},
+		{"segment same port twice", "[[segment]]\nname = \"a\"\nports = [\"LAN1\", \"LAN1\"]\n", []string{
+			`ncpos.toml:3: segment[0].ports[1]: port "LAN1" is listed twice, want two distinct ports`}},
+		{"port in two segments", "[[segment]]\nname = \"a\"\nports = [\"LAN1\", \"LAN2\"]\n[[segment]]\nname = \"b\"\nports = [\"LAN3\", \"LAN2\"]\n", []string{
+			`ncpos.toml:6: segment[1].ports[1]: port "LAN2" is already in segment "a", want each port in at most one segment`}},
+		{"bypass unknown", "[[segment]]\nname = \"a\"\nports = [\"LAN1\", \"LAN2\"]\nbypass = \"pair9\"\n", []string{
+			`ncpos.toml:4: segment[0].bypass: unknown bypass pair "pair9" (platform "qemu" has pair1, pair2)`}},
+		{"bypass on generic", "platform = \"generic\"\n[[segment]]\nname = \"a\"\nports = [\"LAN1\", \"LAN2\"]\nbypass = \"pair1\"\n", []string{
+			`ncpos.toml:5: segment[0].bypass: unknown bypass pair "pair1" (platform "generic" has no bypass pairs), want ""`}},
+		{"bypass other ports", "[[segment]]\nname = \"a\"\nports = [\"LAN1\", \"LAN2\"]\nbypass = \"pair2\"\n", []string{
+			`ncpos.toml:4: segment[0].bypass: bypass pair "pair2" joins LAN3 and LAN4, want a pair joining the segment's ports LAN1 and LAN2`}},
+		{"bypass reversed ports ok", "[[segment]]\nname = \"a\"\nports = [\"LAN2\", \"LAN1\"]\nbypass = \"pair1\"\n", nil},
+		{"syslog scheme", "[syslog]\ntarget = \"syslog.example:514\"\n" + seg, []string{
+			`ncpos.toml:2: syslog.target: "syslog.example:514" is not a syslog target, want "udp://host:514" or "tcp://host:514", or "" for no remote syslog`}},
+		{"syslog no port", "[syslog]\ntarget = \"udp://192.0.2.1\"\n" + seg, []string{
+			`ncpos.toml:2: syslog.target: "udp://192.0.2.1" has no valid port, want "udp://host:514" or "tcp://host:514", or "" for no remote syslog`}},
+		{"syslog path", "[syslog]\ntarget = \"tcp://h:514/x\"\n" + seg, []string{
+			`ncpos.toml:2: syslog.target: "tcp://h:514/x" is not a syslog target, want "udp://host:514" or "tcp://host:514", or "" for no remote syslog`}},
+		{"syslog ok", "[syslog]\ntarget = \"tcp://[2001:db8::1]:514\"\n" + seg, nil},
+		{"all errors, in line order", "hostname = \"a b\"\n[status]\nport = -1\n[[segment]]\nname = \"x\"\nports = [\"LAN1\"]\n", []string{
+			`ncpos.toml:1: hostname: "a b" is not a valid hostname, want 1-63 letters, digits and "-", not starting or ending with "-"`,
+			`ncpos.toml:3: status.port: -1 is out of range, want 1..65535`,
+			`ncpos.toml:6: segment[0].ports: has 1 ports, want exactly two`}},
+		{"unknown key and rule together", "[status]\nport = 0\ncolour = \"red\"\n" + seg, []string{
+			`ncpos.toml:2: status.port: 0 is out of range, want 1..65535`,
+			`ncpos.toml:3: status.colour: unknown key, want one of port, auth_read, password`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := problems(t, tt.text)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestValidateInMemory(t *testing.T) {
+	c := Default()
+	c.Status.Port = 0
+	c.Segments[0].Ports = []string{"LAN1", "LAN7"}
+	err := c.Validate()
+	want := "status.port: 0 is out of range, want 1..65535\n" +
+		`segment[0].ports[1]: unknown port "LAN7" (platform "qemu" has MGMT, LAN1, LAN2, LAN3, LAN4)`
+	if err == nil || err.Error() != want {
+		t.Errorf("Validate() = %v, want\n%s", err, want)
+	}
+	c.Status.Port = 8080
+	c.Segments[0].Ports = []string{"LAN3", "LAN4"}
+	c.Segments[0].Bypass = "pair2"
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate() = %v, want nil", err)
+	}
+}

@@ -1,0 +1,189 @@
+package image
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ncpos/ncpos/config"
+)
+
+// Options says what to build.
+type Options struct {
+	Config     *config.Config // validated configuration
+	ConfigTOML []byte         // its text, as it goes into /etc/ncpos/ncpos.toml
+	Kernel     []byte         // bzImage
+	Size       int64          // disk size in bytes
+	Output     string         // image file to write
+	BuildID    string
+	Password   string // gokrazy's HTTP password
+	HTTPPort   string // gokrazy's web UI and update port
+	// ExtraPrograms go into the root besides init, dhcp and the configured
+	// daemons (test images add test helpers).
+	ExtraPrograms []Program
+	Logf          func(format string, args ...any)
+}
+
+// Result describes a built image.
+type Result struct {
+	Output    string
+	Size      int64 // image file size
+	BytesUsed int64 // blocks allocated (the file is sparse)
+	RootBytes int64 // root squashfs
+	BootBytes int64 // boot partition content that is not zero
+	DiskSig   uint32
+	Cmdline   string
+	BuildID   string
+	Duration  time.Duration
+}
+
+// Programs lists what goes into the root for cfg: gokrazy-style init, the
+// DHCP client for the management port, and each configured daemon.
+func Programs(cfg *config.Config) []Program {
+	progs := []Program{
+		{Pkg: "github.com/ncpos/ncpos/services/init", Path: "/gokrazy/init"},
+		{Pkg: "github.com/gokrazy/gokrazy/cmd/dhcp", Path: "/gokrazy/dhcp"},
+	}
+	for _, s := range cfg.Services {
+		progs = append(progs, Program{Pkg: "github.com/ncpos/ncpos/services/" + s, Path: "/user/" + s})
+	}
+	return progs
+}
+
+// Build writes the image. It builds into a temporary file beside Output and
+// renames it only when everything succeeded, so a failed build leaves no
+// partial image behind.
+func Build(ctx context.Context, o Options) (*Result, error) {
+	start := time.Now()
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if err := CheckTools(); err != nil {
+		return nil, err
+	}
+	if len(o.Kernel) == 0 {
+		return nil, fmt.Errorf("no kernel")
+	}
+	layout, err := NewLayout(o.Size)
+	if err != nil {
+		return nil, err
+	}
+	modDir, err := ModuleDir()
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range o.Config.Services {
+		if _, err := os.Stat(filepath.Join(modDir, "services", s, "main.go")); err != nil {
+			return nil, fmt.Errorf("services: %q is not built by this version of ncpos yet (no services/%s)", s, s)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "ncpos-build-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	id := sha256.Sum256([]byte(o.BuildID))
+	diskSig := binary.LittleEndian.Uint32(id[:4])
+	if diskSig == 0 {
+		diskSig = 1
+	}
+	cmdline := Cmdline(diskSig, PartRootA)
+
+	// Root file system.
+	rootDir := filepath.Join(tmp, "root")
+	progs := append(Programs(o.Config), o.ExtraPrograms...)
+	if err := buildPrograms(ctx, modDir, rootDir, o.BuildID, progs, logf); err != nil {
+		return nil, err
+	}
+	ca, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+	if err := stageRoot(rootDir, RootFiles{
+		Hostname: o.Config.Hostname, Password: o.Password, HTTPPort: o.HTTPPort,
+		ConfigTOML: o.ConfigTOML, BuildID: o.BuildID, CACerts: string(ca),
+	}); err != nil {
+		return nil, fmt.Errorf("staging root: %w", err)
+	}
+	rootImg := filepath.Join(tmp, "root.squashfs")
+	logf("mksquashfs")
+	if err := mksquashfs(ctx, rootDir, rootImg, start.Unix()); err != nil {
+		return nil, err
+	}
+
+	// Boot and perm file systems.
+	bootImg := filepath.Join(tmp, "boot.fat")
+	logf("boot partition (syslinux, systemd-boot)")
+	if err := makeBoot(ctx, tmp, bootImg, layout.Parts[PartBoot].Size, BootFiles{
+		Kernel: o.Kernel, Cmdline: cmdline, Label: "NCPOS-BOOT", VolumeID: diskSig,
+	}); err != nil {
+		return nil, err
+	}
+	permImg := filepath.Join(tmp, "perm.ext4")
+	logf("perm partition (ext4)")
+	if err := makePerm(ctx, permImg, layout.Parts[PartPerm].Size, uuidFrom(id[4:20])); err != nil {
+		return nil, err
+	}
+
+	// Assemble the disk beside the output, then rename.
+	out, err := os.CreateTemp(filepath.Dir(o.Output), "."+filepath.Base(o.Output)+".tmp-")
+	if err != nil {
+		return nil, err
+	}
+	done := false
+	defer func() {
+		if !done {
+			out.Close()
+			os.Remove(out.Name())
+		}
+	}()
+	if err := out.Truncate(layout.Size); err != nil {
+		return nil, err
+	}
+	if err := partitionTable(ctx, out.Name(), layout, diskSig); err != nil {
+		return nil, err
+	}
+	if err := writeBootCode(out); err != nil {
+		return nil, err
+	}
+	res := &Result{Output: o.Output, Size: layout.Size, DiskSig: diskSig, Cmdline: cmdline, BuildID: o.BuildID}
+	for _, p := range []struct {
+		img  string
+		part int
+		n    *int64
+	}{{bootImg, PartBoot, &res.BootBytes}, {rootImg, PartRootA, &res.RootBytes}, {permImg, PartPerm, nil}} {
+		n, err := copyPartition(out, p.img, layout.Parts[p.part].Offset, layout.Parts[p.part].Size)
+		if err != nil {
+			return nil, fmt.Errorf("partition %d: %w", p.part, err)
+		}
+		if p.n != nil {
+			*p.n = n
+		}
+	}
+	if err := out.Sync(); err != nil {
+		return nil, err
+	}
+	if err := out.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(out.Name(), o.Output); err != nil {
+		return nil, err
+	}
+	done = true
+	var st unix.Stat_t
+	if err := unix.Stat(o.Output, &st); err == nil {
+		res.BytesUsed = st.Blocks * 512
+	}
+	res.Duration = time.Since(start)
+	return res, nil
+}
+
+// uuidFrom formats 16 bytes as a UUID string.
+func uuidFrom(b []byte) string {
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,153 @@
+package image
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ncpos/ncpos/config"
+)
+
+// requireTools skips where the Debian tools are missing, unless
+// NCPOS_REQUIRE_TOOLS is set (CI installs them and must not skip).
+func requireTools(t *testing.T) {
+	t.Helper()
+	if err := CheckTools(); err != nil {
+		if os.Getenv("NCPOS_REQUIRE_TOOLS") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
+func TestBuildLayout(t *testing.T) {
+	requireTools(t)
+	if testing.Short() {
+		t.Skip("builds Go programs and file systems")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "ncpos.img")
+	kernel := []byte("not really a kernel, but the builder only copies it")
+	res, err := Build(context.Background(), Options{
+		Config:     config.Default(),
+		ConfigTOML: config.DefaultTOML(),
+		Kernel:     kernel,
+		Size:       512e6,
+		Output:     out,
+		BuildID:    "test-1",
+		Password:   "secret",
+		HTTPPort:   "8080",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != res.Size || res.Size > 1000944*512 {
+		t.Fatalf("image is %d bytes (result says %d), want ≤ a 512 MB CF card", st.Size(), res.Size)
+	}
+	if res.BytesUsed >= res.Size/2 {
+		t.Errorf("image allocates %d of %d bytes; want it sparse", res.BytesUsed, res.Size)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("output folder holds %d entries, want only the image", len(ents))
+	}
+
+	// Partition table as sfdisk reads it.
+	js, err := exec.Command("sfdisk", "-J", out).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pt struct {
+		PartitionTable struct {
+			Label      string
+			ID         string
+			Partitions []struct {
+				Start, Size int64
+				Type        string
+				Bootable    bool
+			}
+		} `json:"partitiontable"`
+	}
+	if err := json.Unmarshal(js, &pt); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := NewLayout(512e6)
+	if pt.PartitionTable.Label != "dos" || len(pt.PartitionTable.Partitions) != 4 {
+		t.Fatalf("partition table = %s", js)
+	}
+	for i, p := range pt.PartitionTable.Partitions {
+		n := i + 1
+		if p.Start*512 != l.Parts[n].Offset || p.Size*512 != l.Parts[n].Size {
+			t.Errorf("partition %d at %d+%d sectors, want %d+%d", n, p.Start, p.Size, l.Parts[n].Offset/512, l.Parts[n].Size/512)
+		}
+		if (n == PartBoot) != p.Bootable {
+			t.Errorf("partition %d bootable = %v", n, p.Bootable)
+		}
+	}
+	if !strings.Contains(res.Cmdline, "root=PARTUUID="+strings.TrimPrefix(pt.PartitionTable.ID, "0x")+"-02") {
+		t.Errorf("cmdline %q does not name disk signature %s partition 2", res.Cmdline, pt.PartitionTable.ID)
+	}
+
+	// Extract the partitions and look inside.
+	extract := func(n int, name string) string {
+		p := filepath.Join(t.TempDir(), name)
+		b := make([]byte, l.Parts[n].Size)
+		f, _ := os.Open(out)
+		defer f.Close()
+		if _, err := f.ReadAt(b, l.Parts[n].Offset); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(p, b, 0o644)
+		return p
+	}
+	boot := extract(PartBoot, "boot.fat")
+	listing, err := exec.Command("mdir", "-i", boot, "-a", "-b", "-/", "::/").CombinedOutput()
+	if err != nil {
+		t.Fatalf("mdir: %v\n%s", err, listing)
+	}
+	for _, want := range []string{"::/vmlinuz", "::/cmdline.txt", "::/syslinux.cfg", "::/ldlinux.sys", "::/EFI/BOOT/BOOTX64.EFI", "::/loader/entries/ncpos.conf"} {
+		if !strings.Contains(strings.ToLower(string(listing)), strings.ToLower(want)) {
+			t.Errorf("boot partition lacks %s:\n%s", want, listing)
+		}
+	}
+	cfgText, err := exec.Command("mtype", "-i", boot, "::/syslinux.cfg").Output()
+	if err != nil || !strings.Contains(string(cfgText), res.Cmdline) {
+		t.Errorf("syslinux.cfg = %q (%v), want APPEND %s", cfgText, err, res.Cmdline)
+	}
+
+	root := extract(PartRootA, "root.squashfs")
+	files, err := exec.Command("unsquashfs", "-l", "-d", "", root).CombinedOutput()
+	if err != nil {
+		t.Fatalf("unsquashfs: %v\n%s", err, files)
+	}
+	for _, want := range []string{"/gokrazy/init", "/gokrazy/dhcp", "/user/statusd", "/user/watchdogd", "/etc/ncpos/ncpos.toml", "/etc/hostname", "/etc/resolv.conf", "/perm", "/dev"} {
+		if !strings.Contains(string(files), want+"\n") {
+			t.Errorf("root lacks %s", want)
+		}
+	}
+
+	perm := extract(PartPerm, "perm.ext4")
+	typ, err := exec.Command("blkid", "-o", "value", "-s", "TYPE", perm).Output()
+	if err != nil || strings.TrimSpace(string(typ)) != "ext4" {
+		t.Errorf("perm partition type %q (%v), want ext4", typ, err)
+	}
+}
+
+func TestBuildRefusesTooSmall(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.img")
+	_, err := Build(context.Background(), Options{Config: config.Default(), Kernel: []byte("k"), Size: 100e6, Output: out})
+	if err == nil {
+		t.Fatal("built a 100 MB image")
+	}
+	if _, serr := os.Stat(out); serr == nil {
+		t.Fatal("a failed build left an output file")
+	}
+}

@@ -1,0 +1,78 @@
+package image
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// RootFiles is what goes into the root file system besides the programs.
+type RootFiles struct {
+	Hostname   string
+	Password   string // gokrazy's HTTP password (/etc/gokr-pw.txt)
+	HTTPPort   string // gokrazy's web UI and update port
+	ConfigTOML []byte // /etc/ncpos/ncpos.toml
+	BuildID    string
+	CACerts    string // host CA bundle for /etc/ssl/ca-bundle.pem; optional
+}
+
+// stageRoot lays out in dir the tree gokrazy's init expects (see gokrazy's
+// packer): mount points, /var -> /perm/var, /etc with hostname, hosts,
+// resolv.conf -> /tmp/resolv.conf, the web password and ports.
+func stageRoot(dir string, f RootFiles) error {
+	for _, d := range []string{"bin", "dev", "etc/ssl", "etc/gokrazy", "etc/ncpos", "proc", "sys", "tmp", "perm", "lib", "run", "mnt", "gokrazy", "user"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	links := map[string]string{
+		"var":             "/perm/var",
+		"etc/resolv.conf": "/tmp/resolv.conf",
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	files := []struct {
+		name    string
+		content []byte
+		mode    os.FileMode
+	}{
+		{"etc/hostname", []byte(f.Hostname), 0o644},
+		{"etc/hosts", []byte("127.0.0.1 localhost\n::1 localhost\n"), 0o644},
+		{"etc/gokr-pw.txt", []byte(f.Password), 0o400},
+		{"etc/http-port.txt", []byte(f.HTTPPort), 0o644},
+		{"etc/https-port.txt", []byte("8443"), 0o644},
+		{"etc/gokrazy/mountdevices.json", []byte("[]"), 0o644},
+		{"etc/ncpos/ncpos.toml", f.ConfigTOML, 0o644},
+		{"etc/ncpos/build-id", []byte(f.BuildID + "\n"), 0o644},
+	}
+	if f.CACerts != "" {
+		files = append(files, struct {
+			name    string
+			content []byte
+			mode    os.FileMode
+		}{"etc/ssl/ca-bundle.pem", []byte(f.CACerts), 0o644})
+	}
+	for _, fl := range files {
+		if err := os.WriteFile(filepath.Join(dir, fl.name), fl.content, fl.mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mksquashfs packs dir into a squashfs image at out. Every file is owned by
+// root and stamped with mtime, so the same inputs give the same bytes.
+func mksquashfs(ctx context.Context, dir, out string, mtime int64) error {
+	t := strconv.FormatInt(mtime, 10)
+	if err := run(ctx, nil, "mksquashfs", dir, out, "-noappend", "-quiet", "-no-progress",
+		"-comp", "zstd", "-Xcompression-level", "19", "-b", "256K",
+		"-all-root", "-no-xattrs", "-mkfs-time", t, "-all-time", t); err != nil {
+		return fmt.Errorf("root file system: %w", err)
+	}
+	return nil
+}

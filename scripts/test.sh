@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Runs every test: unit tests, image build tests, and the QEMU boot tests
+# (legacy BIOS and UEFI). Installs what it needs first. Tests that need
+# tools fail rather than skip here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+export NCPOS_REQUIRE_TOOLS=1 NCPOS_REQUIRE_QEMU=1
+go vet ./...
+test -z "$(gofmt -l $(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $(git ls-files '*.go'); exit 1; }
+go test -count=1 -timeout 60m "$@" ./...

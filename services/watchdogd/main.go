@@ -1,0 +1,141 @@
+// Command watchdogd pets the hardware watchdog that init claimed before
+// gokrazy.Boot, but only while every required health check passes: the
+// /healthz of each required daemon, memory and file-descriptor headroom and
+// a writable /perm. Before it stops petting it records the failing check in
+// /perm; after the reset it reports why the box last restarted. It serves
+// its status on /run/ncpos/watchdogd.sock.
+//
+// Flags (init sets them from the configuration):
+//
+//	-fd-pid 1 -fd N     duplicate init's watchdog descriptor (pidfd_getfd)
+//	-device PATH        the device (opened directly without -fd-pid)
+//	-timeout, -interval hardware timeout and check/pet interval
+//	-grace              pet regardless of health this long after boot
+//	-require a,b        daemons whose /healthz must pass
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/sysinfo"
+	"github.com/ncpos/ncpos/watchdog"
+)
+
+func main() {
+	var (
+		fdPid    = flag.Int("fd-pid", 0, "duplicate the watchdog descriptor from this process (init is 1)")
+		fd       = flag.Int("fd", -1, "descriptor number of the watchdog in -fd-pid")
+		device   = flag.String("device", "/dev/watchdog", "watchdog device; opened directly when no -fd-pid is given")
+		timeout  = flag.Duration("timeout", 30*time.Second, "hardware timeout to set")
+		interval = flag.Duration("interval", 5*time.Second, "how often to check health and pet")
+		grace    = flag.Duration("grace", 120*time.Second, "after boot, pet regardless of health for this long")
+		require  = flag.String("require", "", "comma-separated daemons whose /healthz must pass")
+		records  = flag.String("records", watchdog.DefaultRecordDir, "folder for the reset records")
+	)
+	flag.Parse()
+	if err := run(*fdPid, *fd, *device, *timeout, *interval, *grace, *require, *records); err != nil {
+		log.Fatalf("watchdogd: %v", err)
+	}
+}
+
+func run(fdPid, fd int, device string, timeout, interval, grace time.Duration, require, recordDir string) error {
+	if interval <= 0 || 2*interval >= timeout {
+		return fmt.Errorf("-interval %v must be positive and below half of -timeout %v", interval, timeout)
+	}
+	var (
+		dev    *watchdog.Device
+		err    error
+		source string
+	)
+	if fdPid > 0 {
+		dev, err = watchdog.FromProcess(fdPid, fd)
+		source = fmt.Sprintf("fd %d of pid %d (claimed by init before gokrazy.Boot)", fd, fdPid)
+	} else {
+		dev, err = watchdog.Open(device)
+		source = "opened " + device
+	}
+	if err != nil {
+		return err
+	}
+	if got, err := dev.SetTimeout(timeout); err != nil {
+		log.Printf("keeping the driver's timeout: %v", err)
+	} else {
+		log.Printf("%s: timeout %v", dev.Identity, got)
+	}
+	base := watchdog.Status{Device: device, Identity: dev.Identity, Source: source}
+	if t, err := dev.Timeout(); err == nil {
+		base.TimeoutSec = int(t / time.Second)
+	}
+
+	now := time.Now()
+	rec := watchdog.Records{Dir: recordDir}
+	bootStatus, err := dev.BootStatus()
+	if err != nil {
+		log.Print(err)
+	}
+	bootID, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	base.LastReset, err = rec.DecideLastReset(bootStatus, strings.TrimSpace(string(bootID)), now)
+	if err != nil {
+		log.Printf("reset records: %v", err)
+	}
+	log.Printf("last reset: %s", base.LastReset.Text)
+
+	up, err := sysinfo.Uptime("/")
+	if err != nil {
+		return err
+	}
+	gate := &watchdog.Gate{Timeout: interval, Boot: now.Add(-up), Grace: grace}
+	for _, d := range strings.Split(require, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			gate.Checks = append(gate.Checks, watchdog.DaemonCheck(ipc.Dir(), d, interval))
+		}
+	}
+	gate.Checks = append(gate.Checks,
+		watchdog.MemoryCheck("/proc", 0.05),
+		watchdog.FDCheck("/proc", 0.9),
+		watchdog.PermCheck("/", 1<<20),
+	)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	sup := watchdog.NewSupervisor(dev, gate, rec, interval, base)
+	go sup.Run(ctx)
+	go func() {
+		// gokrazy stops its services with SIGTERM before a reboot or
+		// poweroff: record it as planned. (If nobody reboots, the hardware
+		// fires later and the watchdog record wins.)
+		<-ctx.Done()
+		if err := rec.WritePlanned("reboot", time.Now()); err != nil {
+			log.Print(err)
+		}
+	}()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(watchdog.Collector{S: sup})
+	health := func() error {
+		st := sup.Status()
+		if !st.Petting {
+			return fmt.Errorf("not petting: %s", st.StoppedReason)
+		}
+		if st.LastPingError != "" {
+			return fmt.Errorf("last ping failed: %s", st.LastPingError)
+		}
+		return nil
+	}
+	mux := ipc.Handler(health, func() any { return sup.Status() }, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	err = ipc.Serve(ctx, ipc.Dir(), "watchdogd", mux)
+	time.Sleep(100 * time.Millisecond) // let the planned record be written
+	return err
+}

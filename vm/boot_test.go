@@ -1,0 +1,215 @@
+package vm
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/image"
+	"github.com/ncpos/ncpos/image/kernel"
+	"github.com/ncpos/ncpos/web"
+)
+
+// The boot tests share images, each built once: the embedded default, and
+// a watchdog test image (short timeouts, the test-only hangctl).
+var (
+	imgMu  sync.Mutex
+	images = map[string]string{}
+	imgDir string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if imgDir != "" {
+		os.RemoveAll(imgDir)
+	}
+	os.Exit(code)
+}
+
+func requireQEMU(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("boots QEMU")
+	}
+	_, err := exec.LookPath("qemu-system-x86_64")
+	if err == nil {
+		err = image.CheckTools()
+	}
+	if err != nil {
+		if os.Getenv("NCPOS_REQUIRE_QEMU") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
+// testImage builds (once) the image called name from configuration text
+// (nil: the embedded default) plus extra programs.
+func testImage(t *testing.T, name string, cfgText []byte, extra ...image.Program) string {
+	t.Helper()
+	imgMu.Lock()
+	defer imgMu.Unlock()
+	if p, ok := images[name]; ok {
+		return p
+	}
+	if imgDir == "" {
+		var err error
+		if imgDir, err = os.MkdirTemp("", "ncpos-vmtest-"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := config.Default()
+	if cfgText == nil {
+		cfgText = config.DefaultTOML()
+	} else {
+		var err error
+		if cfg, err = config.Parse(name+".toml", cfgText); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(imgDir, name+".img")
+	res, err := image.Build(context.Background(), image.Options{
+		Config: cfg, ConfigTOML: cfgText,
+		Kernel: kernel.BzImage(), Size: 512e6, Output: p,
+		BuildID: name + "-" + time.Now().UTC().Format("150405"), Password: testPassword, HTTPPort: "8080",
+		ExtraPrograms: extra,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("image %s: %d bytes, %d allocated, root squashfs %d bytes, built in %v",
+		name, res.Size, res.BytesUsed, res.RootBytes, res.Duration.Round(time.Millisecond))
+	images[name] = p
+	return p
+}
+
+const testPassword = "vmtest"
+
+// boot starts the test image and waits for /healthz through the forwarded
+// management port.
+func boot(t *testing.T, img string, uefi bool) (*VM, string) {
+	t.Helper()
+	ports := make([]int, 3)
+	for i := range ports {
+		p, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = p
+	}
+	serial := filepath.Join(t.TempDir(), "serial.log")
+	ctx, cancel := context.WithCancel(context.Background())
+	v, err := Start(ctx, Options{Image: img, UEFI: uefi, DataNICs: 4, StatusPort: ports[0], UpdatePort: ports[1],
+		Forwards: map[int]int{ports[2]: 8081}, SerialLog: serial, Snapshot: true}, os.Stderr)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		v.Kill()
+		if t.Failed() {
+			b, _ := os.ReadFile(serial)
+			if len(b) > 8000 {
+				b = b[len(b)-8000:]
+			}
+			t.Logf("serial console (tail):\n%s", b)
+		}
+	})
+	took, err := WaitHealthy(ctx, v.StatusURL(), 6*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("boot to /healthz: %v (firmware uefi=%v)", took.Round(100*time.Millisecond), uefi)
+	return v, serial
+}
+
+func system(t *testing.T, v *VM) *web.System {
+	t.Helper()
+	resp, err := http.Get(v.StatusURL() + "api/v1/system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s web.System
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+func checkBooted(t *testing.T, v *VM) *web.System {
+	t.Helper()
+	// watchdogd may start a moment after statusd answers.
+	var s *web.System
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		s = system(t, v)
+		if s.Watchdog.Petter != nil && s.Watchdog.Petter.Pings > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(2 * time.Second)
+	}
+	if s.Root.FSType != "squashfs" || !s.Root.ReadOnly() {
+		t.Errorf("root is %s (%s), want read-only squashfs", s.Root.FSType, s.Root.Options)
+	}
+	if s.Perm == nil || s.Perm.FSType != "ext4" {
+		t.Errorf("/perm = %+v, want ext4", s.Perm)
+	}
+	var holders []string
+	for _, h := range s.Watchdog.Holders {
+		holders = append(holders, h.Name)
+	}
+	if !strings.Contains(strings.Join(holders, ","), "watchdogd") {
+		t.Errorf("watchdog holders %v, want watchdogd among them", holders)
+	}
+	if !strings.HasPrefix(s.Watchdog.GokrazyPinger, "stood down") {
+		t.Errorf("gokrazy's pinger: %q, want it stood down", s.Watchdog.GokrazyPinger)
+	}
+	if p := s.Watchdog.Petter; p == nil || p.Pings == 0 || !strings.Contains(p.Identity, "6300") {
+		t.Errorf("watchdogd reports %+v (error %q), want it petting the i6300ESB", p, s.Watchdog.Error)
+	}
+	if !strings.Contains(s.Cmdline, "root=PARTUUID=") {
+		t.Errorf("cmdline %q lacks root=PARTUUID=", s.Cmdline)
+	}
+	return s
+}
+
+func TestBootLegacyBIOS(t *testing.T) {
+	requireQEMU(t)
+	t.Parallel()
+	v, _ := boot(t, testImage(t, "default", nil), false)
+	s := checkBooted(t, v)
+	t.Logf("build %s, kernel %s, holders %+v", s.BuildID, s.Kernel, s.Watchdog.Holders)
+
+	// CF cards wear out: an idle appliance must not write to its boot disk.
+	// Let boot settle, then measure two idle minutes.
+	settle := 60*time.Second - time.Duration(s.UptimeSeconds*float64(time.Second))
+	if settle > 0 {
+		time.Sleep(settle)
+	}
+	before := system(t, v)
+	if before.BootDisk == nil {
+		t.Fatalf("no boot disk counters: %v", before.Errors)
+	}
+	time.Sleep(2 * time.Minute)
+	after := system(t, v)
+	written := after.BootDisk.BytesWritten - before.BootDisk.BytesWritten
+	t.Logf("boot disk %s: %d bytes written in two idle minutes (%d since boot)", after.BootDisk.Disk, written, after.BootDisk.BytesWritten)
+	if written >= 64*1024 {
+		t.Errorf("%d bytes written to the boot disk in two idle minutes, want < 64 KiB", written)
+	}
+}
+
+func TestBootUEFI(t *testing.T) {
+	requireQEMU(t)
+	v, _ := boot(t, testImage(t, "default", nil), true)
+	checkBooted(t, v)
+}

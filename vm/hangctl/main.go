@@ -1,0 +1,69 @@
+// Command hangctl is a test-only program, built only into test images (the
+// image builder puts it in /user/test/, which init supervises when
+// present). On request it freezes or thaws an ncpos daemon with SIGSTOP or
+// SIGCONT, so the QEMU tests can make the appliance hang the way a wedged
+// daemon would. It listens on the management interface only.
+//
+//	POST /stop?daemon=forwarderd    SIGSTOP every process named forwarderd
+//	POST /cont?daemon=forwarderd    SIGCONT them
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+func pidsOf(name string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
+		if err == nil && strings.TrimSpace(string(comm)) == name {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func signalHandler(sig syscall.Signal) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.URL.Query().Get("daemon")
+		if name == "" || strings.ContainsAny(name, "/.") {
+			http.Error(w, "want ?daemon=NAME", http.StatusBadRequest)
+			return
+		}
+		pids := pidsOf(name)
+		if len(pids) == 0 {
+			http.Error(w, "no process named "+name, http.StatusNotFound)
+			return
+		}
+		for _, pid := range pids {
+			if err := syscall.Kill(pid, sig); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+		}
+		log.Printf("hangctl: %v to %s %v", sig, name, pids)
+		fmt.Fprintf(w, "%v sent to %s %v\n", sig, name, pids)
+	}
+}
+
+func main() {
+	addr := flag.String("listen", ":8081", "address to listen on")
+	flag.Parse()
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /stop", signalHandler(syscall.SIGSTOP))
+	mux.HandleFunc("POST /cont", signalHandler(syscall.SIGCONT))
+	log.Fatal(http.ListenAndServe(*addr, mux))
+}

@@ -1,0 +1,211 @@
+// Package vm boots an ncpos image in QEMU the way a box would run it: two
+// CPUs, an IDE disk (CF cards and DOMs are IDE/PATA devices), a management
+// NIC on user networking with the status page and gokrazy's update port
+// forwarded to localhost, data NICs at the PCI addresses of the qemu
+// platform profile, the i6300esb watchdog, and the serial console. Without
+// KVM it runs in software emulation.
+package vm
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// Firmware files from Debian's ovmf package.
+const (
+	ovmfCode = "/usr/share/OVMF/OVMF_CODE_4M.fd"
+	ovmfVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
+)
+
+// Options configures a VM.
+type Options struct {
+	Image      string
+	UEFI       bool // OVMF instead of SeaBIOS (legacy BIOS)
+	CPUs       int
+	MemoryMB   int
+	DataNICs   int         // LAN1..LANn at PCI slots 4.. (qemu profile)
+	StatusPort int         // host port forwarded to the guest's statusd (80)
+	UpdatePort int         // host port forwarded to gokrazy's web/update port (8080); 0 = none
+	Forwards   map[int]int // more host port -> guest port forwards (tests)
+	SerialLog  string      // file for the serial console; "" = this terminal
+	Snapshot   bool        // discard disk writes when QEMU exits
+	StateDir   string      // where UEFI variables are kept; "" = a temporary folder
+}
+
+func (o *Options) defaults() {
+	if o.CPUs == 0 {
+		o.CPUs = 2
+	}
+	if o.MemoryMB == 0 {
+		o.MemoryMB = 512
+	}
+}
+
+// Args returns QEMU's command line for o (without the binary).
+func Args(o Options, varsFile string) []string {
+	o.defaults()
+	args := []string{
+		// -nodefaults drops QEMU's CD-ROM and default NIC; the VGA card
+		// is added back for the VGA console.
+		"-nodefaults", "-vga", "std",
+		"-machine", "pc,accel=tcg",
+		"-smp", strconv.Itoa(o.CPUs),
+		"-m", strconv.Itoa(o.MemoryMB),
+		"-drive", "file=" + o.Image + ",format=raw,if=ide,index=0,media=disk",
+		"-display", "none",
+		"-device", "i6300esb,id=watchdog,addr=0x10",
+		"-action", "watchdog=reset",
+	}
+	if o.Snapshot {
+		args = append(args, "-snapshot")
+	}
+	fwd := fmt.Sprintf("user,id=mgmt,hostfwd=tcp:127.0.0.1:%d-:80", o.StatusPort)
+	if o.UpdatePort != 0 {
+		fwd += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:8080", o.UpdatePort)
+	}
+	hosts := make([]int, 0, len(o.Forwards))
+	for h := range o.Forwards {
+		hosts = append(hosts, h)
+	}
+	sort.Ints(hosts)
+	for _, h := range hosts {
+		fwd += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", h, o.Forwards[h])
+	}
+	args = append(args, "-netdev", fwd, "-device", "virtio-net-pci,netdev=mgmt,addr=0x3")
+	for i := 1; i <= o.DataNICs; i++ {
+		// Data ports carry no address; restrict=on keeps the user-mode
+		// backend from reaching anything.
+		args = append(args,
+			"-netdev", fmt.Sprintf("user,id=lan%d,restrict=on", i),
+			"-device", fmt.Sprintf("virtio-net-pci,netdev=lan%d,addr=0x%x", i, 3+i))
+	}
+	if o.UEFI {
+		args = append(args,
+			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+ovmfCode,
+			"-drive", "if=pflash,format=raw,unit=1,file="+varsFile)
+	}
+	if o.SerialLog != "" {
+		args = append(args, "-serial", "file:"+o.SerialLog, "-monitor", "none")
+	} else {
+		args = append(args, "-serial", "mon:stdio")
+	}
+	return args
+}
+
+// VM is a running QEMU.
+type VM struct {
+	Cmd     *exec.Cmd
+	Options Options
+	tmp     string
+}
+
+// Start launches QEMU. Stop it with Kill; it also dies with ctx.
+func Start(ctx context.Context, o Options, stdout io.Writer) (*VM, error) {
+	o.defaults()
+	if _, err := os.Stat(o.Image); err != nil {
+		return nil, fmt.Errorf("image: %w", err)
+	}
+	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
+		return nil, fmt.Errorf("qemu-system-x86_64 not found: apt-get install qemu-system-x86 ovmf")
+	}
+	v := &VM{Options: o}
+	varsFile := ""
+	if o.UEFI {
+		dir := o.StateDir
+		if dir == "" {
+			tmp, err := os.MkdirTemp("", "ncpos-vm-")
+			if err != nil {
+				return nil, err
+			}
+			v.tmp, dir = tmp, tmp
+		}
+		varsFile = filepath.Join(dir, "OVMF_VARS.fd")
+		if _, err := os.Stat(varsFile); err != nil {
+			b, err := os.ReadFile(ovmfVars)
+			if err != nil {
+				return nil, fmt.Errorf("UEFI firmware: %w (apt-get install ovmf)", err)
+			}
+			if err := os.WriteFile(varsFile, b, 0o644); err != nil {
+				return nil, err
+			}
+		}
+	}
+	v.Cmd = exec.CommandContext(ctx, "qemu-system-x86_64", Args(o, varsFile)...)
+	v.Cmd.Stdout, v.Cmd.Stderr = stdout, stdout
+	if o.SerialLog == "" {
+		v.Cmd.Stdin = os.Stdin
+	}
+	if err := v.Cmd.Start(); err != nil {
+		v.cleanup()
+		return nil, fmt.Errorf("starting qemu: %w", err)
+	}
+	return v, nil
+}
+
+// Wait waits for QEMU to exit.
+func (v *VM) Wait() error {
+	defer v.cleanup()
+	return v.Cmd.Wait()
+}
+
+// Kill stops QEMU and waits for it.
+func (v *VM) Kill() {
+	if v.Cmd.Process != nil {
+		v.Cmd.Process.Kill()
+	}
+	v.Wait()
+}
+
+func (v *VM) cleanup() {
+	if v.tmp != "" {
+		os.RemoveAll(v.tmp)
+		v.tmp = ""
+	}
+}
+
+// StatusURL is the forwarded status page.
+func (v *VM) StatusURL() string {
+	return fmt.Sprintf("http://127.0.0.1:%d/", v.Options.StatusPort)
+}
+
+// WaitHealthy polls the forwarded /healthz until it answers 200 and returns
+// how long that took, or an error when timeout passes or QEMU exits.
+func WaitHealthy(ctx context.Context, base string, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	c := &http.Client{Timeout: 2 * time.Second}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, "GET", base+"healthz", nil)
+		if resp, err := c.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return time.Since(start), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%shealthz did not answer within %v", base, timeout)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// FreePort asks the kernel for an unused localhost TCP port.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

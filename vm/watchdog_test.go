@@ -1,0 +1,193 @@
+package vm
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ncpos/ncpos/image"
+	"github.com/ncpos/ncpos/web"
+)
+
+// wdConfig makes watchdog tests quick: a 10 s hardware timeout, checks
+// every 2 s, and a grace period long enough for a software-emulated boot.
+var wdConfig = []byte(`platform = "qemu"
+services = ["watchdogd", "statusd"]
+
+[watchdog]
+timeout = "10s"
+interval = "2s"
+boot_grace = "60s"
+
+[[segment]]
+name = "seg1"
+ports = ["LAN1", "LAN2"]
+`)
+
+const wdTimeout = 10 * time.Second
+const wdInterval = 2 * time.Second
+
+// hungDaemon is the daemon the hang test freezes. forwarderd is the one
+// that matters in the field; until it is in the image, statusd stands in
+// (its /healthz gates the watchdog the same way).
+const hungDaemon = "statusd"
+
+func wdImage(t *testing.T) string {
+	return testImage(t, "wdtest", wdConfig, image.Program{Pkg: "github.com/ncpos/ncpos/vm/hangctl", Path: "/user/test/hangctl"})
+}
+
+func hangctlURL(v *VM) string {
+	for host := range v.Options.Forwards {
+		return fmt.Sprintf("http://127.0.0.1:%d/", host)
+	}
+	return ""
+}
+
+// waitPastGrace waits until the boot grace period is over, so the checks
+// gate the pets.
+func waitPastGrace(t *testing.T, v *VM) *web.System {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Minute); ; {
+		s := system(t, v)
+		if p := s.Watchdog.Petter; p != nil && !p.InGrace && p.Petting {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still in grace or not petting after 3 minutes: %+v", s.Watchdog)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// waitReboot waits until the appliance answers again with a smaller uptime
+// than before, and returns the new snapshot and when the new boot started.
+func waitReboot(t *testing.T, v *VM, since time.Time, within time.Duration) (*web.System, time.Time) {
+	t.Helper()
+	c := &http.Client{Timeout: 2 * time.Second}
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(time.Second) {
+		resp, err := c.Get(v.StatusURL() + "api/v1/system")
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		s := system(t, v)
+		booted := time.Now().Add(-time.Duration(s.UptimeSeconds * float64(time.Second)))
+		if booted.After(since) {
+			return s, booted
+		}
+	}
+	t.Fatalf("no reboot within %v", within)
+	return nil, time.Time{}
+}
+
+// bootBanner is the kernel's first line, on the serial console at every
+// boot.
+const bootBanner = "Linux version"
+
+func countInFile(path, s string) int {
+	b, _ := os.ReadFile(path)
+	return strings.Count(string(b), s)
+}
+
+func TestWatchdogHealthyNotReset(t *testing.T) {
+	requireQEMU(t)
+	t.Parallel()
+	v, _ := boot(t, wdImage(t), false)
+	before := waitPastGrace(t, v)
+	time.Sleep(3 * wdTimeout)
+	after := system(t, v)
+	if after.UptimeSeconds < before.UptimeSeconds+(3*wdTimeout).Seconds()-1 {
+		t.Fatalf("uptime went from %.0f s to %.0f s over %v: the healthy appliance was reset", before.UptimeSeconds, after.UptimeSeconds, 3*wdTimeout)
+	}
+	if p := after.Watchdog.Petter; p == nil || !p.Petting || p.Pings <= before.Watchdog.Petter.Pings {
+		t.Fatalf("watchdogd = %+v, want petting", p)
+	}
+	t.Logf("healthy for %v past grace: no reset, %d pets, last reset %q", 3*wdTimeout, after.Watchdog.Petter.Pings, after.Watchdog.Petter.LastReset.Text)
+}
+
+func TestWatchdogResetsHungAppliance(t *testing.T) {
+	requireQEMU(t)
+	t.Parallel()
+	v, serial := boot(t, wdImage(t), false)
+	waitPastGrace(t, v)
+
+	boots := countInFile(serial, bootBanner)
+	hung := time.Now()
+	resp, err := http.Post(hangctlURL(v)+"stop?daemon="+hungDaemon, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("hangctl: %s", resp.Status)
+	}
+	// The reset shows as the kernel's banner on the serial console again.
+	var took time.Duration
+	for deadline := hung.Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		if countInFile(serial, bootBanner) > boots {
+			took = time.Since(hung)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no reset within two minutes of the hang")
+		}
+	}
+	t.Logf("hang to reset (the next kernel banner on the serial console): %v (timeout %v, interval %v)", took.Round(100*time.Millisecond), wdTimeout, wdInterval)
+	// The banner comes after SeaBIOS's POST, syslinux and loading the
+	// kernel; allow them 3 s.
+	if took > wdTimeout+wdInterval+3*time.Second {
+		t.Errorf("reset %v after the hang, want within timeout + interval (%v) + POST", took, wdTimeout+wdInterval)
+	}
+	s, _ := waitReboot(t, v, hung, 5*time.Minute)
+	// The new boot reports a watchdog reset naming the failing check.
+	for deadline := time.Now().Add(time.Minute); s.Watchdog.Petter == nil && time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		s = system(t, v)
+	}
+	if s.Watchdog.Petter == nil {
+		t.Fatalf("watchdogd not reporting after the reset: %s", s.Watchdog.Error)
+	}
+	lr := s.Watchdog.Petter.LastReset
+	t.Logf("last reset: %s (boot status %#x)", lr.Text, lr.BootStatus)
+	if lr.Kind != "watchdog" || !strings.Contains(lr.Text, hungDaemon+" /healthz failing since") {
+		t.Errorf("last reset = %q, want a watchdog reset naming %s /healthz", lr.Text, hungDaemon)
+	}
+	if lr.BootStatus&unix.WDIOF_CARDRESET == 0 {
+		t.Errorf("boot status %#x lacks WDIOF_CARDRESET: the driver did not see its own reset", lr.BootStatus)
+	}
+}
+
+func TestWatchdogPlannedReboot(t *testing.T) {
+	requireQEMU(t)
+	t.Parallel()
+	v, _ := boot(t, wdImage(t), false)
+	waitPastGrace(t, v)
+
+	asked := time.Now()
+	req, _ := http.NewRequest("POST", fmt.Sprintf("http://127.0.0.1:%d/reboot?kexec=off", v.Options.UpdatePort), nil)
+	req.SetBasicAuth("gokrazy", testPassword)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("gokrazy /reboot: %s", resp.Status)
+	}
+	s, _ := waitReboot(t, v, asked, 5*time.Minute)
+	for deadline := time.Now().Add(time.Minute); s.Watchdog.Petter == nil && time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		s = system(t, v)
+	}
+	if s.Watchdog.Petter == nil {
+		t.Fatalf("watchdogd not reporting after the reboot: %s", s.Watchdog.Error)
+	}
+	if lr := s.Watchdog.Petter.LastReset; lr.Kind != "planned reboot" {
+		t.Errorf("last reset after an API reboot = %q, want planned reboot", lr.Text)
+	} else {
+		t.Logf("last reset: %s", lr.Text)
+	}
+}

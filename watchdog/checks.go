@@ -1,0 +1,101 @@
+package watchdog
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/sysinfo"
+)
+
+// DaemonCheck passes while the daemon answers 200 on its /healthz.
+func DaemonCheck(runDir, daemon string, timeout time.Duration) Check {
+	c := ipc.NewClient(runDir, daemon, timeout)
+	return Check{Name: daemon + " /healthz", Run: c.Health}
+}
+
+// MemoryCheck passes while MemAvailable is at least minFraction of
+// MemTotal: a box that is out of memory is about to fail in ways no other
+// check sees.
+func MemoryCheck(procRoot string, minFraction float64) Check {
+	return Check{Name: "memory headroom", Run: func(context.Context) error {
+		b, err := os.ReadFile(filepath.Join(procRoot, "meminfo"))
+		if err != nil {
+			return err
+		}
+		kv := map[string]uint64{}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) >= 2 {
+				n, _ := strconv.ParseUint(f[1], 10, 64)
+				kv[strings.TrimSuffix(f[0], ":")] = n
+			}
+		}
+		total, avail := kv["MemTotal"], kv["MemAvailable"]
+		if total == 0 {
+			return fmt.Errorf("meminfo: no MemTotal")
+		}
+		if frac := float64(avail) / float64(total); frac < minFraction {
+			return fmt.Errorf("%d of %d KiB available (%.1f%%), want at least %.0f%%", avail, total, 100*frac, 100*minFraction)
+		}
+		return nil
+	}}
+}
+
+// FDCheck passes while the system-wide open file count stays below
+// maxFraction of fs.file-max.
+func FDCheck(procRoot string, maxFraction float64) Check {
+	return Check{Name: "file descriptor headroom", Run: func(context.Context) error {
+		b, err := os.ReadFile(filepath.Join(procRoot, "sys/fs/file-nr"))
+		if err != nil {
+			return err
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 3 {
+			return fmt.Errorf("file-nr: %q", b)
+		}
+		used, _ := strconv.ParseUint(f[0], 10, 64)
+		max, _ := strconv.ParseUint(f[2], 10, 64)
+		if max > 0 && float64(used) > maxFraction*float64(max) {
+			return fmt.Errorf("%d of %d file descriptors in use", used, max)
+		}
+		return nil
+	}}
+}
+
+// PermCheck passes while /perm is mounted read-write (ext4 remounts
+// read-only after I/O errors) and has room left. It does not write: a write
+// every few seconds would wear out a CF card.
+func PermCheck(root string, minFree uint64) Check {
+	return Check{Name: "/perm writable", Run: func(context.Context) error {
+		ms, err := sysinfo.Mounts(root)
+		if err != nil {
+			return err
+		}
+		m, ok := sysinfo.FindMount(ms, "/perm")
+		if !ok {
+			return fmt.Errorf("/perm is not mounted")
+		}
+		if m.ReadOnly() {
+			return fmt.Errorf("/perm (%s) is mounted read-only", m.Device)
+		}
+		var st unix.Statfs_t
+		if err := unix.Statfs(filepath.Join(root, "perm"), &st); err != nil {
+			return fmt.Errorf("statfs /perm: %w", err)
+		}
+		if free := st.Bavail * uint64(st.Bsize); free < minFree {
+			return fmt.Errorf("/perm has %d bytes free, want at least %d", free, minFree)
+		}
+		return nil
+	}}
+}

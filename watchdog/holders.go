@@ -1,0 +1,73 @@
+package watchdog
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Holder is a process that has a watchdog device open.
+type Holder struct {
+	PID  int    `json:"pid"`
+	Name string `json:"name"`
+	FD   int    `json:"fd"`
+	Path string `json:"path"`
+}
+
+// Holders lists the processes under procRoot (normally /proc) holding one of
+// the watchdog device nodes open. It proves who, if anyone, keeps the box
+// alive: on ncpos that must be init (which only holds it) and watchdogd
+// (which pets it), never gokrazy's unconditional pinger.
+func Holders(procRoot string) ([]Holder, error) {
+	ents, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil, err
+	}
+	var hs []Holder
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		fdDir := filepath.Join(procRoot, e.Name(), "fd")
+		fds, err := os.ReadDir(fdDir)
+		if err != nil {
+			continue // process gone or not ours to read
+		}
+		for _, fd := range fds {
+			target, err := os.Readlink(filepath.Join(fdDir, fd.Name()))
+			if err != nil || !isWatchdogNode(target) {
+				continue
+			}
+			n, _ := strconv.Atoi(fd.Name())
+			comm, _ := os.ReadFile(filepath.Join(procRoot, e.Name(), "comm"))
+			hs = append(hs, Holder{PID: pid, Name: strings.TrimSpace(string(comm)), FD: n, Path: target})
+		}
+	}
+	sort.Slice(hs, func(i, j int) bool {
+		if hs[i].PID != hs[j].PID {
+			return hs[i].PID < hs[j].PID
+		}
+		return hs[i].FD < hs[j].FD
+	})
+	return hs, nil
+}
+
+func isWatchdogNode(target string) bool {
+	base := filepath.Base(target)
+	return strings.HasPrefix(target, "/dev/") && (base == "watchdog" || strings.HasPrefix(base, "watchdog") && isDigits(base[len("watchdog"):]))
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}

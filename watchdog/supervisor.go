@@ -1,0 +1,122 @@
+package watchdog
+
+import (
+	"context"
+	"log"
+	"sync"
+	"time"
+)
+
+// Pinger is the part of a watchdog device the supervisor needs; tests use
+// a fake one.
+type Pinger interface {
+	Ping() error
+	TimeLeft() (time.Duration, error)
+}
+
+// Status is what watchdogd reports.
+type Status struct {
+	Device        string       `json:"device"`
+	Identity      string       `json:"identity"`
+	Source        string       `json:"source"` // how watchdogd got the device
+	TimeoutSec    int          `json:"timeout_seconds"`
+	TimeLeftSec   int          `json:"time_left_seconds"` // -1 when the driver cannot tell
+	IntervalSec   float64      `json:"interval_seconds"`
+	Petting       bool         `json:"petting"` // false once a required check failed
+	StoppedReason string       `json:"stopped_reason,omitempty"`
+	InGrace       bool         `json:"in_grace"`
+	Pings         uint64       `json:"pings"`
+	LastPing      time.Time    `json:"last_ping"`
+	LastPingError string       `json:"last_ping_error,omitempty"`
+	Checks        []CheckState `json:"checks"`
+	LastReset     LastReset    `json:"last_reset"`
+}
+
+// Supervisor pets the watchdog only while the gate says the appliance is
+// healthy. When it stops, it first records why in /perm, so the next boot
+// can name the failing check; if health returns before the hardware fires,
+// it pets again and forgets the record.
+type Supervisor struct {
+	Dev      Pinger
+	Gate     *Gate
+	Records  Records
+	Interval time.Duration
+	Now      func() time.Time
+
+	mu     sync.Mutex
+	status Status
+}
+
+// NewSupervisor prepares a supervisor; base carries the device facts
+// (identity, timeout, source, last reset) for Status.
+func NewSupervisor(dev Pinger, gate *Gate, rec Records, interval time.Duration, base Status) *Supervisor {
+	base.IntervalSec = interval.Seconds()
+	base.Petting = true
+	return &Supervisor{Dev: dev, Gate: gate, Records: rec, Interval: interval, Now: time.Now, status: base}
+}
+
+// Step evaluates the checks once and pets or not.
+func (s *Supervisor) Step(ctx context.Context) Decision {
+	now := s.Now()
+	d := s.Gate.Evaluate(ctx, now)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status.InGrace = d.InGrace
+	if !d.Pet {
+		if s.status.Petting {
+			reason := d.Reason()
+			log.Printf("watchdog: not petting any more, the hardware resets the box in about %d s unless health returns: %s", s.status.TimeoutSec, reason)
+			if err := s.Records.WriteFailure(d, now); err != nil {
+				log.Printf("watchdog: %v", err)
+			}
+			s.status.Petting, s.status.StoppedReason = false, reason
+		}
+		return d
+	}
+	if !s.status.Petting {
+		log.Printf("watchdog: health is back, petting again")
+		if err := s.Records.ClearFailure(); err != nil {
+			log.Printf("watchdog: %v", err)
+		}
+		s.status.Petting, s.status.StoppedReason = true, ""
+	}
+	if err := s.Dev.Ping(); err != nil {
+		s.status.LastPingError = err.Error()
+		return d
+	}
+	s.status.LastPingError = ""
+	s.status.Pings++
+	s.status.LastPing = now
+	return d
+}
+
+// Run steps every Interval until ctx is done. It never disarms: stopping
+// must lead to a reset unless a planned stop is recorded and the kernel
+// stops the watchdog on reboot.
+func (s *Supervisor) Run(ctx context.Context) {
+	t := time.NewTicker(s.Interval)
+	defer t.Stop()
+	for {
+		s.Step(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Status returns a snapshot with the time left read now.
+func (s *Supervisor) Status() Status {
+	left := -1
+	if d, err := s.Dev.TimeLeft(); err == nil {
+		left = int(d / time.Second)
+	}
+	checks := s.Gate.States()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.status
+	st.TimeLeftSec = left
+	st.Checks = checks
+	return st
+}

@@ -1,0 +1,92 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"log"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// ServeOnInterface serves h on every address of the named interface only
+// (the management port), never on a wildcard address, so nothing is served
+// on the data ports. Addresses come and go with DHCP, so it looks again
+// every poll interval and opens or closes listeners to match.
+func ServeOnInterface(ctx context.Context, ifname string, port int, h http.Handler, poll time.Duration) error {
+	servers := map[string]*http.Server{}
+	defer func() {
+		for _, s := range servers {
+			s.Close()
+		}
+	}()
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		want := map[string]bool{}
+		addrs, err := interfaceAddrs(ifname)
+		if err != nil {
+			log.Printf("statusd: %v", err)
+		}
+		for _, a := range addrs {
+			want[net.JoinHostPort(a, strconv.Itoa(port))] = true
+		}
+		for addr, s := range servers {
+			if !want[addr] {
+				log.Printf("statusd: address %s gone, closing", addr)
+				s.Close()
+				delete(servers, addr)
+			}
+		}
+		for addr := range want {
+			if servers[addr] != nil {
+				continue
+			}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				log.Printf("statusd: %v", err)
+				continue
+			}
+			s := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
+			servers[addr] = s
+			log.Printf("statusd: serving on http://%s/", addr)
+			go func() {
+				if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					log.Printf("statusd: %s: %v", addr, err)
+				}
+			}()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// interfaceAddrs lists the IPs of ifname as listen hosts (IPv6 link-local
+// with its zone).
+func interfaceAddrs(ifname string) ([]string, error) {
+	ni, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := ni.Addrs()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok {
+			continue
+		}
+		host := ipn.IP.String()
+		if ipn.IP.To4() == nil && ipn.IP.IsLinkLocalUnicast() {
+			host += "%" + ifname
+		}
+		out = append(out, host)
+	}
+	return out, nil
+}

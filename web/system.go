@@ -1,0 +1,173 @@
+// Package web holds statusd's HTTP handlers: the status page, the JSON API
+// under /api/v1 and /healthz. It only reads: what it shows comes from
+// /proc, /sys, init's record and the daemons' unix sockets.
+package web
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/sysinfo"
+	"github.com/ncpos/ncpos/watchdog"
+)
+
+// Interface is one network interface as the status page shows it.
+type Interface struct {
+	Name      string   `json:"name"`
+	Port      string   `json:"port,omitempty"` // front-panel name
+	MAC       string   `json:"mac"`
+	OperState string   `json:"oper_state"`
+	Addresses []string `json:"addresses"`
+}
+
+// Daemon is one supervised ncpos daemon's health.
+type Daemon struct {
+	Name    string `json:"name"`
+	Healthy bool   `json:"healthy"`
+	Reason  string `json:"reason,omitempty"`
+}
+
+// WatchdogInfo tells who holds the hardware watchdog and how it is petted.
+type WatchdogInfo struct {
+	Holders       []watchdog.Holder `json:"holders"`
+	ClaimedByInit bool              `json:"claimed_by_init"`
+	GokrazyPinger string            `json:"gokrazy_pinger"`
+	Petter        *watchdog.Status  `json:"petter,omitempty"` // from watchdogd
+	Error         string            `json:"error,omitempty"`
+}
+
+// System is the snapshot behind the status page and /api/v1/system.
+type System struct {
+	BuildID        string              `json:"build_id"`
+	Hostname       string              `json:"hostname"`
+	Kernel         string              `json:"kernel"`
+	Cmdline        string              `json:"cmdline"`
+	UptimeSeconds  float64             `json:"uptime_seconds"`
+	Root           sysinfo.Mount       `json:"root"`
+	Perm           *sysinfo.Mount      `json:"perm,omitempty"`
+	Mounts         []sysinfo.Mount     `json:"mounts"`
+	BootDisk       *sysinfo.DiskWrites `json:"boot_disk,omitempty"`
+	Interfaces     []Interface         `json:"interfaces"`
+	ManagementPort string              `json:"management_port"`
+	ConfigSource   string              `json:"config_source"`
+	ConfigRejected []string            `json:"config_rejected,omitempty"`
+	Daemons        []Daemon            `json:"daemons"`
+	Watchdog       WatchdogInfo        `json:"watchdog"`
+	Errors         []string            `json:"errors,omitempty"`
+}
+
+// Collector gathers System snapshots. Root and RunDir are "/" and
+// /run/ncpos on the appliance; tests point them at fake trees.
+type Collector struct {
+	Root   string
+	RunDir string
+}
+
+// Collect reads everything once. A part that cannot be read is named in
+// Errors rather than failing the whole page.
+func (c *Collector) Collect(ctx context.Context) *System {
+	s := &System{}
+	fail := func(what string, err error) {
+		s.Errors = append(s.Errors, what+": "+err.Error())
+	}
+	s.Hostname, _ = os.Hostname()
+	var err error
+	if s.Kernel, err = sysinfo.KernelVersion(c.Root); err != nil {
+		fail("kernel version", err)
+	}
+	if s.Cmdline, err = sysinfo.Cmdline(c.Root); err != nil {
+		fail("command line", err)
+	}
+	if up, err := sysinfo.Uptime(c.Root); err != nil {
+		fail("uptime", err)
+	} else {
+		s.UptimeSeconds = up.Seconds()
+	}
+	if s.Mounts, err = sysinfo.Mounts(c.Root); err != nil {
+		fail("mounts", err)
+	}
+	s.Root, _ = sysinfo.FindMount(s.Mounts, "/")
+	if m, ok := sysinfo.FindMount(s.Mounts, "/perm"); ok {
+		s.Perm = &m
+	}
+	if w, err := sysinfo.BootDiskWrites(c.Root); err != nil {
+		fail("boot disk writes", err)
+	} else {
+		s.BootDisk = &w
+	}
+
+	rec, err := sysinfo.ReadInitRecord(c.RunDir)
+	if err != nil {
+		fail("init record", err)
+		rec = &sysinfo.InitRecord{}
+	}
+	s.BuildID = rec.BuildID
+	s.ManagementPort = rec.ManagementPort
+	s.ConfigSource = rec.Config.Source
+	s.ConfigRejected = rec.Config.Rejected
+	s.Interfaces = interfaces(c.Root, rec.Ports)
+
+	for _, name := range rec.Services {
+		d := Daemon{Name: name, Healthy: true}
+		if name != "statusd" {
+			hctx, cancel := context.WithTimeout(ctx, time.Second)
+			if err := ipc.NewClient(c.RunDir, name, time.Second).Health(hctx); err != nil {
+				d.Healthy, d.Reason = false, err.Error()
+			}
+			cancel()
+		}
+		s.Daemons = append(s.Daemons, d)
+	}
+
+	s.Watchdog.GokrazyPinger = rec.Watchdog.GokrazyPinger
+	s.Watchdog.ClaimedByInit = rec.Watchdog.FD >= 0 && rec.Watchdog.Error == ""
+	if hs, err := watchdog.Holders(filepath.Join(c.Root, "proc")); err != nil {
+		fail("watchdog holders", err)
+	} else {
+		s.Watchdog.Holders = hs
+	}
+	var st watchdog.Status
+	wctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := ipc.NewClient(c.RunDir, "watchdogd", time.Second).Status(wctx, &st); err != nil {
+		s.Watchdog.Error = err.Error()
+	} else {
+		s.Watchdog.Petter = &st
+	}
+	return s
+}
+
+// interfaces lists the kernel's network interfaces with their front-panel
+// names.
+func interfaces(root string, ports map[string]string) []Interface {
+	byIf := map[string]string{}
+	for port, ifname := range ports {
+		byIf[ifname] = port
+	}
+	ents, _ := os.ReadDir(filepath.Join(root, "sys/class/net"))
+	var out []Interface
+	for _, e := range ents {
+		name := e.Name()
+		dir := filepath.Join(root, "sys/class/net", name)
+		read := func(f string) string {
+			b, _ := os.ReadFile(filepath.Join(dir, f))
+			return strings.TrimSpace(string(b))
+		}
+		it := Interface{Name: name, Port: byIf[name], MAC: read("address"), OperState: read("operstate"), Addresses: []string{}}
+		if ni, err := net.InterfaceByName(name); err == nil {
+			addrs, _ := ni.Addrs()
+			for _, a := range addrs {
+				it.Addresses = append(it.Addresses, a.String())
+			}
+		}
+		out = append(out, it)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
