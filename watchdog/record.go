@@ -62,6 +62,16 @@ func (r Records) write(name string, v any) error {
 	if err := renameio.WriteFile(r.path(name), b, 0o644); err != nil {
 		return fmt.Errorf("watchdog records: %w", err)
 	}
+	// The rename itself must reach the disk before the hardware resets
+	// the box, which may be seconds away: sync the directory too.
+	d, err := os.Open(r.Dir)
+	if err != nil {
+		return fmt.Errorf("watchdog records: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("watchdog records: syncing %s: %w", r.Dir, err)
+	}
 	return nil
 }
 
