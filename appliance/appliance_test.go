@@ -98,3 +98,15 @@ func TestEnsurePassword(t *testing.T) {
 		t.Fatal("empty password file accepted")
 	}
 }
+
+func TestMachineID(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "machine-id")
+	id, err := MachineID(path)
+	if err != nil || len(id) != 32 {
+		t.Fatalf("first boot: %q, %v", id, err)
+	}
+	again, err := MachineID(path)
+	if err != nil || again != id {
+		t.Fatalf("second boot: %q, want %q", again, id)
+	}
+}

@@ -64,6 +64,12 @@ func Init(buildID string) error {
 		return fmt.Errorf("gokrazy.Boot: %w", err)
 	}
 
+	if id, err := MachineID(MachineIDPath); err != nil {
+		log.Printf("machine id: %v", err)
+	} else {
+		rec.MachineID = id
+	}
+
 	cfg, source, rejected := LoadConfig(EtcConfig, PermConfig)
 	rec.Config.Source = source
 	for _, r := range rejected {

@@ -24,13 +24,19 @@ func Cmdline(diskSig uint32, rootPart int, extra ...string) string {
 		"init=/gokrazy/init",
 		"panic=10",
 		"oops=panic",
+		// Stop any watchdog on a planned reboot or poweroff (drivers
+		// without the flag would otherwise keep counting).
+		"watchdog.stop_on_reboot=1",
 	}
 	return strings.Join(append(args, extra...), " ")
 }
 
-// cmdlinePad leaves room in cmdline.txt for in-place edits by gokrazy's
-// update handlers (they rewrite the file without changing its length).
-const cmdlinePad = 64
+// cmdlinePad leaves room after the command line for gokrazy's in-place
+// edits: its update handlers rewrite cmdline.txt and the systemd-boot entry
+// without changing their length (switching root= to the other partition,
+// and appending " gokrazy.try_boot_inactive=1" before each newline for a
+// one-shot test boot), so the padding must follow the last newline.
+const cmdlinePad = 128
 
 // BootFiles is what goes onto the boot partition.
 type BootFiles struct {
@@ -41,21 +47,30 @@ type BootFiles struct {
 }
 
 // syslinuxConfig boots the kernel straight away and mirrors syslinux's own
-// output to the serial port, for boxes with only a serial console.
-func syslinuxConfig(cmdline string) string {
-	return fmt.Sprintf(`SERIAL 0 115200
+// output to the serial port, for boxes with only a serial console. The
+// command line comes from cmdline.txt (an APPEND line), the file gokrazy's
+// update handlers edit, so that switching roots reaches legacy BIOS boots.
+const syslinuxConfig = `SERIAL 0 115200
 DEFAULT ncpos
 PROMPT 0
 TIMEOUT 0
 LABEL ncpos
   LINUX /vmlinuz
-  APPEND %s
-`, cmdline)
+  INCLUDE /cmdline.txt
+`
+
+// cmdlineFile is cmdline.txt: an APPEND line for syslinux, then padding.
+func cmdlineFile(cmdline string) []byte {
+	return []byte("APPEND " + cmdline + "\n" + strings.Repeat(" ", cmdlinePad))
 }
 
-// loaderEntry is the systemd-boot (Boot Loader Specification) entry.
-func loaderEntry(cmdline string) string {
-	return fmt.Sprintf("title ncpos\nlinux /vmlinuz\noptions %s\n", cmdline)
+// loaderEntry is the systemd-boot (Boot Loader Specification) entry. It is
+// named gokrazy.conf because gokrazy's update handlers edit that file too:
+// a test boot appends " gokrazy.try_boot_inactive=1" before every newline,
+// so the linux line comes last, after the last newline, where no flag can
+// reach it; the padding after it is trailing white space.
+func loaderEntry(cmdline string) []byte {
+	return []byte(fmt.Sprintf("title ncpos\noptions %s\nlinux /vmlinuz", cmdline) + strings.Repeat(" ", cmdlinePad))
 }
 
 // makeBoot creates the boot FAT file system image at out: kernel, command
@@ -71,12 +86,12 @@ func makeBoot(ctx context.Context, tmp, out string, size int64, f BootFiles) err
 		return fmt.Errorf("UEFI loader: %w (install systemd-boot-efi)", err)
 	}
 	files := map[string][]byte{
-		"vmlinuz":                   f.Kernel,
-		"cmdline.txt":               []byte(f.Cmdline + strings.Repeat(" ", cmdlinePad)),
-		"syslinux.cfg":              []byte(syslinuxConfig(f.Cmdline)),
-		"loader/loader.conf":        []byte("default ncpos.conf\ntimeout 0\nconsole-mode keep\n"),
-		"loader/entries/ncpos.conf": []byte(loaderEntry(f.Cmdline)),
-		"EFI/BOOT/BOOTX64.EFI":      efi,
+		"vmlinuz":                     f.Kernel,
+		"cmdline.txt":                 cmdlineFile(f.Cmdline),
+		"syslinux.cfg":                []byte(syslinuxConfig),
+		"loader/loader.conf":          []byte("default gokrazy.conf\ntimeout 0\nconsole-mode keep\n"),
+		"loader/entries/gokrazy.conf": loaderEntry(f.Cmdline),
+		"EFI/BOOT/BOOTX64.EFI":        efi,
 	}
 	for name, content := range files {
 		p := filepath.Join(stage, filepath.FromSlash(name))
@@ -90,7 +105,9 @@ func makeBoot(ctx context.Context, tmp, out string, size int64, f BootFiles) err
 
 	os.Remove(out)
 	env := []string{"MTOOLS_SKIP_CHECK=1"}
-	if err := run(ctx, nil, "mkfs.fat", "-C", "-F", "16", "-n", f.Label,
+	// One FAT copy: gokrazy's FAT reader, which finds cmdline.txt for its
+	// update handlers, assumes a single FAT.
+	if err := run(ctx, nil, "mkfs.fat", "-C", "-F", "16", "-f", "1", "-n", f.Label,
 		"-i", fmt.Sprintf("%08X", f.VolumeID), out, fmt.Sprint(size/1024)); err != nil {
 		return fmt.Errorf("boot file system: %w", err)
 	}
@@ -103,6 +120,9 @@ func makeBoot(ctx context.Context, tmp, out string, size int64, f BootFiles) err
 		if err := run(ctx, env, "mcopy", "-i", out, "-m", filepath.Join(stage, filepath.FromSlash(name)), "::/"+name); err != nil {
 			return fmt.Errorf("boot file system: %w", err)
 		}
+	}
+	if err := lowercaseDirs(out, "loader", "loader/entries"); err != nil {
+		return fmt.Errorf("boot file system: %w", err)
 	}
 	if err := run(ctx, env, "syslinux", "--install", out); err != nil {
 		return fmt.Errorf("legacy BIOS loader: %w", err)

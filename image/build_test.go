@@ -113,14 +113,20 @@ func TestBuildLayout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("mdir: %v\n%s", err, listing)
 	}
-	for _, want := range []string{"::/vmlinuz", "::/cmdline.txt", "::/syslinux.cfg", "::/ldlinux.sys", "::/EFI/BOOT/BOOTX64.EFI", "::/loader/entries/ncpos.conf"} {
+	for _, want := range []string{"::/vmlinuz", "::/cmdline.txt", "::/syslinux.cfg", "::/ldlinux.sys", "::/EFI/BOOT/BOOTX64.EFI", "::/loader/entries/gokrazy.conf"} {
 		if !strings.Contains(strings.ToLower(string(listing)), strings.ToLower(want)) {
 			t.Errorf("boot partition lacks %s:\n%s", want, listing)
 		}
 	}
-	cfgText, err := exec.Command("mtype", "-i", boot, "::/syslinux.cfg").Output()
-	if err != nil || !strings.Contains(string(cfgText), res.Cmdline) {
-		t.Errorf("syslinux.cfg = %q (%v), want APPEND %s", cfgText, err, res.Cmdline)
+	cfgText, err := exec.Command("mtype", "-i", boot, "::/cmdline.txt").Output()
+	if err != nil || !strings.HasPrefix(string(cfgText), "APPEND "+res.Cmdline+"\n") {
+		t.Errorf("cmdline.txt = %q (%v), want APPEND %s", cfgText, err, res.Cmdline)
+	}
+
+	// gokrazy's FAT reader (its update handlers edit cmdline.txt in
+	// place) assumes a single FAT.
+	if bs, _ := os.ReadFile(boot); len(bs) < 512 || bs[16] != 1 {
+		t.Errorf("boot FAT has %d FAT copies, want 1", bs[16])
 	}
 
 	root := extract(PartRootA, "root.squashfs")

@@ -12,14 +12,15 @@ import (
 // watchdog it claimed before gokrazy.Boot, how ports were mapped, which
 // configuration took effect. It lives in /run/ncpos/init.json (tmpfs).
 type InitRecord struct {
-	BuildID  string    `json:"build_id"`
-	Started  time.Time `json:"started"`
-	DevMount string    `json:"dev_mount"` // "kernel" or "init" (who mounted devtmpfs)
+	BuildID   string    `json:"build_id"`
+	MachineID string    `json:"machine_id"` // /perm/machine-id: the box's identity across updates
+	Started   time.Time `json:"started"`
+	DevMount  string    `json:"dev_mount"` // "kernel" or "init" (who mounted devtmpfs)
 
 	Watchdog struct {
 		Device   string `json:"device"`
 		Identity string `json:"identity,omitempty"`
-		FD       int    `json:"fd"`    // init's descriptor, duplicated by watchdogd
+		FD       int    `json:"fd"` // init's descriptor, duplicated by watchdogd
 		Error    string `json:"error,omitempty"`
 		// GokrazyPinger says whether gokrazy's own unconditional pinger could
 		// open the device after init claimed it (it must not).

@@ -16,11 +16,11 @@ func fakeRoot(t *testing.T) (root, run string) {
 	t.Helper()
 	root, run = t.TempDir(), t.TempDir()
 	files := map[string]string{
-		"proc/version":   "Linux version 6.12.0-ncpos (ncpos@ncpos)\n",
-		"proc/cmdline":   "console=ttyS0,115200 root=PARTUUID=2a1b3c4d-02 ro\n",
-		"proc/uptime":    "61.5 100.0\n",
-		"proc/mounts":    "/dev/root / squashfs ro,relatime 0 0\n/dev/vda4 /perm ext4 rw,relatime 0 0\n",
-		"proc/diskstats": "253 0 vda 1 0 2 3 4 0 10 0 0 0 0\n",
+		"proc/version":                 "Linux version 6.12.0-ncpos (ncpos@ncpos)\n",
+		"proc/cmdline":                 "console=ttyS0,115200 root=PARTUUID=2a1b3c4d-02 ro\n",
+		"proc/uptime":                  "61.5 100.0\n",
+		"proc/mounts":                  "/dev/root / squashfs ro,relatime 0 0\n/dev/vda4 /perm ext4 rw,relatime 0 0\n",
+		"proc/diskstats":               "253 0 vda 1 0 2 3 4 0 10 0 0 0 0\n",
 		"sys/class/net/eth0/address":   "52:54:00:12:34:56\n",
 		"sys/class/net/eth0/operstate": "up\n",
 	}

@@ -45,6 +45,7 @@ type WatchdogInfo struct {
 // System is the snapshot behind the status page and /api/v1/system.
 type System struct {
 	BuildID        string              `json:"build_id"`
+	MachineID      string              `json:"machine_id"`
 	Hostname       string              `json:"hostname"`
 	Kernel         string              `json:"kernel"`
 	Cmdline        string              `json:"cmdline"`
@@ -108,6 +109,7 @@ func (c *Collector) Collect(ctx context.Context) *System {
 		rec = &sysinfo.InitRecord{}
 	}
 	s.BuildID = rec.BuildID
+	s.MachineID = rec.MachineID
 	s.ManagementPort = rec.ManagementPort
 	s.ConfigSource = rec.Config.Source
 	s.ConfigRejected = rec.Config.Rejected

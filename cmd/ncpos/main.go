@@ -17,12 +17,13 @@ var commands = map[string]struct {
 }{
 	"build":   {runBuild, "build an appliance image from the embedded default or a given configuration"},
 	"vm":      {runVM, "boot an image in QEMU with NICs, watchdog and serial console"},
+	"update":  {runUpdate, "update a running appliance over the network (test boot, then permanent)"},
 	"install": {runInstall, "write an image onto a USB stick, CF card or DOM (keeps its /perm)"},
 }
 
 func usage() {
 	fmt.Fprintf(os.Stderr, "usage: ncpos <command> [flags]\n\ncommands:\n")
-	for _, name := range []string{"build", "vm", "install"} {
+	for _, name := range []string{"build", "vm", "install", "update"} {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintf(os.Stderr, "\nRun ncpos <command> -h for its flags.\n")

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ncpos/ncpos/appliance"
+	"github.com/ncpos/ncpos/image"
+	"github.com/ncpos/ncpos/update"
+)
+
+func runUpdate(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("ncpos update", flag.ContinueOnError)
+	var (
+		host       = fs.String("host", "", "appliance address (name or IP), required")
+		statusPort = fs.Int("status-port", 80, "statusd's port on the appliance")
+		gkPort     = fs.Int("update-port", 8080, "gokrazy's update port on the appliance")
+		img        = fs.String("image", "", "image to install (default: build one now, as ncpos build does)")
+		cfgPath    = fs.String("config", "", "when building: configuration file (default: the embedded default)")
+		pwFile     = fs.String("password-file", "", "gokrazy's HTTP password (default: ~/.config/ncpos/http-password.txt)")
+		timeout    = fs.Duration("timeout", 5*time.Minute, "how long to wait for the new build to come up healthy")
+		settle     = fs.Duration("settle", 10*time.Second, "how long the new build must stay healthy before it is made permanent")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *host == "" || fs.NArg() > 0 {
+		return fmt.Errorf("usage: ncpos update -host H [-image F] [flags]")
+	}
+	pw, _, err := appliance.EnsurePassword(*pwFile)
+	if err != nil {
+		return err
+	}
+	path := *img
+	if path == "" {
+		tmp, err := os.MkdirTemp("", "ncpos-update-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		path = filepath.Join(tmp, "ncpos.img")
+		buildArgs := []string{"-o", path}
+		if *cfgPath != "" {
+			buildArgs = append(buildArgs, "-config", *cfgPath)
+		}
+		if *pwFile != "" {
+			buildArgs = append(buildArgs, "-password-file", *pwFile)
+		}
+		if err := runBuild(ctx, buildArgs); err != nil {
+			return err
+		}
+	}
+	im, err := image.OpenImage(path)
+	if err != nil {
+		return err
+	}
+	h := strings.TrimSuffix(*host, "/")
+	c := &update.Client{
+		StatusURL:  fmt.Sprintf("http://%s:%d/", h, *statusPort),
+		GokrazyURL: fmt.Sprintf("http://%s:%d/", h, *gkPort),
+		Password:   pw,
+	}
+	log.SetFlags(log.Ltime)
+	res, err := update.Run(ctx, c, im, update.Options{Timeout: *timeout, Settle: *settle, Logf: log.Printf})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("updated %s from %s to %s in %v\n", *host, res.From, res.To, res.Duration.Round(time.Second))
+	return nil
+}

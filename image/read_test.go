@@ -1,0 +1,68 @@
+package image
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ncpos/ncpos/config"
+)
+
+func TestOpenImageRoundTrip(t *testing.T) {
+	requireTools(t)
+	if testing.Short() {
+		t.Skip("builds an image")
+	}
+	out := filepath.Join(t.TempDir(), "ncpos.img")
+	kernel := []byte("kernel bytes for the round trip")
+	res, err := Build(context.Background(), Options{
+		Config: config.Default(), ConfigTOML: config.DefaultTOML(), Kernel: kernel,
+		Size: 512e6, Output: out, BuildID: "read-1", Password: "x", HTTPPort: "8080",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, err := OpenImage(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := NewLayout(512e6)
+	if im.DiskSig != res.DiskSig || im.Parts != l.Parts {
+		t.Fatalf("read back sig %08x parts %v, want %08x %v", im.DiskSig, im.Parts, res.DiskSig, l.Parts)
+	}
+	root, err := im.RootSquashfs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(root) < int(res.RootBytes) || len(root) > int(res.RootBytes)+4096 {
+		t.Fatalf("root squashfs %d bytes, want about %d", len(root), res.RootBytes)
+	}
+	k, err := im.Kernel(context.Background())
+	if err != nil || string(k) != string(kernel) {
+		t.Fatalf("kernel = %q, %v", k, err)
+	}
+
+	boot, err := BuildBoot(context.Background(), kernel, 0x12345678, PartRootB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "boot.fat")
+	os.WriteFile(p, boot, 0o644)
+	c, err := execOutput("mtype", "-i", p, "::/cmdline.txt")
+	if err != nil || !strings.Contains(c, "root=PARTUUID=12345678-03") {
+		t.Fatalf("boot cmdline.txt = %q, %v", c, err)
+	}
+
+	notImage := filepath.Join(t.TempDir(), "x")
+	os.WriteFile(notImage, make([]byte, 4096), 0o644)
+	if _, err := OpenImage(notImage); err == nil || !strings.Contains(err.Error(), "not an ncpos image") {
+		t.Fatalf("OpenImage of zeros: %v", err)
+	}
+}
+
+func execOutput(name string, args ...string) (string, error) {
+	out, err := execCommand(context.Background(), name, args...).CombinedOutput()
+	return string(out), err
+}

@@ -1,0 +1,217 @@
+package update
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ncpos/ncpos/image"
+	"github.com/ncpos/ncpos/web"
+)
+
+// Options tunes an update.
+type Options struct {
+	// Timeout bounds the wait for the new build to come up healthy (and for
+	// the fallback to the old one).
+	Timeout time.Duration
+	// Settle is how long the new build must stay healthy before it is made
+	// permanent.
+	Settle time.Duration
+	Logf   func(format string, args ...any)
+}
+
+// Result says how an update ended.
+type Result struct {
+	From, To  string // build IDs
+	Permanent bool   // the new build runs and will boot from now on
+	Duration  time.Duration
+}
+
+var rootArg = regexp.MustCompile(`root=PARTUUID=([0-9a-f]{8})-0([23])\b`)
+
+// bootedRoot finds the disk signature and the root partition the
+// bootloader starts, from the kernel command line.
+func bootedRoot(cmdline string) (uint32, int, error) {
+	m := rootArg.FindStringSubmatch(cmdline)
+	if m == nil {
+		return 0, 0, fmt.Errorf("kernel command line %q names no root=PARTUUID=<sig>-02/03", cmdline)
+	}
+	sig, _ := strconv.ParseUint(m[1], 16, 32)
+	part, _ := strconv.Atoi(m[2])
+	return uint32(sig), part, nil
+}
+
+// runningRoot is the partition the running system uses: the booted one,
+// unless gokrazy test-boots the other (then "/" is that partition's device
+// rather than /dev/root).
+func runningRoot(s *web.System, booted int) int {
+	dev := s.Root.Device
+	if dev == "/dev/root" || dev == "" {
+		return booted
+	}
+	if n, err := strconv.Atoi(dev[len(strings.TrimRight(dev, "0123456789")):]); err == nil {
+		return n
+	}
+	return booted
+}
+
+// Healthy says whether a status snapshot shows every daemon healthy.
+func Healthy(s *web.System) error {
+	if len(s.Daemons) == 0 {
+		return fmt.Errorf("no daemons reported")
+	}
+	for _, d := range s.Daemons {
+		if !d.Healthy {
+			return fmt.Errorf("%s: %s", d.Name, d.Reason)
+		}
+	}
+	return nil
+}
+
+// ImageBuildID reads the build ID from the image's root file system.
+func ImageBuildID(im *image.Image) (string, error) {
+	out, err := exec.Command("unsquashfs", "-o", strconv.FormatInt(im.Parts[image.PartRootA].Offset, 10),
+		"-cat", im.Path, "etc/ncpos/build-id").Output()
+	if err != nil {
+		return "", fmt.Errorf("reading the build ID from %s: %w", im.Path, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// Run updates the appliance behind c to the image im. It writes the new
+// root to the inactive partition and a boot partition (kernel) that still
+// boots the current root, asks gokrazy for a one-shot test boot of the new
+// root, reboots, and makes the new root permanent only once it has been
+// healthy for Settle. If the new build does not come up healthy, the next
+// boot (a reboot the command asks for, or the watchdog's) returns to the
+// old root, and Run says so in its error.
+func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, error) {
+	start := time.Now()
+	logf := o.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	if o.Settle == 0 {
+		o.Settle = 10 * time.Second
+	}
+	sys, err := c.System(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("appliance not reachable: %w", err)
+	}
+	sig, booted, err := bootedRoot(sys.Cmdline)
+	if err != nil {
+		return nil, err
+	}
+	if r := runningRoot(sys, booted); r != booted {
+		return nil, fmt.Errorf("the appliance is test-booting root %d (boots %d); let it finish or reboot it first", r, booted)
+	}
+	to, err := ImageBuildID(im)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{From: sys.BuildID, To: to}
+	if to == sys.BuildID {
+		return nil, fmt.Errorf("the appliance already runs build %s", to)
+	}
+	logf("appliance runs build %s from root partition %d; updating to %s", sys.BuildID, booted, to)
+
+	if err := c.Bypass(ctx, "ncpos update to "+to); err != nil {
+		logf("WARNING: could not put the segments into bypass (%v); traffic may stop during the reboot", err)
+	}
+
+	root, err := im.RootSquashfs()
+	if err != nil {
+		return nil, err
+	}
+	logf("writing root (%d bytes) to the inactive root partition", len(root))
+	if err := c.put(ctx, "/update/root", root); err != nil {
+		return nil, fmt.Errorf("new root: %w (the appliance still runs %s)", err, sys.BuildID)
+	}
+	kernel, err := im.Kernel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	boot, err := image.BuildBoot(ctx, kernel, sig, booted)
+	if err != nil {
+		return nil, err
+	}
+	logf("writing boot partition (kernel %d bytes)", len(kernel))
+	if err := c.put(ctx, "/update/boot", boot); err != nil {
+		return nil, fmt.Errorf("boot partition: %w (the appliance may not boot until it is rewritten; run the update again)", err)
+	}
+	if _, err := c.gokrazy(ctx, "POST", "/update/testboot", nil); err != nil {
+		return nil, err
+	}
+	logf("test-booting %s once", to)
+	rebooted := time.Now()
+	if err := c.Reboot(ctx); err != nil {
+		return nil, err
+	}
+
+	deadline := rebooted.Add(o.Timeout)
+	var healthySince time.Time
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+		s, err := c.System(ctx)
+		if err != nil || !bootedSince(s, rebooted) {
+			continue
+		}
+		if s.BuildID == sys.BuildID {
+			res.Duration = time.Since(start)
+			return res, fmt.Errorf("build %s did not come up healthy; the appliance returned to build %s", to, sys.BuildID)
+		}
+		if s.BuildID != to {
+			return res, fmt.Errorf("the appliance came up with build %s, neither %s nor %s", s.BuildID, sys.BuildID, to)
+		}
+		if err := Healthy(s); err != nil {
+			healthySince = time.Time{}
+			logf("build %s is up but not healthy yet: %v", to, err)
+			continue
+		}
+		if healthySince.IsZero() {
+			healthySince = time.Now()
+			logf("build %s is healthy; waiting %v before making it permanent", to, o.Settle)
+		}
+		if time.Since(healthySince) >= o.Settle {
+			if _, err := c.gokrazy(ctx, "POST", "/update/switch", nil); err != nil {
+				return res, fmt.Errorf("making %s permanent: %w (the next boot returns to %s)", to, err, sys.BuildID)
+			}
+			res.Permanent = true
+			res.Duration = time.Since(start)
+			logf("build %s runs and is permanent", to)
+			return res, nil
+		}
+	}
+
+	// The new build is up but never healthy, or never answered: a reboot
+	// returns to the old root (the test boot was one-shot).
+	logf("build %s did not become healthy within %v; rebooting to %s", to, o.Timeout, sys.BuildID)
+	again := time.Now()
+	if err := c.Reboot(ctx); err != nil {
+		logf("reboot request failed (%v); the watchdog will reset a hung appliance", err)
+	}
+	for end := time.Now().Add(o.Timeout); time.Now().Before(end); time.Sleep(time.Second) {
+		if s, err := c.System(ctx); err == nil && bootedSince(s, again) && s.BuildID == sys.BuildID {
+			res.Duration = time.Since(start)
+			return res, fmt.Errorf("build %s did not come up healthy; the appliance returned to build %s", to, sys.BuildID)
+		}
+	}
+	res.Duration = time.Since(start)
+	return res, fmt.Errorf("build %s did not come up healthy and the appliance has not come back with %s within %v", to, sys.BuildID, o.Timeout)
+}
+
+// bootedSince says whether the snapshot comes from a boot after t.
+func bootedSince(s *web.System, t time.Time) bool {
+	return time.Now().Add(-time.Duration(s.UptimeSeconds * float64(time.Second))).After(t)
+}
