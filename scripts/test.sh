@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
-export NCPOS_REQUIRE_TOOLS=1 NCPOS_REQUIRE_QEMU=1
+export NCPOS_REQUIRE_TOOLS=1 NCPOS_REQUIRE_QEMU=1 NCPOS_REQUIRE_LAB=1
 go vet ./...
 test -z "$(gofmt -l $(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $(git ls-files '*.go'); exit 1; }
 go test -count=1 -timeout 60m "$@" ./...

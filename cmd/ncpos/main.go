@@ -19,11 +19,12 @@ var commands = map[string]struct {
 	"vm":      {runVM, "boot an image in QEMU with NICs, watchdog and serial console"},
 	"update":  {runUpdate, "update a running appliance over the network (test boot, then permanent)"},
 	"install": {runInstall, "write an image onto a USB stick, CF card or DOM (keeps its /perm)"},
+	"lab":     {runLab, "network-namespace lab: up, down, bench (needs root)"},
 }
 
 func usage() {
 	fmt.Fprintf(os.Stderr, "usage: ncpos <command> [flags]\n\ncommands:\n")
-	for _, name := range []string{"build", "vm", "install", "update"} {
+	for _, name := range []string{"build", "vm", "install", "update", "lab"} {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintf(os.Stderr, "\nRun ncpos <command> -h for its flags.\n")

@@ -1,0 +1,254 @@
+package forwarder
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asavie/xdp"
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/ncpos/ncpos/forwarder/bpf"
+)
+
+// afxdpEngine forwards in userspace. Per port, an instance of port_xsk
+// (attached through a BPF link, not asavie's netlink attach, so that it
+// dies with the process) hands each frame to the AF_XDP socket of its
+// receive queue; one worker per queue pair, on that queue's forwarding
+// core, moves frames between the two ports' sockets in batches.
+//
+// github.com/asavie/xdp provides the sockets. It is wrapped here because:
+// its Transmit panics on an unexpected sendto error (recovered and counted
+// as send_error, the ring state is consistent by then); its sockets cannot
+// share a UMEM, so a frame is copied once from the receiving socket's UMEM
+// into the sending one's (unmodified: unlike its l2fwd example, no MAC is
+// rewritten); and its zero-copy choice is a package global, set here per
+// bind, trying XDP_ZEROCOPY first and falling back to copy mode.
+type afxdpEngine struct {
+	counts  *ebpf.Map
+	xsks    []*ebpf.Map
+	progs   []*ebpf.Program
+	links   []link.Link
+	sockets [][]*xdp.Socket // per port, per queue
+	binds   []string        // "zerocopy" or "copy" per port
+	workers []*afxdpWorker
+	flows   *goFlowTable
+	nports  int
+
+	wg   sync.WaitGroup
+	stop atomic.Bool
+}
+
+// Socket geometry: 2048-byte frames hold any standard frame; the fill and
+// TX rings each get half the frames.
+var afxdpSocketOptions = xdp.SocketOptions{
+	NumFrames:              4096,
+	FrameSize:              2048,
+	FillRingNumDescs:       2048,
+	CompletionRingNumDescs: 2048,
+	RxRingNumDescs:         2048,
+	TxRingNumDescs:         2048,
+}
+
+// afxdpBindMu guards xdp.DefaultSocketFlags, the library's global.
+var afxdpBindMu sync.Mutex
+
+// newXSK binds a socket to queue q of ifindex, zero-copy if the driver
+// allows it, copy mode otherwise. A queue stays busy for a moment after its
+// previous socket's process died (the kernel releases it asynchronously),
+// which is exactly when a supervisor restarts forwarderd: so EBUSY is
+// retried for a few seconds.
+func newXSK(ifindex, q int) (*xdp.Socket, string, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s, bind, err := bindXSK(ifindex, q)
+		// asavie formats errors with %v, so the errno is only in the text.
+		if err == nil || !strings.Contains(err.Error(), unix.EBUSY.Error()) || time.Now().After(deadline) {
+			return s, bind, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func bindXSK(ifindex, q int) (*xdp.Socket, string, error) {
+	afxdpBindMu.Lock()
+	defer afxdpBindMu.Unlock()
+	defer func() { xdp.DefaultSocketFlags = 0 }()
+	var errs []error
+	for _, try := range []struct {
+		flags uint16
+		name  string
+	}{{unix.XDP_ZEROCOPY, "zerocopy"}, {unix.XDP_COPY, "copy"}} {
+		xdp.DefaultSocketFlags = try.flags
+		s, err := xdp.NewSocket(ifindex, q, &afxdpSocketOptions)
+		if err == nil {
+			return s, try.name, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", try.name, err))
+	}
+	return nil, "", errors.Join(errs...)
+}
+
+func newAFXDPEngine(ports []*port, opts *Options, plan *CorePlan) (_ engine, err error) {
+	spec, err := datapathSpec()
+	if err != nil {
+		return nil, err
+	}
+	e := &afxdpEngine{nports: len(ports), binds: make([]string, len(ports))}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	if e.counts, err = newSharedMap(spec, bpf.DatapathMapPortCounts, 0); err != nil {
+		return nil, err
+	}
+	queues := make([]int, len(ports))
+	cpus := make([][]int, len(ports))
+	for i := range ports {
+		queues[i] = 1
+		if i < len(plan.Ports) && len(plan.Ports[i].Queues) > 0 {
+			queues[i] = len(plan.Ports[i].Queues)
+			for _, q := range plan.Ports[i].Queues {
+				cpus[i] = append(cpus[i], q.CPU)
+			}
+		}
+	}
+	// Sockets first, registered by queue in each port's own XSKMAP.
+	for i, p := range ports {
+		xsks, err := newSharedMap(spec, bpf.DatapathMapXsks, 0)
+		if err != nil {
+			return nil, err
+		}
+		e.xsks = append(e.xsks, xsks)
+		var socks []*xdp.Socket
+		for q := 0; q < queues[i]; q++ {
+			s, bind, err := newXSK(p.ifindex, q)
+			if err != nil {
+				return nil, fmt.Errorf("forwarder: AF_XDP socket on %s queue %d: %w", p.ifname, q, err)
+			}
+			// Receive buffers before any frame can arrive: a socket
+			// with an empty fill ring drops what the program hands it.
+			s.Fill(s.GetDescs(s.NumFreeFillSlots()))
+			socks = append(socks, s)
+			e.binds[i] = bind
+			if err := xsks.Put(uint32(q), uint32(s.FD())); err != nil {
+				return nil, fmt.Errorf("forwarder: registering socket of %s queue %d: %w", p.ifname, q, err)
+			}
+		}
+		e.sockets = append(e.sockets, socks)
+	}
+	if opts.Mode == ModeService {
+		e.flows = newGoFlowTable(opts.FlowTableSize, 1, opts.FlowIdle)
+	}
+	for i := 0; i < len(ports); i += 2 {
+		a, b := ports[i], ports[i+1]
+		// Queues beyond the smaller port's count have no partner socket;
+		// the forwarder sets both ports to the same count, so this is
+		// only a driver that refused.
+		for q := 0; q < min(queues[i], queues[i+1]); q++ {
+			w := &afxdpWorker{
+				ends: [2]afxdpEnd{{port: a, xsk: e.sockets[i][q]}, {port: b, xsk: e.sockets[i+1][q]}},
+				cpu:  -1, stop: &e.stop,
+			}
+			if q < len(cpus[i]) {
+				w.cpu = cpus[i][q]
+			}
+			if e.flows != nil {
+				w.flows = e.flows.shards[len(e.workers)%len(e.flows.shards)]
+				w.clock = e.flows.now
+			}
+			w.beat.Store(time.Now().UnixNano())
+			e.workers = append(e.workers, w)
+		}
+	}
+	for i, p := range ports {
+		prog, err := loadPortProgram(spec, bpf.DatapathProgPortXsk, p.index, map[string]*ebpf.Map{
+			bpf.DatapathMapPortCounts: e.counts, bpf.DatapathMapXsks: e.xsks[i],
+		})
+		if err != nil {
+			return nil, err
+		}
+		e.progs = append(e.progs, prog)
+		l, _, err := attachXDP(prog, p.ifindex, opts.XDPMode)
+		if err != nil {
+			return nil, fmt.Errorf("forwarder: attaching XDP to %s: %w", p.ifname, err)
+		}
+		e.links = append(e.links, l)
+	}
+	for _, w := range e.workers {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			w.run()
+		}()
+	}
+	return e, nil
+}
+
+func (e *afxdpEngine) attachMode(i int) string { return e.binds[i] }
+
+func (e *afxdpEngine) flowTable() flowSource {
+	if e.flows == nil {
+		return nil
+	}
+	return e.flows
+}
+
+// counters merges the BPF counters (frames in, frames without a socket)
+// with the workers' (malformations, frames the peer could not take).
+func (e *afxdpEngine) counters(n int) ([]portCounters, error) {
+	out, err := readPortCounts(e.counts, n)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range e.workers {
+		for i := range w.ends {
+			c := w.ends[i].counters.snapshot()
+			out[w.ends[i].port.index].merge(&c)
+		}
+	}
+	return out, nil
+}
+
+// err reports a worker that died or stopped looping: its queues are not
+// being served.
+func (e *afxdpEngine) err() error {
+	for _, w := range e.workers {
+		if err, _ := w.failed.Load().(error); err != nil {
+			return err
+		}
+		if age := time.Since(time.Unix(0, w.beat.Load())); age > 5*time.Second {
+			return fmt.Errorf("afxdp worker %s/%s stuck for %v", w.ends[0].port.ifname, w.ends[1].port.ifname, age.Round(time.Second))
+		}
+	}
+	return nil
+}
+
+func (e *afxdpEngine) close() error {
+	var errs []error
+	for _, l := range e.links {
+		errs = append(errs, l.Close())
+	}
+	e.stop.Store(true)
+	e.wg.Wait()
+	for _, socks := range e.sockets {
+		for _, s := range socks {
+			errs = append(errs, s.Close())
+		}
+	}
+	for _, p := range e.progs {
+		errs = append(errs, p.Close())
+	}
+	for _, m := range append(e.xsks, e.counts) {
+		if m != nil {
+			errs = append(errs, m.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,449 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// ncpos port programs: one instance per segment port (port_index is set at
+// load time, so every lookup below is into a fixed array slot).
+//
+//   port_forward  forward mode: count, check the frame, redirect it to the
+//                 segment peer through the egress DEVMAP, unmodified.
+//   port_service  service mode: the same plus a 5-tuple flow table (LRU).
+//   port_xsk      afxdp engine: count and hand the frame to the AF_XDP
+//                 socket of its receive queue.
+//
+// Malformed frames are counted and still forwarded: the box is a wire, and a
+// bypass relay would pass them too, so dropping them would make "normal" and
+// "bypass" behave differently. The reason numbers are mirrored in
+// forwarder/reasons.go.
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define MAX_PORTS 64
+#define MAX_VLANS 2      /* 802.1Q, and 802.1ad QinQ: more is malformed */
+#define MAX_IPV6_EXT 4   /* extension headers walked before giving up */
+#define MIN_FRAME 60     /* Ethernet minimum without FCS */
+
+enum malformed {
+	MAL_RUNT,
+	MAL_TRUNCATED_VLAN,
+	MAL_TOO_MANY_VLANS,
+	MAL_TRUNCATED_IPV4,
+	MAL_BAD_IPV4_VERSION,
+	MAL_BAD_IPV4_IHL,
+	MAL_BAD_IPV4_LENGTH,
+	MAL_TRUNCATED_IPV6,
+	MAL_BAD_IPV6_VERSION,
+	MAL_BAD_IPV6_LENGTH,
+	MAL_TRUNCATED_IPV6_EXT,
+	MAL_TRUNCATED_TCP,
+	MAL_BAD_TCP_OFFSET,
+	MAL_TRUNCATED_UDP,
+	MAL_TRUNCATED_ICMP,
+	MAL_MAX,
+};
+
+enum drop {
+	DROP_NO_PEER,   /* egress slot empty: redirect refused */
+	DROP_NO_SOCKET, /* afxdp: no socket on this queue */
+	DROP_MAX,
+};
+
+struct port_stats {
+	__u64 rx_packets;
+	__u64 rx_bytes;
+	__u64 passed;     /* handed on: redirected to the peer or to a socket */
+	__u64 malformed;  /* frames with at least one malformation */
+	__u64 drop[DROP_MAX];
+	__u64 reason[MAL_MAX];
+};
+
+struct flow_key {
+	__u8 port;
+	__u8 proto;
+	__u8 family; /* 4 or 6 */
+	__u8 pad;
+	__be16 sport; /* ICMP: identifier */
+	__be16 dport; /* ICMP: type << 8 | code */
+	__u32 src[4];
+	__u32 dst[4];
+};
+
+struct flow {
+	__u64 packets;
+	__u64 bytes;
+	__u64 first_seen; /* CLOCK_MONOTONIC_COARSE, ns */
+	__u64 last_seen;
+	__u32 tcp_flags;  /* OR of every TCP flag byte seen */
+	__u32 pad;
+};
+
+struct flow_counters {
+	__u64 created;       /* new entries inserted */
+	__u64 insert_failed; /* the table refused an insert */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} egress SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct port_stats);
+} port_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1000000); /* set from the configuration at load */
+	__type(key, struct flow_key);
+	__type(value, struct flow);
+} flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct flow_counters);
+} flow_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} xsks SEC(".maps");
+
+/* Set per instance before loading. */
+const volatile __u32 port_index = 0;
+
+struct vlan_hdr {
+	__be16 tci;
+	__be16 proto;
+};
+
+struct parsed {
+	__u32 malformed; /* bit mask of enum malformed */
+	__u32 tcp_flags;
+	int has_key;
+};
+
+static __always_inline void set_bit(struct parsed *p, int reason)
+{
+	p->malformed |= 1u << reason;
+}
+
+/* parse_l4 fills ports from the transport header at l4, or records why it
+ * could not. l3end is where the IP packet ends by its own length (padding
+ * of short frames is not transport header); end is data_end, checked too
+ * because the verifier learns bounds only from it. */
+static __always_inline void parse_l4(void *l4, void *l3end, void *end, __u8 proto,
+				     struct flow_key *k, struct parsed *p, const int want_key)
+{
+	switch (proto) {
+	case IPPROTO_TCP: {
+		struct tcphdr *th = l4;
+		if ((void *)(th + 1) > l3end || (void *)(th + 1) > end) {
+			set_bit(p, MAL_TRUNCATED_TCP);
+			return;
+		}
+		if (th->doff < 5) {
+			set_bit(p, MAL_BAD_TCP_OFFSET);
+			return;
+		}
+		if (want_key) {
+			k->sport = th->source;
+			k->dport = th->dest;
+			p->tcp_flags = ((__u8 *)th)[13];
+		}
+		return;
+	}
+	case IPPROTO_UDP: {
+		struct udphdr *uh = l4;
+		if ((void *)(uh + 1) > l3end || (void *)(uh + 1) > end) {
+			set_bit(p, MAL_TRUNCATED_UDP);
+			return;
+		}
+		if (want_key) {
+			k->sport = uh->source;
+			k->dport = uh->dest;
+		}
+		return;
+	}
+	case IPPROTO_ICMP:
+	case IPPROTO_ICMPV6: {
+		__u8 *ic = l4;
+		if ((void *)(ic + 8) > l3end || (void *)(ic + 8) > end) {
+			set_bit(p, MAL_TRUNCATED_ICMP);
+			return;
+		}
+		if (want_key) {
+			k->dport = bpf_htons(((__u16)ic[0] << 8) | ic[1]);
+			/* Echo request/reply: the identifier tells sessions apart. */
+			if ((proto == IPPROTO_ICMP && (ic[0] == 8 || ic[0] == 0)) ||
+			    (proto == IPPROTO_ICMPV6 && (ic[0] == 128 || ic[0] == 129)))
+				k->sport = *(__be16 *)(ic + 4);
+		}
+		return;
+	}
+	}
+}
+
+/* parse checks the frame and, when want_key is set, builds its flow key.
+ * It never reads past data_end; it stops at the first structural error. */
+static __always_inline void parse(struct xdp_md *ctx, struct flow_key *k, struct parsed *p,
+				  const int want_key)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	void *cur;
+	__be16 proto;
+
+	if (data + MIN_FRAME > end)
+		set_bit(p, MAL_RUNT);
+	if ((void *)(eth + 1) > end)
+		return; /* XDP never hands us less than 14 bytes */
+	proto = eth->h_proto;
+	cur = eth + 1;
+
+#pragma unroll
+	for (int i = 0; i <= MAX_VLANS; i++) {
+		if (proto != bpf_htons(ETH_P_8021Q) && proto != bpf_htons(ETH_P_8021AD))
+			break;
+		if (i == MAX_VLANS) {
+			set_bit(p, MAL_TOO_MANY_VLANS);
+			return;
+		}
+		struct vlan_hdr *vh = cur;
+		if ((void *)(vh + 1) > end) {
+			set_bit(p, MAL_TRUNCATED_VLAN);
+			return;
+		}
+		proto = vh->proto;
+		cur = vh + 1;
+	}
+
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *iph = cur;
+		if ((void *)(iph + 1) > end) {
+			set_bit(p, MAL_TRUNCATED_IPV4);
+			return;
+		}
+		if (iph->version != 4) {
+			set_bit(p, MAL_BAD_IPV4_VERSION);
+			return;
+		}
+		if (iph->ihl < 5) {
+			set_bit(p, MAL_BAD_IPV4_IHL);
+			return;
+		}
+		__u32 hlen = iph->ihl * 4;
+		if (cur + hlen > end) {
+			set_bit(p, MAL_TRUNCATED_IPV4);
+			return;
+		}
+		if (bpf_ntohs(iph->tot_len) < hlen || cur + bpf_ntohs(iph->tot_len) > end) {
+			set_bit(p, MAL_BAD_IPV4_LENGTH);
+			return;
+		}
+		if (want_key) {
+			k->family = 4;
+			k->proto = iph->protocol;
+			k->src[0] = iph->saddr;
+			k->dst[0] = iph->daddr;
+			p->has_key = 1;
+		}
+		/* Later fragments carry no transport header. */
+		if (iph->frag_off & bpf_htons(0x1fff))
+			return;
+		parse_l4(cur + hlen, cur + bpf_ntohs(iph->tot_len), end, iph->protocol, k, p, want_key);
+		return;
+	}
+
+	if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = cur;
+		if ((void *)(ip6 + 1) > end) {
+			set_bit(p, MAL_TRUNCATED_IPV6);
+			return;
+		}
+		if (ip6->version != 6) {
+			set_bit(p, MAL_BAD_IPV6_VERSION);
+			return;
+		}
+		__u8 nexthdr = ip6->nexthdr;
+		void *l3end = end;
+		__u16 plen = bpf_ntohs(ip6->payload_len);
+		if (plen) { /* 0: a jumbogram, sized by hop-by-hop option */
+			if ((void *)(ip6 + 1) + plen > end) {
+				set_bit(p, MAL_BAD_IPV6_LENGTH);
+				return;
+			}
+			l3end = (void *)(ip6 + 1) + plen;
+		}
+		if (want_key) {
+			k->family = 6;
+			__builtin_memcpy(k->src, &ip6->saddr, 16);
+			__builtin_memcpy(k->dst, &ip6->daddr, 16);
+			p->has_key = 1;
+		}
+		cur = ip6 + 1;
+#pragma unroll
+		for (int i = 0; i < MAX_IPV6_EXT; i++) {
+			__u8 *ext = cur;
+			if (nexthdr != IPPROTO_HOPOPTS && nexthdr != IPPROTO_ROUTING &&
+			    nexthdr != IPPROTO_DSTOPTS && nexthdr != IPPROTO_FRAGMENT &&
+			    nexthdr != IPPROTO_AH)
+				break;
+			if ((void *)(ext + 8) > l3end || (void *)(ext + 8) > end) {
+				set_bit(p, MAL_TRUNCATED_IPV6_EXT);
+				return;
+			}
+			if (nexthdr == IPPROTO_FRAGMENT) {
+				__u16 off = bpf_ntohs(*(__be16 *)(ext + 2)) & 0xfff8;
+				nexthdr = ext[0];
+				cur = ext + 8;
+				if (off) {
+					if (want_key)
+						k->proto = nexthdr;
+					return;
+				}
+				continue;
+			}
+			__u32 len = nexthdr == IPPROTO_AH ? ((__u32)ext[1] + 2) * 4 : ((__u32)ext[1] + 1) * 8;
+			nexthdr = ext[0];
+			cur = ext + len;
+		}
+		if (want_key)
+			k->proto = nexthdr;
+		parse_l4(cur, l3end, end, nexthdr, k, p, want_key);
+		return;
+	}
+	/* ARP and any other EtherType: nothing to check; service mode keys
+	 * nothing (no addresses we know how to read). */
+}
+
+static __always_inline struct port_stats *count_rx(struct xdp_md *ctx, __u64 *len)
+{
+	__u32 idx = port_index;
+	struct port_stats *st = bpf_map_lookup_elem(&port_counts, &idx);
+	*len = ctx->data_end - ctx->data;
+	if (st) {
+		st->rx_packets++;
+		st->rx_bytes += *len;
+	}
+	return st;
+}
+
+static __always_inline void count_malformed(struct port_stats *st, __u32 mask)
+{
+	if (!mask || !st)
+		return;
+	st->malformed++;
+#pragma unroll
+	for (int i = 0; i < MAL_MAX; i++)
+		if (mask & (1u << i))
+			st->reason[i]++;
+}
+
+static __always_inline int redirect(struct port_stats *st)
+{
+	int act = bpf_redirect_map(&egress, port_index, XDP_DROP);
+	if (st) {
+		if (act == XDP_REDIRECT)
+			st->passed++;
+		else
+			st->drop[DROP_NO_PEER]++;
+	}
+	return act;
+}
+
+SEC("xdp")
+int port_forward(struct xdp_md *ctx)
+{
+	__u64 len;
+	struct port_stats *st = count_rx(ctx, &len);
+	struct parsed p = {};
+	parse(ctx, NULL, &p, 0);
+	count_malformed(st, p.malformed);
+	return redirect(st);
+}
+
+static __always_inline void track(struct flow_key *k, struct parsed *p, __u64 len)
+{
+	__u64 now = bpf_ktime_get_coarse_ns();
+	struct flow *f = bpf_map_lookup_elem(&flows, k);
+	if (!f) {
+		struct flow nf = {
+			.packets = 1,
+			.bytes = len,
+			.first_seen = now,
+			.last_seen = now,
+			.tcp_flags = p->tcp_flags,
+		};
+		__u32 zero = 0;
+		struct flow_counters *fc = bpf_map_lookup_elem(&flow_counts, &zero);
+		if (bpf_map_update_elem(&flows, k, &nf, BPF_NOEXIST) == 0) {
+			if (fc)
+				fc->created++;
+			return;
+		}
+		/* Another CPU inserted it first, or the table refused. */
+		f = bpf_map_lookup_elem(&flows, k);
+		if (!f) {
+			if (fc)
+				fc->insert_failed++;
+			return;
+		}
+	}
+	__sync_fetch_and_add(&f->packets, 1);
+	__sync_fetch_and_add(&f->bytes, len);
+	if (f->last_seen != now)
+		f->last_seen = now;
+	if (p->tcp_flags && (f->tcp_flags | p->tcp_flags) != f->tcp_flags)
+		__sync_fetch_and_or(&f->tcp_flags, p->tcp_flags);
+}
+
+SEC("xdp")
+int port_service(struct xdp_md *ctx)
+{
+	__u64 len;
+	struct port_stats *st = count_rx(ctx, &len);
+	struct flow_key k = {};
+	struct parsed p = {};
+	parse(ctx, &k, &p, 1);
+	count_malformed(st, p.malformed);
+	if (p.has_key) {
+		k.port = port_index;
+		track(&k, &p, len);
+	}
+	return redirect(st);
+}
+
+SEC("xdp")
+int port_xsk(struct xdp_md *ctx)
+{
+	__u64 len;
+	struct port_stats *st = count_rx(ctx, &len);
+	int act = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_DROP);
+	if (st) {
+		if (act == XDP_REDIRECT)
+			st->passed++;
+		else
+			st->drop[DROP_NO_SOCKET]++;
+	}
+	return act;
+}
+
+char _license[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,277 @@
+package forwarder
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/ncpos/ncpos/forwarder/bpf"
+)
+
+// DefaultFlowIdle is how long a flow may be silent before it is expired.
+const DefaultFlowIdle = 120 * time.Second
+
+// FlowStats describe the service-mode flow table.
+type FlowStats struct {
+	TableSize int `json:"table_size"`
+	// Flows is the number of flows in the table: the live entries found by
+	// the last sweep plus those created since.
+	Flows   int    `json:"flows"`
+	Created uint64 `json:"created"` // flows inserted since start
+	Expired uint64 `json:"expired"` // removed after IdleTimeout without a frame
+	// Evicted are flows the table pushed out (least recently used first)
+	// to make room: created − expired − live, as of the last sweep.
+	Evicted      uint64  `json:"evicted"`
+	InsertFailed uint64  `json:"insert_failed"`
+	NewPerSecond float64 `json:"new_per_second"`
+	IdleTimeout  string  `json:"idle_timeout"`
+	LastSweep    string  `json:"last_sweep,omitempty"`
+	SweepTime    string  `json:"sweep_time,omitempty"`
+	// Top are the largest flows by bytes at the last sweep.
+	Top []FlowEntry `json:"top,omitempty"`
+}
+
+// FlowEntry is one flow of the table.
+type FlowEntry struct {
+	Port      uint8     `json:"-"`
+	Segment   string    `json:"segment,omitempty"`
+	In        string    `json:"in,omitempty"` // the port the flow entered
+	Proto     uint8     `json:"proto"`
+	Src       string    `json:"src"`
+	Dst       string    `json:"dst"`
+	SrcPort   uint16    `json:"src_port,omitempty"`
+	DstPort   uint16    `json:"dst_port,omitempty"`
+	Packets   uint64    `json:"packets"`
+	Bytes     uint64    `json:"bytes"`
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"`
+	TCPFlags  uint8     `json:"tcp_flags,omitempty"`
+}
+
+const topFlows = 10
+
+// flowTable owns the BPF flow table of service mode: the programs insert
+// and update entries (the kernel's LRU evicts when it is full), and Sweep
+// expires idle flows and counts what is there.
+type flowTable struct {
+	m, counts *ebpf.Map
+	size      int
+	idle      time.Duration
+
+	mu    sync.Mutex
+	stats FlowStats
+	rate  rateMeter
+}
+
+func newFlowTable(spec *ebpf.CollectionSpec, size int, idle time.Duration) (*flowTable, error) {
+	if size <= 0 {
+		size = 1_000_000
+	}
+	if idle <= 0 {
+		idle = DefaultFlowIdle
+	}
+	m, err := newSharedMap(spec, bpf.DatapathMapFlows, uint32(size))
+	if err != nil {
+		return nil, err
+	}
+	counts, err := newSharedMap(spec, bpf.DatapathMapFlowCounts, 0)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	t := &flowTable{m: m, counts: counts, size: size, idle: idle}
+	t.stats = FlowStats{TableSize: size, IdleTimeout: idle.String()}
+	return t, nil
+}
+
+// monoCoarse is the clock bpf_ktime_get_coarse_ns reads.
+func monoCoarse() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC_COARSE, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}
+
+// wallClock turns a CLOCK_MONOTONIC_COARSE reading into wall time.
+func wallClock(mono, now uint64, wall time.Time) time.Time {
+	if mono > now {
+		return wall
+	}
+	return wall.Add(-time.Duration(now - mono))
+}
+
+// counters sums the per-CPU insert counters.
+func (t *flowTable) counters() (created, failed uint64, err error) {
+	var percpu []bpf.DatapathFlowCounters
+	if err := t.counts.Lookup(uint32(0), &percpu); err != nil {
+		return 0, 0, fmt.Errorf("forwarder: reading flow counters: %w", err)
+	}
+	for _, c := range percpu {
+		created += c.Created
+		failed += c.InsertFailed
+	}
+	return created, failed, nil
+}
+
+// Sweep walks the table once: it deletes flows idle for longer than the
+// idle timeout, counts the rest, keeps the largest few and works out
+// evictions. It reads the insert counter first, so flows created during the
+// walk can only make the eviction figure lag, never overshoot.
+func (t *flowTable) Sweep() error {
+	start := time.Now()
+	created, failed, err := t.counters()
+	if err != nil {
+		return err
+	}
+	now := monoCoarse()
+	idleNS := uint64(t.idle)
+	var (
+		cursor ebpf.MapBatchCursor
+		keys   = make([]bpf.DatapathFlowKey, 4096)
+		vals   = make([]bpf.DatapathFlow, 4096)
+		stale  []bpf.DatapathFlowKey
+		live   int
+		top    []FlowEntry
+	)
+	for {
+		n, err := t.m.BatchLookup(&cursor, keys, vals, nil)
+		for i := 0; i < n; i++ {
+			if now > vals[i].LastSeen && now-vals[i].LastSeen > idleNS {
+				stale = append(stale, keys[i])
+				continue
+			}
+			live++
+			top = keepTop(top, keys[i], vals[i], now, start)
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("forwarder: walking the flow table: %w", err)
+		}
+	}
+	var expired int
+	for len(stale) > 0 {
+		chunk := stale[:min(len(stale), 4096)]
+		n, err := t.m.BatchDelete(chunk, nil)
+		expired += n
+		if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("forwarder: expiring flows: %w", err)
+		}
+		stale = stale[len(chunk):]
+	}
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := &t.stats
+	s.Expired += uint64(expired)
+	s.Created = created
+	s.InsertFailed = failed
+	s.Flows = live
+	if gone := s.Expired + uint64(live); created > gone {
+		s.Evicted = created - gone
+	} else {
+		s.Evicted = 0
+	}
+	s.Top = top
+	s.LastSweep = start.UTC().Format(time.RFC3339)
+	s.SweepTime = time.Since(start).Round(time.Microsecond).String()
+	return nil
+}
+
+// keepTop keeps the topFlows largest flows by bytes, largest first.
+func keepTop(top []FlowEntry, k bpf.DatapathFlowKey, v bpf.DatapathFlow, now uint64, wall time.Time) []FlowEntry {
+	if len(top) == topFlows && v.Bytes <= top[len(top)-1].Bytes {
+		return top
+	}
+	e := FlowEntry{
+		Port: k.Port, Proto: k.Proto,
+		SrcPort: bits.ReverseBytes16(k.Sport), DstPort: bits.ReverseBytes16(k.Dport),
+		Packets: v.Packets, Bytes: v.Bytes, TCPFlags: uint8(v.TcpFlags),
+		FirstSeen: wallClock(v.FirstSeen, now, wall).UTC(),
+		LastSeen:  wallClock(v.LastSeen, now, wall).UTC(),
+	}
+	fk := flowKeyFromBPF(k)
+	e.Src, e.Dst = fk.SrcAddr().String(), fk.DstAddr().String()
+	top = append(top, e)
+	sort.SliceStable(top, func(i, j int) bool { return top[i].Bytes > top[j].Bytes })
+	if len(top) > topFlows {
+		top = top[:topFlows]
+	}
+	return top
+}
+
+// flowKeyFromBPF converts the kernel's key, whose addresses and ports are
+// in network byte order inside host-order integers.
+func flowKeyFromBPF(k bpf.DatapathFlowKey) FlowKey {
+	fk := FlowKey{Port: k.Port, Proto: k.Proto, Family: k.Family,
+		SrcPort: bits.ReverseBytes16(k.Sport), DstPort: bits.ReverseBytes16(k.Dport)}
+	for i := 0; i < 4; i++ {
+		binary.LittleEndian.PutUint32(fk.Src[4*i:], k.Src[i])
+		binary.LittleEndian.PutUint32(fk.Dst[4*i:], k.Dst[i])
+	}
+	return fk
+}
+
+// Stats returns the table's figures: the last sweep's, with the insert
+// counters and the rate of new flows brought up to date.
+func (t *flowTable) Stats() FlowStats {
+	created, failed, err := t.counters()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.stats
+	if err == nil {
+		if created > s.Created {
+			s.Flows += int(created - s.Created)
+			s.Flows = min(s.Flows, t.size)
+		}
+		s.Created = created
+		s.InsertFailed = failed
+		s.NewPerSecond = t.rate.update(created, time.Now())
+	}
+	s.Top = append([]FlowEntry(nil), s.Top...)
+	return s
+}
+
+func (t *flowTable) close() error {
+	return errors.Join(t.m.Close(), t.counts.Close())
+}
+
+// rateMeter turns a growing counter into a per-second rate over the last
+// few seconds (at least one second between samples).
+type rateMeter struct {
+	lastValue uint64
+	lastTime  time.Time
+	rate      float64
+}
+
+func (r *rateMeter) update(v uint64, now time.Time) float64 {
+	if r.lastTime.IsZero() {
+		r.lastValue, r.lastTime = v, now
+		return 0
+	}
+	if dt := now.Sub(r.lastTime); dt >= time.Second {
+		r.rate = float64(v-r.lastValue) / dt.Seconds()
+		r.lastValue, r.lastTime = v, now
+	}
+	return r.rate
+}
+
+// flowKeyToBPF is the inverse of flowKeyFromBPF.
+func flowKeyToBPF(fk FlowKey) bpf.DatapathFlowKey {
+	k := bpf.DatapathFlowKey{Port: fk.Port, Proto: fk.Proto, Family: fk.Family,
+		Sport: bits.ReverseBytes16(fk.SrcPort), Dport: bits.ReverseBytes16(fk.DstPort)}
+	for i := 0; i < 4; i++ {
+		k.Src[i] = binary.LittleEndian.Uint32(fk.Src[4*i:])
+		k.Dst[i] = binary.LittleEndian.Uint32(fk.Dst[4*i:])
+	}
+	return k
+}

@@ -1,0 +1,107 @@
+package forwarder
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/ncpos/ncpos/forwarder/bpf"
+)
+
+// ProgramTester runs the service-mode port program on single frames with
+// BPF_PROG_RUN, attached nowhere, and reports what it counted and which flow
+// it created. Tests use it to hold the kernel parser and ParseFrame to the
+// same answers. It needs root.
+type ProgramTester struct {
+	prog   *ebpf.Program
+	flows  *flowTable
+	counts *ebpf.Map
+	egress *ebpf.Map
+}
+
+// NewProgramTester loads port_service for port slot 0 with a small table.
+func NewProgramTester() (_ *ProgramTester, err error) {
+	spec, err := datapathSpec()
+	if err != nil {
+		return nil, err
+	}
+	pt := &ProgramTester{}
+	defer func() {
+		if err != nil {
+			pt.Close()
+		}
+	}()
+	if pt.egress, err = newSharedMap(spec, bpf.DatapathMapEgress, 0); err != nil {
+		return nil, err
+	}
+	if pt.counts, err = newSharedMap(spec, bpf.DatapathMapPortCounts, 0); err != nil {
+		return nil, err
+	}
+	if pt.flows, err = newFlowTable(spec, 1024, 0); err != nil {
+		return nil, err
+	}
+	pt.prog, err = loadPortProgram(spec, bpf.DatapathProgPortService, 0, map[string]*ebpf.Map{
+		bpf.DatapathMapEgress: pt.egress, bpf.DatapathMapPortCounts: pt.counts,
+		bpf.DatapathMapFlows: pt.flows.m, bpf.DatapathMapFlowCounts: pt.flows.counts,
+	})
+	return pt, err
+}
+
+// Run runs the program once on frame (at least 14 bytes) and returns the
+// malformation bits it counted and the flow it created, if any.
+func (pt *ProgramTester) Run(frame []byte) (Parsed, error) {
+	var p Parsed
+	// Empty the flow table, so that the frame's flow is the only one.
+	var k bpf.DatapathFlowKey
+	var v bpf.DatapathFlow
+	for it := pt.flows.m.Iterate(); it.Next(&k, &v); {
+		if err := pt.flows.m.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return p, err
+		}
+	}
+	before, err := readPortCounts(pt.counts, 1)
+	if err != nil {
+		return p, err
+	}
+	if _, err := pt.prog.Run(&ebpf.RunOptions{Data: frame}); err != nil {
+		return p, fmt.Errorf("running port_service: %w", err)
+	}
+	after, err := readPortCounts(pt.counts, 1)
+	if err != nil {
+		return p, err
+	}
+	for i := range after[0].Reasons {
+		if after[0].Reasons[i] != before[0].Reasons[i] {
+			p.Malformed |= 1 << i
+		}
+	}
+	n := 0
+	for it := pt.flows.m.Iterate(); it.Next(&k, &v); n++ {
+		p.HasKey = true
+		p.Key = flowKeyFromBPF(k)
+		p.Key.Port = 0
+		p.TCPFlags = uint8(v.TcpFlags)
+	}
+	if n > 1 {
+		return p, fmt.Errorf("one frame made %d flows", n)
+	}
+	return p, nil
+}
+
+// Close releases the program and maps.
+func (pt *ProgramTester) Close() error {
+	var errs []error
+	if pt.prog != nil {
+		errs = append(errs, pt.prog.Close())
+	}
+	if pt.flows != nil {
+		errs = append(errs, pt.flows.close())
+	}
+	for _, m := range []*ebpf.Map{pt.counts, pt.egress} {
+		if m != nil {
+			errs = append(errs, m.Close())
+		}
+	}
+	return errors.Join(errs...)
+}

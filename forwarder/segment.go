@@ -1,0 +1,105 @@
+package forwarder
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/ncpos/ncpos/config"
+)
+
+// Segment is a pair of ports bridged to each other: what enters one leaves
+// the other, unmodified.
+type Segment struct {
+	Name string
+	// Interfaces are the kernel interface names of the two ports.
+	Interfaces [2]string
+	// Labels are the front-panel names (LAN1, ...); the interface names
+	// when the segment was given by interface.
+	Labels [2]string
+}
+
+var segmentFlagRE = regexp.MustCompile(`^([a-z0-9-]{1,15})=([^,=\s]{1,15}),([^,=\s]{1,15})$`)
+
+// ParseSegmentFlag parses "name=ifA,ifB", the form forwarderd's -segment
+// flag takes so that it can run without a configuration file (the lab).
+func ParseSegmentFlag(s string) (Segment, error) {
+	m := segmentFlagRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return Segment{}, fmt.Errorf("segment %q: want name=ifA,ifB (name: 1-15 of a-z, 0-9, \"-\")", s)
+	}
+	if m[2] == m[3] {
+		return Segment{}, fmt.Errorf("segment %q: both ports are %s, want two interfaces", s, m[2])
+	}
+	return Segment{Name: m[1], Interfaces: [2]string{m[2], m[3]}, Labels: [2]string{m[2], m[3]}}, nil
+}
+
+// SegmentsFromConfig maps the configuration's segments to kernel interfaces
+// through the platform profile, looking at sysClassNet (config.SysClassNet on
+// the appliance). A segment whose ports are not both found is an error that
+// names them: bridging half a segment is never what was meant.
+func SegmentsFromConfig(cfg *config.Config, sysClassNet string) ([]Segment, error) {
+	prof := cfg.Profile()
+	if prof == nil {
+		return nil, fmt.Errorf("forwarder: unknown platform %q", cfg.Platform)
+	}
+	ports, resolveErr := prof.Resolve(sysClassNet)
+	var segs []Segment
+	var missing []string
+	for _, s := range cfg.Segments {
+		if len(s.Ports) != 2 {
+			return nil, fmt.Errorf("forwarder: segment %q has %d ports, want 2", s.Name, len(s.Ports))
+		}
+		seg := Segment{Name: s.Name, Labels: [2]string{s.Ports[0], s.Ports[1]}}
+		for i, label := range s.Ports {
+			seg.Interfaces[i] = ports[label]
+			if seg.Interfaces[i] == "" {
+				missing = append(missing, fmt.Sprintf("%s (segment %s)", label, s.Name))
+			}
+		}
+		segs = append(segs, seg)
+	}
+	if len(missing) > 0 {
+		err := fmt.Errorf("forwarder: ports not found: %s", strings.Join(missing, ", "))
+		if resolveErr != nil {
+			err = fmt.Errorf("%w: %v", err, resolveErr)
+		}
+		return nil, err
+	}
+	return segs, nil
+}
+
+// checkSegments rejects what the datapath cannot do: no segments, a port in
+// two segments, more ports than the BPF maps hold.
+func checkSegments(segs []Segment) error {
+	if len(segs) == 0 {
+		return fmt.Errorf("forwarder: no segments to bridge")
+	}
+	seen := map[string]string{}
+	names := map[string]bool{}
+	for _, s := range segs {
+		if names[s.Name] {
+			return fmt.Errorf("forwarder: segment name %q used twice", s.Name)
+		}
+		names[s.Name] = true
+		if s.Interfaces[0] == s.Interfaces[1] {
+			return fmt.Errorf("forwarder: segment %s: both ports are %s", s.Name, s.Interfaces[0])
+		}
+		for _, ifname := range s.Interfaces {
+			if ifname == "" {
+				return fmt.Errorf("forwarder: segment %s: empty interface name", s.Name)
+			}
+			if other, ok := seen[ifname]; ok {
+				return fmt.Errorf("forwarder: interface %s is in segments %s and %s, want one", ifname, other, s.Name)
+			}
+			seen[ifname] = s.Name
+		}
+	}
+	if len(seen) > maxPorts {
+		return fmt.Errorf("forwarder: %d ports, at most %d are supported", len(seen), maxPorts)
+	}
+	return nil
+}
+
+// maxPorts is MAX_PORTS in bpf/port.c.
+const maxPorts = 64

@@ -1,0 +1,116 @@
+package forwarder
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestProgressProblems(t *testing.T) {
+	seg := &Segment{Name: "seg1", Labels: [2]string{"LAN1", "LAN2"}}
+	a := &port{index: 0, segment: seg, label: "LAN1"}
+	b := &port{index: 1, segment: seg, label: "LAN2"}
+	a.peer, b.peer = b, a
+	ports := []*port{a, b}
+	at := time.Unix(1000, 0)
+	mk := func(sec int, passedA, passedB, txA, txB uint64) sample {
+		return sample{
+			at:    at.Add(time.Duration(sec) * time.Second),
+			ports: []portCounters{{Passed: passedA}, {Passed: passedB}},
+			links: []linkStats{{txPackets: txA}, {txPackets: txB}},
+		}
+	}
+	tests := []struct {
+		name    string
+		history []sample
+		want    string
+	}{
+		{"idle", []sample{mk(0, 0, 0, 0, 0), mk(3, 0, 0, 0, 0)}, ""},
+		{"flowing", []sample{mk(0, 10, 0, 0, 10), mk(3, 500, 0, 0, 500)}, ""},
+		{"lossy but moving", []sample{mk(0, 10, 0, 0, 10), mk(3, 500, 0, 0, 20)}, ""},
+		{"stuck a to b", []sample{mk(0, 10, 0, 0, 10), mk(3, 500, 0, 0, 10)}, "490 frames entered LAN1 in the last 3s, none left LAN2"},
+		{"stuck b to a", []sample{mk(0, 0, 0, 0, 0), mk(3, 0, 7, 0, 0)}, "7 frames entered LAN2"},
+		{"window not yet covered", []sample{mk(0, 10, 0, 0, 10), mk(2, 500, 0, 0, 10)}, ""},
+		{"one sample", []sample{mk(0, 10, 0, 0, 10)}, ""},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, p := range progressProblems(ports, tt.history, 3*time.Second) {
+			got = append(got, p.text)
+		}
+		all := strings.Join(got, "; ")
+		if (tt.want == "") != (all == "") || !strings.Contains(all, tt.want) {
+			t.Errorf("%s: problems %q, want %q", tt.name, all, tt.want)
+		}
+	}
+}
+
+func TestWriteMetrics(t *testing.T) {
+	st := Status{
+		Healthy:   true,
+		Heartbeat: time.Now(),
+		Ports: []PortStatus{{
+			Name: "LAN1", Interface: "eth1", Segment: "seg1", RxPackets: 5,
+			Drops:            map[string]uint64{"no_peer": 2},
+			MalformedReasons: map[string]uint64{"runt": 3, "too_many_vlans": 1},
+		}},
+		Segments: []SegmentStatus{{Name: "seg1", Packets: 5, Healthy: true}},
+		Flows:    &FlowStats{Flows: 7, TableSize: 1024, Created: 9, Evicted: 2},
+	}
+	var b bytes.Buffer
+	WriteMetrics(&b, st)
+	out := b.String()
+	for _, want := range []string{
+		"# TYPE ncpos_forwarder_port_rx_packets_total counter\n",
+		`ncpos_forwarder_port_rx_packets_total{port="LAN1",interface="eth1",segment="seg1"} 5`,
+		`ncpos_forwarder_port_drops_total{port="LAN1",interface="eth1",segment="seg1",reason="no_peer"} 2`,
+		`ncpos_forwarder_port_malformed_total{port="LAN1",interface="eth1",segment="seg1",reason="runt"} 3`,
+		`ncpos_forwarder_segment_healthy{segment="seg1"} 1`,
+		"ncpos_forwarder_flows 7\n",
+		"ncpos_forwarder_flows_evicted_total 2\n",
+		"ncpos_forwarder_healthy 1\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if n := strings.Count(out, "# TYPE ncpos_forwarder_port_malformed_total"); n != 1 {
+		t.Errorf("TYPE line for malformed_total appears %d times", n)
+	}
+}
+
+func TestAccountLost(t *testing.T) {
+	seg := &Segment{Name: "s"}
+	a := &port{index: 0, segment: seg}
+	b := &port{index: 1, segment: seg}
+	a.peer, b.peer = b, a
+	ports := []*port{a, b}
+	mk := func(passedA, txB uint64) *sample {
+		return &sample{
+			ports: []portCounters{{Passed: passedA}, {}},
+			links: []linkStats{{}, {txPackets: txB}},
+		}
+	}
+	steps := []struct {
+		passedA, txB uint64
+		wantLostB    int64
+	}{
+		{100, 100, 0},
+		{200, 150, 50}, // 50 not (yet) sent
+		{300, 300, 0},  // they were only late
+		{400, 300, 100},
+		{500, 10, 100}, // counters reset: interval skipped
+		{600, 60, 150},
+	}
+	prev := mk(0, 0)
+	prev.lost = make([]int64, 2)
+	for i, st := range steps {
+		s := mk(st.passedA, st.txB)
+		accountLost(prev, s, ports)
+		if s.lost[1] != st.wantLostB || s.lost[0] != 0 {
+			t.Errorf("step %d: lost %v, want [0 %d]", i, s.lost, st.wantLostB)
+		}
+		prev = s
+	}
+}

@@ -1,0 +1,225 @@
+package forwarder
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/ncpos/ncpos/forwarder/bpf"
+)
+
+// XDP attach modes, as reported per port and as the -xdp-mode flag takes.
+const (
+	XDPAuto    = "auto"    // native where the driver has it, generic otherwise
+	XDPNative  = "native"  // in the driver's receive path
+	XDPGeneric = "generic" // after the kernel built an skb: slower, works everywhere
+)
+
+// xdpEngine forwards in the kernel: one instance of port_forward (or
+// port_service) per port redirects each frame to the segment peer through
+// the egress DEVMAP. Programs are attached through BPF links, which belong
+// to this process: when forwarderd dies, however it dies, the kernel
+// detaches them, so no program is left behind to black-hole a segment.
+type xdpEngine struct {
+	egress, counts *ebpf.Map
+	flows          *flowTable // service mode only
+	progs          []*ebpf.Program
+	links          []link.Link
+	modes          []string // attach mode per port slot
+}
+
+// datapathSpec is the compiled port.c.
+func datapathSpec() (*ebpf.CollectionSpec, error) {
+	spec, err := bpf.LoadDatapath()
+	if err != nil {
+		return nil, fmt.Errorf("forwarder: loading BPF object: %w", err)
+	}
+	return spec, nil
+}
+
+// newSharedMap creates one of port.c's maps for all port programs to share.
+func newSharedMap(spec *ebpf.CollectionSpec, name string, maxEntries uint32) (*ebpf.Map, error) {
+	ms, ok := spec.Maps[name]
+	if !ok {
+		return nil, fmt.Errorf("forwarder: BPF object has no map %s", name)
+	}
+	ms = ms.Copy()
+	if maxEntries > 0 {
+		ms.MaxEntries = maxEntries
+	}
+	m, err := ebpf.NewMap(ms)
+	if err != nil {
+		return nil, fmt.Errorf("forwarder: creating BPF map %s (%d entries): %w", name, ms.MaxEntries, err)
+	}
+	return m, nil
+}
+
+// loadPortProgram loads one instance of the named program for port slot
+// index, using the given shared maps. Everything else in the object is left
+// out, so that, say, forward mode never allocates the flow table.
+func loadPortProgram(spec *ebpf.CollectionSpec, name string, index int, maps map[string]*ebpf.Map) (*ebpf.Program, error) {
+	s := spec.Copy()
+	ps, ok := s.Programs[name]
+	if !ok {
+		return nil, fmt.Errorf("forwarder: BPF object has no program %s", name)
+	}
+	s.Programs = map[string]*ebpf.ProgramSpec{name: ps}
+	for name, ms := range s.Maps {
+		m, shared := maps[name]
+		switch {
+		case shared:
+			ms.MaxEntries = m.MaxEntries() // sized at creation
+		case !strings.HasPrefix(name, "."):
+			delete(s.Maps, name)
+		}
+	}
+	if err := s.Variables[bpf.DatapathVarPortIndex].Set(uint32(index)); err != nil {
+		return nil, fmt.Errorf("forwarder: setting port_index: %w", err)
+	}
+	coll, err := ebpf.NewCollectionWithOptions(s, ebpf.CollectionOptions{MapReplacements: maps})
+	if err != nil {
+		var verr *ebpf.VerifierError
+		if errors.As(err, &verr) {
+			return nil, fmt.Errorf("forwarder: loading %s: %+v", name, verr)
+		}
+		return nil, fmt.Errorf("forwarder: loading %s: %w", name, err)
+	}
+	prog := coll.DetachProgram(name)
+	coll.Close()
+	return prog, nil
+}
+
+// attachXDP attaches prog to ifindex through a BPF link in the mode asked
+// for; "auto" tries native first and falls back to generic. It returns the
+// mode that took.
+func attachXDP(prog *ebpf.Program, ifindex int, want string) (link.Link, string, error) {
+	type try struct {
+		flags link.XDPAttachFlags
+		mode  string
+	}
+	var tries []try
+	switch want {
+	case XDPNative:
+		tries = []try{{link.XDPDriverMode, XDPNative}}
+	case XDPGeneric:
+		tries = []try{{link.XDPGenericMode, XDPGeneric}}
+	case XDPAuto, "":
+		tries = []try{{link.XDPDriverMode, XDPNative}, {link.XDPGenericMode, XDPGeneric}}
+	default:
+		return nil, "", fmt.Errorf("unknown XDP mode %q, want auto, native or generic", want)
+	}
+	var errs []error
+	for _, t := range tries {
+		l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: t.flags})
+		if err == nil {
+			return l, t.mode, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", t.mode, err))
+	}
+	err := errors.Join(errs...)
+	if strings.Contains(err.Error(), "device or resource busy") {
+		err = fmt.Errorf("%w (another XDP program is attached outside ncpos; `ip link set dev IF xdp off` removes it)", err)
+	}
+	return nil, "", err
+}
+
+func newXDPEngine(ports []*port, opts *Options) (_ *xdpEngine, err error) {
+	spec, err := datapathSpec()
+	if err != nil {
+		return nil, err
+	}
+	e := &xdpEngine{modes: make([]string, len(ports))}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	if e.egress, err = newSharedMap(spec, bpf.DatapathMapEgress, 0); err != nil {
+		return nil, err
+	}
+	if e.counts, err = newSharedMap(spec, bpf.DatapathMapPortCounts, 0); err != nil {
+		return nil, err
+	}
+	maps := map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts}
+	progName := bpf.DatapathProgPortForward
+	if opts.Mode == ModeService {
+		if e.flows, err = newFlowTable(spec, opts.FlowTableSize, opts.FlowIdle); err != nil {
+			return nil, err
+		}
+		maps[bpf.DatapathMapFlows] = e.flows.m
+		maps[bpf.DatapathMapFlowCounts] = e.flows.counts
+		progName = bpf.DatapathProgPortService
+	}
+	for _, p := range ports {
+		prog, err := loadPortProgram(spec, progName, p.index, maps)
+		if err != nil {
+			return nil, err
+		}
+		e.progs = append(e.progs, prog)
+		if err := e.egress.Put(uint32(p.index), uint32(p.peer.ifindex)); err != nil {
+			return nil, fmt.Errorf("forwarder: egress slot of %s: %w", p.ifname, err)
+		}
+	}
+	for i, p := range ports {
+		l, mode, err := attachXDP(e.progs[i], p.ifindex, opts.XDPMode)
+		if err != nil {
+			return nil, fmt.Errorf("forwarder: attaching XDP to %s: %w", p.ifname, err)
+		}
+		e.links = append(e.links, l)
+		e.modes[i] = mode
+	}
+	return e, nil
+}
+
+func (e *xdpEngine) attachMode(i int) string { return e.modes[i] }
+
+func (e *xdpEngine) flowTable() flowSource {
+	if e.flows == nil {
+		return nil
+	}
+	return e.flows
+}
+
+func (e *xdpEngine) counters(n int) ([]portCounters, error) {
+	return readPortCounts(e.counts, n)
+}
+
+// readPortCounts sums the per-CPU counters of port slots 0..n-1.
+func readPortCounts(m *ebpf.Map, n int) ([]portCounters, error) {
+	out := make([]portCounters, n)
+	var percpu []bpf.DatapathPortStats
+	for i := range out {
+		if err := m.Lookup(uint32(i), &percpu); err != nil {
+			return nil, fmt.Errorf("forwarder: reading counters of port %d: %w", i, err)
+		}
+		for _, s := range percpu {
+			out[i].add(s)
+		}
+	}
+	return out, nil
+}
+
+func (e *xdpEngine) close() error {
+	var errs []error
+	// Links first, so that no frame meets a half-torn-down datapath.
+	for _, l := range e.links {
+		errs = append(errs, l.Close())
+	}
+	for _, p := range e.progs {
+		errs = append(errs, p.Close())
+	}
+	if e.flows != nil {
+		errs = append(errs, e.flows.close())
+	}
+	for _, m := range []*ebpf.Map{e.egress, e.counts} {
+		if m != nil {
+			errs = append(errs, m.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (e *xdpEngine) err() error { return nil }

@@ -1,0 +1,255 @@
+package lab_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/lab"
+)
+
+// TestDatapath runs every engine × mode over a two-segment lab: frames of
+// every kind cross both ways unchanged, segments stay isolated, malformed
+// frames are forwarded and counted by reason, and service mode counts and
+// evicts flows.
+func TestDatapath(t *testing.T) {
+	for _, engine := range []string{forwarder.EngineXDP, forwarder.EngineAFXDP} {
+		for _, mode := range []string{forwarder.ModeForward, forwarder.ModeService} {
+			t.Run(engine+"-"+mode, func(t *testing.T) { testDatapath(t, engine, mode) })
+		}
+	}
+}
+
+// labFrames are well-formed frames of every sort a wire must pass.
+func labFrames() map[string][]byte {
+	lldp := lab.Ethernet([6]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, lab.MACA, 0x88cc, bytes.Repeat([]byte{0xaa}, 46))
+	return map[string][]byte{
+		"udp_64":      lab.UDPFrame(64, 1000, 2000),
+		"udp_1514":    lab.UDPFrame(1514, 1000, 2001),
+		"tcp":         lab.Pad(lab.Ethernet(lab.MACB, lab.MACA, 0x0800, lab.IPv4(lab.AddrA, lab.AddrB, 6, lab.TCP(40000, 443, 0x02, nil))), 60),
+		"vlan":        lab.VLAN(lab.UDPFrame(100, 1, 2), 42),
+		"qinq":        lab.VLAN(lab.UDPFrame(100, 1, 2), 100, 200),
+		"arp":         lab.ARPRequest(),
+		"lldp":        lldp,
+		"ipv6_icmp":   lab.Ethernet(lab.MACB, lab.MACA, 0x86dd, lab.IPv6(lab.Addr6A, lab.Addr6B, 58, lab.ICMPEcho(128, 1, 1, make([]byte, 16)))),
+		"ethertype_x": lab.Ethernet(lab.MACB, lab.MACA, 0x1234, bytes.Repeat([]byte{0x5a}, 100)),
+		"broadcast":   lab.Ethernet([6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, lab.MACA, 0x0800, lab.IPv4(lab.AddrA, lab.AddrB, 17, lab.UDP(68, 67, make([]byte, 300)))),
+	}
+}
+
+func testDatapath(t *testing.T, engine, mode string) {
+	l := newLab(t, 2, 1)
+	sinks, err := l.AttachSinks(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sinks.Close() })
+	d := startForwarderd(t, l, "-engine", engine, "-mode", mode, "-flow-table-size", "1024", "-flow-sweep", "200ms")
+	st, err := d.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range st.Ports {
+		t.Logf("port %s: %s %s, link %s", p.Interface, st.Engine, p.Attach, p.Link)
+	}
+
+	senders := map[[2]int]*lab.Sender{}
+	sender := func(seg, side int) *lab.Sender {
+		if s := senders[[2]int{seg, side}]; s != nil {
+			return s
+		}
+		s, err := l.Sender(seg, side)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		senders[[2]int{seg, side}] = s
+		return s
+	}
+
+	// cross sends frames from (seg, side) and wants each to arrive,
+	// unchanged and in order, at the other side of the same segment only.
+	cross := func(t *testing.T, seg, side int, frames [][]byte) {
+		t.Helper()
+		for _, f := range frames {
+			if err := sender(seg, side).Send(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := sinks.Capture(len(frames), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if extra, _ := sinks.Capture(1, 100*time.Millisecond); len(extra) > 0 {
+			got = append(got, extra...)
+		}
+		want := lab.SinkID(seg, 1-side)
+		if len(got) != len(frames) {
+			t.Fatalf("sent %d frames from %s, %d arrived", len(frames), l.Segments[seg].HostIfs[side], len(got))
+		}
+		for i, g := range got {
+			if g.Sink != want {
+				t.Errorf("frame %d arrived at sink %d, want %d (the other side of seg%d)", i, g.Sink, want, seg)
+			}
+			if !bytes.Equal(g.Data, frames[i]) {
+				t.Errorf("frame %d changed in transit:\n sent %x\n  got %x", i, frames[i], g.Data)
+			}
+		}
+	}
+
+	named := labFrames()
+	names := make([]string, 0, len(named))
+	for n := range named {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var frames [][]byte
+	for _, n := range names {
+		frames = append(frames, named[n])
+	}
+
+	t.Run("both_ways_unchanged", func(t *testing.T) {
+		cross(t, 0, 0, frames)
+		cross(t, 0, 1, frames)
+	})
+	t.Run("segments_isolated", func(t *testing.T) {
+		cross(t, 1, 0, frames[:3])
+		cross(t, 1, 1, frames[:3])
+		cross(t, 0, 0, frames[:3])
+	})
+	t.Run("malformed_counted", func(t *testing.T) {
+		before, err := d.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases := lab.MalformedCases()
+		want := map[string]uint64{}
+		var sent [][]byte
+		for _, c := range cases {
+			sent = append(sent, c.Frame)
+			for _, r := range c.Reasons {
+				want[r]++
+			}
+		}
+		cross(t, 0, 0, sent)
+		// The counters reach /status with the next sample.
+		var got map[string]uint64
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			after, err := d.Status(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = diffReasons(before.Ports[0].MalformedReasons, after.Ports[0].MalformedReasons)
+			if fmt.Sprint(got) == fmt.Sprint(want) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("malformed reasons counted %v, want %v", got, want)
+		}
+		if err := d.Health(context.Background()); err != nil {
+			t.Errorf("unhealthy after malformed frames: %v", err)
+		}
+		m, err := d.Metrics(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(m), `ncpos_forwarder_port_malformed_total{port="`+l.Segments[0].Ports[0]+`",interface="`+l.Segments[0].Ports[0]+`",segment="seg0",reason="too_many_vlans"}`) {
+			t.Errorf("/metrics lacks the too_many_vlans counter:\n%s", m)
+		}
+	})
+	if mode == forwarder.ModeService {
+		t.Run("flows", func(t *testing.T) { testFlows(t, d, sinks, sender(0, 0)) })
+	}
+}
+
+func diffReasons(before, after map[string]uint64) map[string]uint64 {
+	d := map[string]uint64{}
+	for k, v := range after {
+		if v > before[k] {
+			d[k] = v - before[k]
+		}
+	}
+	return d
+}
+
+// testFlows sends N distinct 5-tuples and wants exactly N new flows, then
+// overflows the 1024-entry table and wants evictions, no failures, and
+// every frame still forwarded.
+func testFlows(t *testing.T, d *lab.Daemon, sinks *lab.Sinks, snd *lab.Sender) {
+	flows := func() forwarder.FlowStats {
+		st, err := d.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *st.Flows
+	}
+	// settle waits for a sweep after the last frame and returns the figures.
+	settle := func(created uint64) forwarder.FlowStats {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			time.Sleep(300 * time.Millisecond)
+			fs := flows()
+			if fs.Created >= created || time.Now().After(deadline) {
+				time.Sleep(500 * time.Millisecond) // one more sweep
+				return flows()
+			}
+		}
+	}
+	sendFlows := func(n int, base uint16) {
+		for i := 0; i < n; i++ {
+			if err := snd.Send(lab.UDPFrame(64, base+uint16(i), 9)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	before := settle(0)
+	const n = 100
+	sendFlows(n, 20000)
+	after := settle(before.Created + n)
+	if got := after.Created - before.Created; got != n {
+		t.Errorf("%d distinct 5-tuples made %d flows, want %d", n, got, n)
+	}
+	if got := after.Flows - before.Flows; got != n {
+		t.Errorf("flow count grew by %d, want %d", got, n)
+	}
+	// The same 5-tuples again: no new flows.
+	sendFlows(n, 20000)
+	again := settle(after.Created)
+	if again.Created != after.Created {
+		t.Errorf("repeating %d flows created %d new ones", n, again.Created-after.Created)
+	}
+
+	p0, _, _ := sinks.Count(0, 1)
+	const many = 3000
+	sendFlows(many, 30000)
+	full := settle(again.Created + many)
+	t.Logf("after %d more flows: %+v", many, full)
+	if full.Created-again.Created != many {
+		t.Errorf("%d new 5-tuples made %d flows", many, full.Created-again.Created)
+	}
+	if full.Flows > full.TableSize {
+		t.Errorf("%d flows in a %d-entry table", full.Flows, full.TableSize)
+	}
+	if full.Evicted == 0 {
+		t.Errorf("no evictions after %d flows in a %d-entry table", full.Created, full.TableSize)
+	}
+	if full.InsertFailed != 0 {
+		t.Errorf("%d inserts failed", full.InsertFailed)
+	}
+	p1, _, _ := sinks.Count(0, 1)
+	if p1-p0 != many {
+		t.Errorf("%d of %d frames arrived while the table overflowed", p1-p0, many)
+	}
+	if len(full.Top) == 0 {
+		t.Error("no top flows reported")
+	}
+}

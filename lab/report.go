@@ -1,0 +1,105 @@
+package lab
+
+import (
+	"fmt"
+	"io"
+)
+
+// find returns the rate of setup at size, or 0.
+func (r *BenchReport) find(setup string, size int) float64 {
+	for _, row := range r.Rows {
+		if row.Setup == setup && row.Size == size {
+			return row.PPS
+		}
+	}
+	return 0
+}
+
+// Print writes the report: per size, each setup's rate, cost per frame,
+// cost added over the ceiling, and ratios to the Linux bridge and to the
+// devmap reference; then the overload figure and the targets.
+func (r *BenchReport) Print(w io.Writer) {
+	fmt.Fprintf(w, "ncpos lab bench: veth lab, %d CPUs, generator on CPU %d, best 0.5 s window of %v, best of %d rounds\n", r.CPUs, r.GenCPU, r.Duration, r.Rounds)
+	fmt.Fprintf(w, "(on veth the generator, the datapath and the sink share one core's softirq: ns/frame is the honest figure)\n\n")
+	fmt.Fprintf(w, "%5s  %-32s %8s %9s %10s %9s %9s\n", "bytes", "setup", "Mpps", "ns/frame", "+ns/frame", "x bridge", "x ref")
+	sizes := []int{}
+	for _, row := range r.Rows {
+		if len(sizes) == 0 || sizes[len(sizes)-1] != row.Size {
+			sizes = append(sizes, row.Size)
+		}
+	}
+	for _, size := range sizes {
+		ceil := r.find(SetupCeiling, size)
+		bridge := r.find(SetupBridge, size)
+		ref := r.find(SetupReference, size)
+		for _, row := range r.Rows {
+			if row.Size != size {
+				continue
+			}
+			fmt.Fprintf(w, "%5d  %-32s %8.2f %9s %10s %9s %9s\n", size, row.Setup, row.PPS/1e6,
+				nsPer(row.PPS), added(row.PPS, ceil), ratio(row.PPS, bridge), ratio(row.PPS, ref))
+		}
+		fmt.Fprintln(w)
+	}
+	if s := r.Saturation; s != nil && s.Max > 0 {
+		fmt.Fprintf(w, "overload, %d bytes, datapath and sink on the forwarding core (threaded NAPI), generator on CPU %d:\n", s.Size, r.GenCPU)
+		s.print(w, "ncpos xdp forward")
+		if s.Reference != nil && s.Reference.Max > 0 {
+			s.Reference.print(w, "devmap reference")
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "targets (2-core lab):")
+	for _, size := range sizes {
+		fwd := r.find(SetupXDPForward, size)
+		target := func(what string, got, base, want float64) {
+			verdict := "met"
+			if base == 0 || got/base < want {
+				verdict = "NOT met"
+			}
+			fmt.Fprintf(w, "  %5d bytes  %-40s %5s (want >= %.1fx) %s\n", size, what, ratio(got, base), want, verdict)
+		}
+		target("xdp forward / devmap reference", fwd, r.find(SetupReference, size), 0.9)
+		target("xdp forward / Linux bridge", fwd, r.find(SetupBridge, size), 3)
+		target("xdp service 1 flow / xdp forward", r.find(SetupXDPSvc1, size), fwd, 0.6)
+		target("xdp service 10000 flows / xdp forward", r.find(SetupXDPSvc10k, size), fwd, 0.6)
+		target("afxdp forward / xdp forward", r.find(SetupAFXDP, size), fwd, 0.2)
+	}
+}
+
+func nsPer(pps float64) string {
+	if pps <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", 1e9/pps)
+}
+
+func added(pps, ceil float64) string {
+	if pps <= 0 || ceil <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f", 1e9/pps-1e9/ceil)
+}
+
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
+}
+
+func (s *Saturation) print(w io.Writer, what string) {
+	fmt.Fprintf(w, "  %s: max %.2f Mpps; offered %.2f Mpps (%.0f %% of max) -> forwarded %.2f Mpps (%.0f %% of max)\n",
+		what, s.Max/1e6, s.Offered/1e6, 100*s.Offered/s.Max, s.Forwarded/1e6, 100*s.Forwarded/s.Max)
+	fmt.Fprintf(w, "    load curve, offered -> forwarded Mpps:")
+	var top float64
+	for _, p := range s.Curve {
+		fmt.Fprintf(w, "  %.2f->%.2f", p.Offered/1e6, p.Forwarded/1e6)
+		top = max(top, p.Offered)
+	}
+	fmt.Fprintln(w)
+	if top < 1.4*s.Max {
+		fmt.Fprintf(w, "    (the generator's own ceiling, %.2f Mpps, is only %.0f %% of the maximum: 150 %% cannot be offered from one core)\n",
+			top/1e6, 100*top/s.Max)
+	}
+}

@@ -1,0 +1,154 @@
+// Command forwarderd is the ncpos datapath daemon: it bridges the ports of
+// each segment with XDP (or AF_XDP) and reports on
+// /run/ncpos/forwarderd.sock (GET /healthz, /status, /metrics).
+//
+// Init starts it as /user/forwarderd. With no flags it reads the
+// configuration that takes effect (/perm/ncpos/ncpos.toml if valid, else
+// /etc/ncpos/ncpos.toml, else the built-in default) and maps the segments'
+// front-panel ports to interfaces through the platform profile. Flags:
+//
+//	-config PATH       read this configuration file instead
+//	-segment N=IFA,IFB bridge kernel interfaces IFA and IFB as segment N
+//	                   (repeatable; replaces the configuration's segments,
+//	                   as the lab does with namespace veths)
+//	-engine xdp|afxdp  override forwarder.engine
+//	-mode forward|service
+//	                   override forwarder.mode
+//	-cores N           override forwarder.cores (0 = all but one)
+//	-flow-table-size N override forwarder.flow_table_size
+//	-flow-idle D       idle time after which a flow expires (120s)
+//	-flow-sweep D      how often the flow table is swept (5s)
+//	-xdp-mode M        auto (native, else generic), native or generic
+//	-interval D        heartbeat and sampling period (1s)
+//
+// Killing it, even with SIGKILL, detaches every program it attached (they
+// hang on BPF links owned by the process); the segment then passes nothing
+// until bypassd engages the relay or forwarderd is restarted.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ncpos/ncpos/appliance"
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/ipc"
+)
+
+type segmentFlags []forwarder.Segment
+
+func (s *segmentFlags) String() string { return fmt.Sprint(*s) }
+func (s *segmentFlags) Set(v string) error {
+	seg, err := forwarder.ParseSegmentFlag(v)
+	if err != nil {
+		return err
+	}
+	*s = append(*s, seg)
+	return nil
+}
+
+func main() {
+	var segs segmentFlags
+	var (
+		cfgPath   = flag.String("config", "", "configuration file (default: the one that takes effect on the appliance)")
+		engine    = flag.String("engine", "", "override forwarder.engine: xdp or afxdp")
+		mode      = flag.String("mode", "", "override forwarder.mode: forward or service")
+		cores     = flag.Int("cores", -1, "override forwarder.cores (0 = all but one)")
+		flowSize  = flag.Int("flow-table-size", 0, "override forwarder.flow_table_size")
+		flowIdle  = flag.Duration("flow-idle", forwarder.DefaultFlowIdle, "idle time after which a flow expires")
+		flowSweep = flag.Duration("flow-sweep", 5*time.Second, "how often the flow table is swept")
+		xdpMode   = flag.String("xdp-mode", forwarder.XDPAuto, "auto, native or generic")
+		interval  = flag.Duration("interval", time.Second, "heartbeat and sampling period")
+	)
+	flag.Var(&segs, "segment", "bridge `name=ifA,ifB` (repeatable; replaces the configuration's segments)")
+	flag.Parse()
+
+	opts, err := options(*cfgPath, segs)
+	if err != nil {
+		log.Fatalf("forwarderd: %v", err)
+	}
+	if *engine != "" {
+		opts.Engine = *engine
+	}
+	if *mode != "" {
+		opts.Mode = *mode
+	}
+	if *cores >= 0 {
+		opts.Cores = *cores
+	}
+	if *flowSize > 0 {
+		opts.FlowTableSize = *flowSize
+	}
+	opts.FlowIdle, opts.SweepInterval, opts.XDPMode, opts.Interval = *flowIdle, *flowSweep, *xdpMode, *interval
+	if err := run(opts); err != nil {
+		log.Fatalf("forwarderd: %v", err)
+	}
+}
+
+// options builds the forwarder's options from the configuration, with the
+// -segment flags replacing its segments when given.
+func options(cfgPath string, segs []forwarder.Segment) (forwarder.Options, error) {
+	var cfg *config.Config
+	if cfgPath != "" {
+		c, err := config.Load(cfgPath)
+		if err != nil {
+			return forwarder.Options{}, err
+		}
+		cfg = c
+	} else {
+		c, source, rejected := appliance.LoadConfig(appliance.EtcConfig, appliance.PermConfig)
+		for _, r := range rejected {
+			log.Print(r)
+		}
+		log.Printf("configuration: %s", source)
+		cfg = c
+	}
+	opts := forwarder.Options{
+		Engine:        cfg.Forwarder.Engine,
+		Mode:          cfg.Forwarder.Mode,
+		Cores:         cfg.Forwarder.Cores,
+		FlowTableSize: cfg.Forwarder.FlowTableSize,
+		Segments:      segs,
+	}
+	if len(segs) == 0 {
+		s, err := forwarder.SegmentsFromConfig(cfg, config.SysClassNet)
+		if err != nil {
+			return opts, err
+		}
+		opts.Segments = s
+	}
+	return opts, nil
+}
+
+func run(opts forwarder.Options) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	f, err := forwarder.Start(opts)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st := f.Status()
+	for _, p := range st.Ports {
+		log.Printf("port %s (%s) -> %s: %s %s", p.Name, p.Interface, p.Peer, st.Engine, p.Attach)
+	}
+	var plan []string
+	for _, p := range st.Cores.Ports {
+		for _, q := range p.Queues {
+			plan = append(plan, fmt.Sprintf("%s/q%d->cpu%d", p.Interface, q.Queue, q.CPU))
+		}
+	}
+	log.Printf("%s mode; forwarding cpus %v; %s", st.Mode, st.Cores.Forwarding, strings.Join(plan, " "))
+
+	go f.Run(ctx)
+	mux := ipc.Handler(f.Health, func() any { return f.Status() }, f.MetricsHandler())
+	return ipc.Serve(ctx, ipc.Dir(), "forwarderd", mux)
+}
