@@ -36,11 +36,42 @@ type Port struct {
 type BypassPair struct {
 	Name    string   `toml:"name"`
 	Ports   []string `toml:"ports"`   // exactly two port names
-	Backend string   `toml:"backend"` // relay driver: "sim" or "none" for now
+	Backend string   `toml:"backend"` // relay driver, one of bypassBackends
+
+	// RegisterMap says where the backend's register map (or command set)
+	// comes from: "vendor" (published), "operator" (filled in on site) or
+	// "missing" (not public: the pair cannot be driven until it is filled
+	// in). Only for hardware backends.
+	RegisterMap string `toml:"register_map"`
+	// Notes is free text for the operator: where the map comes from, what
+	// to check on the box.
+	Notes string `toml:"notes"`
+	// Defaults the hardware applies by itself, set by bypassd at start
+	// where the hardware lets software choose them: the state on power
+	// loss, from power-on until software sets one, and when the
+	// controller's own timer expires. "" leaves the hardware's choice.
+	PowerOff    string `toml:"power_off"`
+	PowerUp     string `toml:"power_up"`
+	TimerExpiry string `toml:"timer_expiry"`
+	// Timer is the controller watchdog timeout bypassd arms and keeps
+	// kicking: if bypassd dies or hangs, the relay falls to timer_expiry
+	// on its own. 0 leaves the timer off.
+	Timer Duration `toml:"timer"`
+
+	// One backend section, named like the backend (registers goes with
+	// superio, smbus and ioport).
+	Registers RegisterMap `toml:"registers"`
+	SuperIO   SuperIO     `toml:"superio"`
+	SMBus     SMBus       `toml:"smbus"`
+	IOPort    IOPort      `toml:"ioport"`
+	Sysfs     Sysfs       `toml:"sysfs"`
+	Bpctl     Bpctl       `toml:"bpctl"`
+	Exec      Exec        `toml:"exec"`
+	Sim       Sim         `toml:"sim"`
 }
 
 // bypassBackends are the relay drivers a profile may name.
-var bypassBackends = []string{"sim", "none"}
+var bypassBackends = []string{"sim", "none", "superio", "smbus", "ioport", "sysfs", "bpctl", "exec"}
 
 //go:embed profiles/*.toml
 var profileFS embed.FS
@@ -239,6 +270,7 @@ func (p *Profile) validate(src *source) []FieldError {
 		if !slices.Contains(bypassBackends, bp.Backend) {
 			add(f+".backend", "unknown backend %q, want one of %s", bp.Backend, quoteList(bypassBackends))
 		}
+		validateBypassPair(add, f, &p.BypassPairs[i])
 	}
 	return errs
 }

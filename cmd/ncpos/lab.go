@@ -34,6 +34,8 @@ func runLab(ctx context.Context, args []string) error {
 		return labDown()
 	case "bench":
 		return labBench(ctx, args[1:])
+	case "failover":
+		return labFailover(ctx, args[1:])
 	}
 	return fmt.Errorf("unknown lab command %q, want up, down or bench", args[0])
 }

@@ -139,6 +139,18 @@ struct parsed {
 	int has_key;
 };
 
+/* len16 reads a 16-bit length field. The appliance's 6.12 verifier loses
+ * the bounds of a byte swap and then refuses pointer arithmetic with the
+ * result ("unbounded min value"); an AND that the compiler cannot fold away
+ * (hence the empty asm) gives the bounds back. Newer verifiers do not need
+ * it, which is why the lab on a newer host kernel did not catch it. */
+static __always_inline __u32 len16(__be16 v)
+{
+	__u32 x = bpf_ntohs(v);
+	asm volatile("" : "+r"(x));
+	return x & 0xffff;
+}
+
 static __always_inline void set_bit(struct parsed *p, int reason)
 {
 	p->malformed |= 1u << reason;
@@ -254,7 +266,8 @@ static __always_inline void parse(struct xdp_md *ctx, struct flow_key *k, struct
 			set_bit(p, MAL_TRUNCATED_IPV4);
 			return;
 		}
-		if (bpf_ntohs(iph->tot_len) < hlen || cur + bpf_ntohs(iph->tot_len) > end) {
+		__u32 tot_len = len16(iph->tot_len);
+		if (tot_len < hlen || cur + tot_len > end) {
 			set_bit(p, MAL_BAD_IPV4_LENGTH);
 			return;
 		}
@@ -268,7 +281,7 @@ static __always_inline void parse(struct xdp_md *ctx, struct flow_key *k, struct
 		/* Later fragments carry no transport header. */
 		if (iph->frag_off & bpf_htons(0x1fff))
 			return;
-		parse_l4(cur + hlen, cur + bpf_ntohs(iph->tot_len), end, iph->protocol, k, p, want_key);
+		parse_l4(cur + hlen, cur + tot_len, end, iph->protocol, k, p, want_key);
 		return;
 	}
 
@@ -284,7 +297,7 @@ static __always_inline void parse(struct xdp_md *ctx, struct flow_key *k, struct
 		}
 		__u8 nexthdr = ip6->nexthdr;
 		void *l3end = end;
-		__u16 plen = bpf_ntohs(ip6->payload_len);
+		__u32 plen = len16(ip6->payload_len);
 		if (plen) { /* 0: a jumbogram, sized by hop-by-hop option */
 			if ((void *)(ip6 + 1) + plen > end) {
 				set_bit(p, MAL_BAD_IPV6_LENGTH);
@@ -311,7 +324,7 @@ static __always_inline void parse(struct xdp_md *ctx, struct flow_key *k, struct
 				return;
 			}
 			if (nexthdr == IPPROTO_FRAGMENT) {
-				__u16 off = bpf_ntohs(*(__be16 *)(ext + 2)) & 0xfff8;
+				__u32 off = len16(*(__be16 *)(ext + 2)) & 0xfff8;
 				nexthdr = ext[0];
 				cur = ext + 8;
 				if (off) {

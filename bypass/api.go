@@ -1,0 +1,144 @@
+package bypass
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ncpos/ncpos/ipc"
+)
+
+// OverrideRequest is the body of POST /override.
+type OverrideRequest struct {
+	Pair   string `json:"pair"`  // "" for every pair
+	State  State  `json:"state"` // normal, bypass or disconnect
+	Reason string `json:"reason"`
+	For    string `json:"for,omitempty"` // Go duration; "" until cleared
+	By     string `json:"by,omitempty"`  // who asked (statusd passes the user)
+}
+
+// PlanRequest is the body of POST /planned.
+type PlanRequest struct {
+	Kind   string `json:"kind"` // shutdown, reboot or update
+	Reason string `json:"reason"`
+}
+
+// Handler is bypassd's socket: the standard /healthz, /status and
+// /metrics, plus control:
+//
+//	POST   /override  {"pair","state","reason","for","by"}  manual override (reason required)
+//	DELETE /override?pair=P&by=U                            back to automatic
+//	POST   /planned   {"kind","reason"}                     bypass before shutdown/reboot/update; 200 once set
+//	DELETE /planned?by=U                                    call it off
+//
+// Control answers with the resulting /status. The socket is root's only;
+// statusd's authenticated API is the way in from the network.
+func (s *Supervisor) Handler() *http.ServeMux {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s)
+	mux := ipc.Handler(s.Health, func() any { return s.Status() }, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	fail := func(w http.ResponseWriter, code int, err error) {
+		http.Error(w, err.Error(), code)
+	}
+	mux.HandleFunc("POST /override", func(w http.ResponseWriter, r *http.Request) {
+		var req OverrideRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+			fail(w, http.StatusBadRequest, fmt.Errorf("override: %w", err))
+			return
+		}
+		o := Override{State: req.State, Reason: strings.TrimSpace(req.Reason), By: req.By}
+		if req.For != "" {
+			d, err := time.ParseDuration(req.For)
+			if err != nil || d <= 0 {
+				fail(w, http.StatusBadRequest, fmt.Errorf("override: for %q is not a positive duration such as \"10m\"", req.For))
+				return
+			}
+			o.Expires = s.opts.Now().Add(d)
+		}
+		if err := s.SetOverride(req.Pair, o); err != nil {
+			fail(w, http.StatusBadRequest, fmt.Errorf("override: %w", err))
+			return
+		}
+		ipc.WriteJSON(w, s.Status())
+	})
+	mux.HandleFunc("DELETE /override", func(w http.ResponseWriter, r *http.Request) {
+		if err := s.ClearOverride(r.URL.Query().Get("pair"), r.URL.Query().Get("by")); err != nil {
+			fail(w, http.StatusBadRequest, err)
+			return
+		}
+		ipc.WriteJSON(w, s.Status())
+	})
+	mux.HandleFunc("POST /planned", func(w http.ResponseWriter, r *http.Request) {
+		var req PlanRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+			fail(w, http.StatusBadRequest, fmt.Errorf("planned: %w", err))
+			return
+		}
+		switch req.Kind {
+		case "shutdown", "reboot", "update":
+		default:
+			fail(w, http.StatusBadRequest, fmt.Errorf("planned: kind %q, want shutdown, reboot or update", req.Kind))
+			return
+		}
+		if err := s.Plan(req.Kind, req.Reason); err != nil {
+			fail(w, http.StatusInternalServerError, err)
+			return
+		}
+		ipc.WriteJSON(w, s.Status())
+	})
+	mux.HandleFunc("DELETE /planned", func(w http.ResponseWriter, r *http.Request) {
+		s.Unplan(r.URL.Query().Get("by"))
+		ipc.WriteJSON(w, s.Status())
+	})
+	return mux
+}
+
+// Control is a typed client for bypassd's control endpoints, over the
+// ipc package's client.
+type Control struct {
+	c *ipc.Client
+}
+
+// NewControl returns a client for the bypassd socket in dir.
+func NewControl(dir string, timeout time.Duration) *Control {
+	return &Control{c: ipc.NewClient(dir, "bypassd", timeout)}
+}
+
+// Override sets a manual override.
+func (c *Control) Override(ctx context.Context, req OverrideRequest) (st Status, err error) {
+	err = c.c.Post(ctx, "/override", req, &st)
+	return st, err
+}
+
+// ClearOverride returns pair ("" for all) to automatic control.
+func (c *Control) ClearOverride(ctx context.Context, pair, by string) (st Status, err error) {
+	err = c.c.Delete(ctx, "/override?"+url.Values{"pair": {pair}, "by": {by}}.Encode(), &st)
+	return st, err
+}
+
+// Plan puts every pair into bypass before a shutdown, reboot or update,
+// returning once bypassd has set and read back the relays.
+func (c *Control) Plan(ctx context.Context, kind, reason string) (st Status, err error) {
+	err = c.c.Post(ctx, "/planned", PlanRequest{Kind: kind, Reason: reason}, &st)
+	return st, err
+}
+
+// Unplan calls a planned shutdown off.
+func (c *Control) Unplan(ctx context.Context, by string) (st Status, err error) {
+	err = c.c.Delete(ctx, "/planned?"+url.Values{"by": {by}}.Encode(), &st)
+	return st, err
+}
+
+// Status fetches /status.
+func (c *Control) Status(ctx context.Context) (st Status, err error) {
+	err = c.c.Status(ctx, &st)
+	return st, err
+}

@@ -1,0 +1,207 @@
+package bypass
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ncpos/ncpos/config"
+)
+
+// runner runs one command line (argv, no shell) and returns its output;
+// tests substitute a fake vendor tool.
+type runner func(ctx context.Context, argv []string) ([]byte, error)
+
+func runCommand(ctx context.Context, argv []string) ([]byte, error) {
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
+	}
+	return out, nil
+}
+
+// execBackend runs a vendor's command line tool: the escape hatch for
+// relays that only the vendor's tool knows how to drive.
+type execBackend struct {
+	cfg     config.Exec
+	run     runner
+	vars    map[string]string
+	match   []stateRE
+	caps    Caps
+	timeout time.Duration
+	unit    time.Duration
+}
+
+type stateRE struct {
+	s  State
+	re *regexp.Regexp
+}
+
+func newExec(run runner, cfg config.Exec, pair string, ifnames [2]string) (*execBackend, error) {
+	b := &execBackend{cfg: cfg, run: run, vars: map[string]string{"{if}": ifnames[0], "{if2}": ifnames[1], "{pair}": pair},
+		timeout: cfg.Timeout.Duration, unit: cfg.TimerUnit.Duration}
+	if b.timeout <= 0 {
+		b.timeout = 2 * time.Second
+	}
+	if b.unit <= 0 {
+		b.unit = time.Second
+	}
+	for _, m := range []struct {
+		s  State
+		re string
+	}{{Disconnect, cfg.Match.Disconnect}, {Bypass, cfg.Match.Bypass}, {Normal, cfg.Match.Normal}} {
+		if m.re == "" {
+			continue
+		}
+		re, err := regexp.Compile(m.re)
+		if err != nil {
+			return nil, fmt.Errorf("exec: match.%s: %w", m.s, err)
+		}
+		b.match = append(b.match, stateRE{m.s, re})
+	}
+	c := Caps{Events: map[Event][]State{}, Fixed: map[Event]State{}, ReadBack: len(cfg.Get) > 0, LinkDownInBypass: true}
+	for _, s := range States {
+		if len(execStates(cfg.State, s)) > 0 {
+			c.States = append(c.States, s)
+		}
+	}
+	for _, e := range Events {
+		es := b.eventStates(e)
+		for _, s := range States {
+			if len(execStates(es, s)) > 0 {
+				c.Events[e] = append(c.Events[e], s)
+			}
+		}
+	}
+	powerOffNotes(&c)
+	if len(cfg.Arm) > 0 {
+		c.Timer = &TimerCaps{Unit: b.unit, Min: b.unit, Max: cfg.TimerMax.Duration}
+	}
+	if !c.ReadBack {
+		c.Notes = append(c.Notes, "no get command: the state cannot be read back")
+	}
+	b.caps = c
+	return b, nil
+}
+
+func execStates(es config.ExecStates, s State) []string {
+	switch s {
+	case Normal:
+		return es.Normal
+	case Bypass:
+		return es.Bypass
+	case Disconnect:
+		return es.Disconnect
+	}
+	return nil
+}
+
+func (b *execBackend) eventStates(e Event) config.ExecStates {
+	switch e {
+	case PowerOff:
+		return b.cfg.PowerOff
+	case PowerUp:
+		return b.cfg.PowerUp
+	case TimerExpiry:
+		return b.cfg.TimerExpiry
+	}
+	return config.ExecStates{}
+}
+
+func (b *execBackend) exec(argv []string, extra map[string]string) ([]byte, error) {
+	args := make([]string, len(argv))
+	for i, a := range argv {
+		for k, v := range b.vars {
+			a = strings.ReplaceAll(a, k, v)
+		}
+		for k, v := range extra {
+			a = strings.ReplaceAll(a, k, v)
+		}
+		args[i] = a
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	out, err := b.run(ctx, args)
+	if err != nil {
+		return out, fmt.Errorf("exec: %w", err)
+	}
+	return out, nil
+}
+
+func (b *execBackend) Caps() Caps { return b.caps }
+
+func (b *execBackend) Set(s State) error {
+	argv := execStates(b.cfg.State, s)
+	if len(argv) == 0 {
+		return fmt.Errorf("exec: state %s: %w", s, ErrUnsupported)
+	}
+	_, err := b.exec(argv, nil)
+	return err
+}
+
+func (b *execBackend) Get() (State, error) {
+	if len(b.cfg.Get) == 0 {
+		return Unknown, fmt.Errorf("exec: reading the state: %w", ErrUnsupported)
+	}
+	out, err := b.exec(b.cfg.Get, nil)
+	if err != nil {
+		return Unknown, err
+	}
+	for _, m := range b.match {
+		if m.re.Match(out) {
+			return m.s, nil
+		}
+	}
+	return Unknown, fmt.Errorf("exec: output of %s matches no state: %q", b.cfg.Get[0], strings.TrimSpace(string(out)))
+}
+
+func (b *execBackend) SetDefault(e Event, s State) error {
+	argv := execStates(b.eventStates(e), s)
+	if len(argv) == 0 {
+		return fmt.Errorf("exec: %s default %s: %w", e, s, ErrUnsupported)
+	}
+	_, err := b.exec(argv, nil)
+	return err
+}
+
+func (b *execBackend) Default(e Event) (State, error) {
+	return Unknown, fmt.Errorf("exec: reading the %s default: %w", e, ErrUnsupported)
+}
+
+func (b *execBackend) Arm(d time.Duration) (time.Duration, error) {
+	if len(b.cfg.Arm) == 0 {
+		return 0, fmt.Errorf("exec: controller timer: %w", ErrUnsupported)
+	}
+	t := time.Duration(roundUp(d, b.unit)) * b.unit
+	if m := b.cfg.TimerMax.Duration; m > 0 && t > m {
+		t = m / b.unit * b.unit
+	}
+	_, err := b.exec(b.cfg.Arm, map[string]string{"{ms}": strconv.FormatInt(t.Milliseconds(), 10), "{s}": strconv.FormatInt(int64(t/time.Second), 10)})
+	return t, err
+}
+
+func (b *execBackend) Kick() error {
+	if len(b.cfg.Kick) == 0 {
+		return fmt.Errorf("exec: controller timer: %w", ErrUnsupported)
+	}
+	_, err := b.exec(b.cfg.Kick, nil)
+	return err
+}
+
+func (b *execBackend) Disarm() error {
+	if len(b.cfg.Disarm) == 0 {
+		return fmt.Errorf("exec: controller timer: %w", ErrUnsupported)
+	}
+	_, err := b.exec(b.cfg.Disarm, nil)
+	return err
+}
+
+func (b *execBackend) TimeLeft() (time.Duration, error) {
+	return 0, fmt.Errorf("exec: timer time left: %w", ErrUnsupported)
+}
+
+func (b *execBackend) Close() error { return nil }

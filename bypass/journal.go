@@ -1,0 +1,123 @@
+package bypass
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// Entry is one line of the transition log.
+type Entry struct {
+	Time  time.Time `json:"time"`
+	Pair  string    `json:"pair,omitempty"`
+	Kind  string    `json:"kind"` // transition, override, planned, timer, error, start, failsafe
+	From  State     `json:"from,omitempty"`
+	To    State     `json:"to,omitempty"`
+	Cause string    `json:"cause"`
+}
+
+func (e Entry) String() string {
+	s := e.Kind
+	if e.Pair != "" {
+		s = e.Pair + " " + s
+	}
+	if e.From != "" || e.To != "" {
+		s += fmt.Sprintf(" %s -> %s", e.From, e.To)
+	}
+	return s + ": " + e.Cause
+}
+
+// Journal keeps the transition log in memory (the last Keep entries) and
+// appends it to a file on /perm as JSON lines. The file is capped: when a
+// line would take it over Cap bytes, it becomes <file>.1 (replacing the
+// previous one) and a new file starts, so the log takes at most twice Cap
+// of the flash. Transitions are rare, so flash wear is too.
+type Journal struct {
+	Path string // "" keeps the log in memory only
+	Cap  int64
+	Keep int
+	Logf func(format string, args ...any) // default log.Printf
+
+	mu      sync.Mutex
+	entries []Entry
+	fileErr error // last problem writing the file, reported once
+}
+
+// DefaultJournalPath is where bypassd appends its transition log.
+const DefaultJournalPath = "/perm/ncpos/bypass.log"
+
+// NewJournal returns a journal appending to path (may be "").
+func NewJournal(path string, capBytes int64) *Journal {
+	if capBytes <= 0 {
+		capBytes = 256 << 10
+	}
+	return &Journal{Path: path, Cap: capBytes, Keep: 512}
+}
+
+// Add records e.
+func (j *Journal) Add(e Entry) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	keep := j.Keep
+	if keep <= 0 {
+		keep = 512
+	}
+	j.entries = append(j.entries, e)
+	if len(j.entries) > keep {
+		j.entries = append([]Entry(nil), j.entries[len(j.entries)-keep:]...)
+	}
+	logf := j.Logf
+	if logf == nil {
+		logf = log.Printf
+	}
+	logf("bypass: %s", e)
+	if j.Path == "" {
+		return
+	}
+	if err := j.appendFile(e); err != nil {
+		if j.fileErr == nil || j.fileErr.Error() != err.Error() {
+			logf("bypass: transition log %s: %v (keeping it in memory)", j.Path, err)
+		}
+		j.fileErr = err
+	} else {
+		j.fileErr = nil
+	}
+}
+
+func (j *Journal) appendFile(e Entry) error {
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	line = append(line, '\n')
+	if st, err := os.Stat(j.Path); err == nil && st.Size()+int64(len(line)) > j.Cap {
+		if err := os.Rename(j.Path, j.Path+".1"); err != nil {
+			return err
+		}
+	} else if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(j.Path), 0o755); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(j.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(line)
+	return errors.Join(err, f.Close())
+}
+
+// Entries returns the last n entries (all with n <= 0), oldest first.
+func (j *Journal) Entries(n int) []Entry {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if n <= 0 || n > len(j.entries) {
+		n = len(j.entries)
+	}
+	return append([]Entry(nil), j.entries[len(j.entries)-n:]...)
+}

@@ -1,0 +1,203 @@
+package bypass
+
+import (
+	"fmt"
+	"time"
+)
+
+// Policy is when a pair should be in bypass. It is pure: every method takes
+// the time, so tests drive it with a fake clock.
+type Policy struct {
+	// HoldDown is how long the forwarder must have been healthy without a
+	// break before a pair goes back to normal (default 5s).
+	HoldDown time.Duration
+	// FlapWindow and MaxHoldDown damp flapping: each health failure within
+	// the last FlapWindow doubles the hold-down, up to MaxHoldDown
+	// (defaults 2m and 2m).
+	FlapWindow  time.Duration
+	MaxHoldDown time.Duration
+}
+
+// Policy defaults.
+const (
+	DefaultHoldDown    = 5 * time.Second
+	DefaultFlapWindow  = 2 * time.Minute
+	DefaultMaxHoldDown = 2 * time.Minute
+	DefaultBudget      = 300 * time.Millisecond
+)
+
+func (p Policy) withDefaults() Policy {
+	if p.HoldDown <= 0 {
+		p.HoldDown = DefaultHoldDown
+	}
+	if p.FlapWindow <= 0 {
+		p.FlapWindow = DefaultFlapWindow
+	}
+	if p.MaxHoldDown < p.HoldDown {
+		p.MaxHoldDown = max(DefaultMaxHoldDown, p.HoldDown)
+	}
+	return p
+}
+
+// Health is one verdict on whether the forwarder serves a pair's segment.
+type Health struct {
+	OK     bool
+	Reason string // why not (or, when OK, a remark such as "links down while bypassed")
+}
+
+// Override is a manual state set through the API.
+type Override struct {
+	State   State     `json:"state"`
+	Reason  string    `json:"reason"`
+	By      string    `json:"by,omitempty"`
+	Set     time.Time `json:"set"`
+	Expires time.Time `json:"expires,omitzero"` // zero: until cleared
+}
+
+// Planned is a planned shutdown, reboot or update: bypass first.
+type Planned struct {
+	Kind   string    `json:"kind"` // shutdown, reboot, update or stop
+	Reason string    `json:"reason"`
+	Since  time.Time `json:"since"`
+}
+
+// Decider applies the policy to one pair. Priority, highest first: a
+// refused profile (failsafe), a planned shutdown, a manual override, then
+// forwarder health with hold-down and flap damping.
+type Decider struct {
+	p Policy
+
+	auto         State // what health alone says
+	autoCause    string
+	healthySince time.Time // zero while not healthy
+	lastHealth   Health
+	failures     []time.Time // health failures that took the pair out of normal
+
+	override *Override
+	planned  *Planned
+	failsafe string
+
+	state State // last decision
+	cause string
+}
+
+// NewDecider starts a pair at now. adopt: the relay already reads normal
+// and the forwarder is healthy right now (bypassd restarted under a working
+// appliance), so the pair stays normal instead of bouncing through bypass;
+// otherwise the pair is in bypass until the forwarder has been healthy for
+// the hold-down, as after power-on.
+func NewDecider(p Policy, now time.Time, adopt bool) *Decider {
+	d := &Decider{p: p.withDefaults()}
+	if adopt {
+		d.auto, d.autoCause = Normal, "start: relay already normal and forwarder healthy"
+		d.healthySince = now
+		d.lastHealth = Health{OK: true}
+	} else {
+		d.auto, d.autoCause = Bypass, "start: bypass until the forwarder is healthy"
+	}
+	d.state, d.cause = d.auto, d.autoCause
+	return d
+}
+
+// HoldDown is the hold-down in force at now, with flap damping.
+func (d *Decider) HoldDown(now time.Time) time.Duration {
+	d.prune(now)
+	h := d.p.HoldDown
+	for i := 1; i < len(d.failures) && h < d.p.MaxHoldDown; i++ {
+		h *= 2
+	}
+	return min(h, d.p.MaxHoldDown)
+}
+
+func (d *Decider) prune(now time.Time) {
+	i := 0
+	for i < len(d.failures) && now.Sub(d.failures[i]) >= d.p.FlapWindow {
+		i++
+	}
+	d.failures = d.failures[i:]
+}
+
+// Observe feeds one health verdict taken at now.
+func (d *Decider) Observe(now time.Time, h Health) {
+	d.lastHealth = h
+	if !h.OK {
+		d.healthySince = time.Time{}
+		if d.auto == Normal {
+			d.auto = Bypass
+			d.autoCause = "forwarder unhealthy: " + h.Reason
+			d.failures = append(d.failures, now)
+		}
+		return
+	}
+	if d.healthySince.IsZero() {
+		d.healthySince = now
+	}
+	d.advance(now)
+}
+
+// advance returns to normal once the hold-down has passed.
+func (d *Decider) advance(now time.Time) {
+	if d.auto != Bypass || d.healthySince.IsZero() {
+		return
+	}
+	hd := d.HoldDown(now)
+	if up := now.Sub(d.healthySince); up >= hd {
+		d.auto = Normal
+		d.autoCause = fmt.Sprintf("forwarder healthy for %v (hold-down %v)", up.Round(time.Millisecond), hd)
+	}
+}
+
+// SetOverride forces state o.State until o.Expires (or until cleared).
+func (d *Decider) SetOverride(o Override) { d.override = &o }
+
+// ClearOverride returns the pair to automatic control.
+func (d *Decider) ClearOverride() { d.override = nil }
+
+// Override returns the active override, if any.
+func (d *Decider) Override() *Override { return d.override }
+
+// Plan puts the pair into bypass for a planned shutdown, reboot or update
+// until Unplan.
+func (d *Decider) Plan(p Planned) { d.planned = &p }
+
+// Unplan cancels a planned shutdown (an update that was called off).
+func (d *Decider) Unplan() { d.planned = nil }
+
+// Failsafe pins the pair in bypass for good: the profile was refused.
+func (d *Decider) Failsafe(reason string) { d.failsafe = reason }
+
+// HealthySince is when the current run of health began (zero if not
+// healthy).
+func (d *Decider) HealthySince() time.Time { return d.healthySince }
+
+// LastHealth is the last verdict observed.
+func (d *Decider) LastHealth() Health { return d.lastHealth }
+
+// Decide returns the state the pair should be in at now and why. An
+// override that has expired is dropped here; expired reports it, so the
+// caller can log it.
+func (d *Decider) Decide(now time.Time) (s State, cause string, expired *Override) {
+	d.advance(now)
+	if o := d.override; o != nil && !o.Expires.IsZero() && !now.Before(o.Expires) {
+		expired = o
+		d.override = nil
+	}
+	switch {
+	case d.failsafe != "":
+		s, cause = Bypass, "failsafe: "+d.failsafe
+	case d.planned != nil:
+		s, cause = Bypass, fmt.Sprintf("planned %s: %s", d.planned.Kind, d.planned.Reason)
+	case d.override != nil:
+		s, cause = d.override.State, "manual override: "+d.override.Reason
+		if !d.override.Expires.IsZero() {
+			cause += fmt.Sprintf(" (until %s)", d.override.Expires.UTC().Format(time.RFC3339))
+		}
+	default:
+		s, cause = d.auto, d.autoCause
+		if expired != nil {
+			cause = fmt.Sprintf("override %q expired; %s", expired.Reason, cause)
+		}
+	}
+	d.state, d.cause = s, cause
+	return s, cause, expired
+}

@@ -1,0 +1,539 @@
+package bypass
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// The sim relay lives entirely in the kernel, so that it outlives bypassd
+// exactly as a hardware relay and its controller do:
+//
+//   - the "relay" is a tc (cls_bpf, direct-action) program on the ingress
+//     of both ports of the pair; in bypass it redirects every frame out of
+//     the other port (bpf_redirect), which is what a relay joining the two
+//     cables does; in normal it lets frames on (to XDP's forwarder or the
+//     stack); in disconnect it drops them;
+//   - the "controller" is a one-entry BPF array map next to it holding the
+//     state, the timer's deadline (CLOCK_MONOTONIC, as bpf_ktime_get_ns)
+//     and what to do when it expires; the program checks the deadline on
+//     every frame and latches the expiry state, and every reader does the
+//     same, so a bypassd that stops kicking (killed, hung) leaves a relay
+//     that falls to bypass on its own;
+//   - the filters hold the program and the program holds the map: nothing
+//     is pinned, and a restarted bypassd finds the map again through the
+//     filter's program (and adopts its state rather than flipping it).
+//
+// XDP runs before tc ingress. While forwarderd's XDP programs are
+// attached they see frames first, so a live-but-unhealthy forwarder still
+// forwards what it redirects; the moment forwarderd dies its programs go
+// (they hang on its BPF links) and every frame meets the relay.
+
+// simRelay is the controller's state, the map value.
+type simRelay struct {
+	Mode       uint32 // 0 normal, 1 bypass, 2 disconnect
+	Armed      uint32
+	Deadline   uint64 // CLOCK_MONOTONIC ns
+	IfA, IfB   uint32 // ifindexes of the two ports
+	Expired    uint32 // latched: the timer ran out
+	ExpiryMode uint32 // mode to fall to when it does
+	Timeout    uint64 // ns, reloaded by a kick
+	// Instrumentation of the lab relay (no hardware has it): when it first
+	// carried a frame since it was last set (CLOCK_MONOTONIC ns, 0: not
+	// yet), and how many frames it has carried in all.
+	FirstCarried uint64
+	Carried      uint64
+}
+
+const simRelaySize = 56
+
+var simModes = []State{Normal, Bypass, Disconnect}
+
+func simMode(s State) uint32 {
+	for i, m := range simModes {
+		if m == s {
+			return uint32(i)
+		}
+	}
+	return 1
+}
+
+func (r *simRelay) marshal() []byte {
+	b := make([]byte, simRelaySize)
+	binary.NativeEndian.PutUint32(b[0:], r.Mode)
+	binary.NativeEndian.PutUint32(b[4:], r.Armed)
+	binary.NativeEndian.PutUint64(b[8:], r.Deadline)
+	binary.NativeEndian.PutUint32(b[16:], r.IfA)
+	binary.NativeEndian.PutUint32(b[20:], r.IfB)
+	binary.NativeEndian.PutUint32(b[24:], r.Expired)
+	binary.NativeEndian.PutUint32(b[28:], r.ExpiryMode)
+	binary.NativeEndian.PutUint64(b[32:], r.Timeout)
+	binary.NativeEndian.PutUint64(b[40:], r.FirstCarried)
+	binary.NativeEndian.PutUint64(b[48:], r.Carried)
+	return b
+}
+
+func (r *simRelay) unmarshal(b []byte) {
+	r.Mode = binary.NativeEndian.Uint32(b[0:])
+	r.Armed = binary.NativeEndian.Uint32(b[4:])
+	r.Deadline = binary.NativeEndian.Uint64(b[8:])
+	r.IfA = binary.NativeEndian.Uint32(b[16:])
+	r.IfB = binary.NativeEndian.Uint32(b[20:])
+	r.Expired = binary.NativeEndian.Uint32(b[24:])
+	r.ExpiryMode = binary.NativeEndian.Uint32(b[28:])
+	r.Timeout = binary.NativeEndian.Uint64(b[32:])
+	r.FirstCarried = binary.NativeEndian.Uint64(b[40:])
+	r.Carried = binary.NativeEndian.Uint64(b[48:])
+}
+
+// TC verdicts.
+const (
+	tcActOK       = 0
+	tcActShot     = 2
+	tcActRedirect = 7
+)
+
+// skbIfindex is offsetof(struct __sk_buff, ifindex).
+const skbIfindex = 40
+
+// xadd is a 64-bit atomic add of src to *(dst+off).
+func xadd(dst asm.Register, off int16, src asm.Register) asm.Instruction {
+	ins := asm.StoreXAdd(dst, src, asm.DWord)
+	ins.Offset = off
+	return ins
+}
+
+// simProgram is the relay: see the comment at the top of the file.
+func simProgram(mapFD int) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1), // skb
+		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.LoadMapPtr(asm.R1, mapFD),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "pass"),
+		asm.Mov.Reg(asm.R7, asm.R0), // relay
+		asm.LoadMem(asm.R8, asm.R7, 0, asm.Word),
+		asm.JEq.Imm(asm.R8, 1, "redirect"),
+		asm.JEq.Imm(asm.R8, 2, "drop"),
+		asm.LoadMem(asm.R2, asm.R7, 4, asm.Word), // armed
+		asm.JEq.Imm(asm.R2, 0, "pass"),
+		asm.FnKtimeGetNs.Call(),
+		asm.LoadMem(asm.R2, asm.R7, 8, asm.DWord), // deadline
+		asm.JLT.Reg(asm.R0, asm.R2, "pass"),
+		// The timer ran out: latch the expiry state, stop the timer.
+		asm.LoadMem(asm.R8, asm.R7, 28, asm.Word),
+		asm.StoreMem(asm.R7, 0, asm.R8, asm.Word),
+		asm.StoreImm(asm.R7, 24, 1, asm.Word),
+		asm.StoreImm(asm.R7, 4, 0, asm.Word),
+		asm.JEq.Imm(asm.R8, 2, "drop"),
+		asm.JEq.Imm(asm.R8, 0, "pass"),
+		// Carried: note the time of the first frame since the last set,
+		// count every frame.
+		asm.LoadMem(asm.R2, asm.R7, 40, asm.DWord).WithSymbol("redirect"),
+		asm.JNE.Imm(asm.R2, 0, "count"),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.R7, 40, asm.R0, asm.DWord),
+		asm.Mov.Imm(asm.R2, 1).WithSymbol("count"),
+		xadd(asm.R7, 48, asm.R2),
+		// Out of the other port.
+		asm.LoadMem(asm.R2, asm.R6, skbIfindex, asm.Word),
+		asm.LoadMem(asm.R3, asm.R7, 16, asm.Word),
+		asm.LoadMem(asm.R1, asm.R7, 20, asm.Word),
+		asm.JEq.Reg(asm.R2, asm.R3, "go"),
+		asm.Mov.Reg(asm.R1, asm.R3),
+		asm.Mov.Imm(asm.R2, 0).WithSymbol("go"),
+		asm.FnRedirect.Call(),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, tcActOK).WithSymbol("pass"),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, tcActShot).WithSymbol("drop"),
+		asm.Return(),
+	}
+}
+
+func newSimMap() (*ebpf.Map, error) {
+	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "ncpos_relay", Type: ebpf.Array, KeySize: 4, ValueSize: simRelaySize, MaxEntries: 1})
+	if err != nil {
+		return nil, fmt.Errorf("sim: creating the relay map: %w", err)
+	}
+	return m, nil
+}
+
+func newSimProgram(m *ebpf.Map) (*ebpf.Program, error) {
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "ncpos_relay", Type: ebpf.SchedCLS, License: "GPL", Instructions: simProgram(m.FD())})
+	if err != nil {
+		return nil, fmt.Errorf("sim: loading the relay program: %w", err)
+	}
+	return p, nil
+}
+
+// monotonic is CLOCK_MONOTONIC in ns, the clock of bpf_ktime_get_ns.
+func monotonic() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+// Sim is the lab's relay between two interfaces of the current network
+// namespace.
+type Sim struct {
+	Name    string    // filter name: ncpos-relay-<pair>
+	Ifs     [2]string // the two ports
+	idx     [2]int
+	unit    time.Duration
+	m       *ebpf.Map
+	prog    *ebpf.Program
+	Adopted bool // an existing relay was found and kept
+}
+
+// DefaultSimTimerUnit is the sim controller's timer granularity.
+const DefaultSimTimerUnit = 100 * time.Millisecond
+
+func simFilterName(pair string) string { return "ncpos-relay-" + pair }
+
+// OpenSim connects to the sim relay of pair between ifA and ifB, installing
+// it (in bypass, as a relay powers up) if there is none.
+func OpenSim(pair, ifA, ifB string, unit time.Duration) (*Sim, error) {
+	s, links, err := newSim(pair, ifA, ifB, unit)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.adopt(links); err == nil {
+		s.Adopted = true
+		return s, nil
+	}
+	if err := s.install(links); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// FindSim connects to an existing sim relay of pair, installing nothing;
+// it fails if there is none.
+func FindSim(pair, ifA, ifB string, unit time.Duration) (*Sim, error) {
+	s, links, err := newSim(pair, ifA, ifB, unit)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.adopt(links); err != nil {
+		return nil, fmt.Errorf("sim: no relay %s on %s and %s: %w", s.Name, ifA, ifB, err)
+	}
+	s.Adopted = true
+	return s, nil
+}
+
+func newSim(pair, ifA, ifB string, unit time.Duration) (*Sim, [2]netlink.Link, error) {
+	var links [2]netlink.Link
+	if unit <= 0 {
+		unit = DefaultSimTimerUnit
+	}
+	s := &Sim{Name: simFilterName(pair), Ifs: [2]string{ifA, ifB}, unit: unit}
+	for i, name := range s.Ifs {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			return nil, links, fmt.Errorf("sim: port %s: %w", name, err)
+		}
+		links[i], s.idx[i] = l, l.Attrs().Index
+	}
+	return s, links, nil
+}
+
+// ourFilter finds the relay's filter on a link's ingress.
+func ourFilter(l netlink.Link, name string) (*netlink.BpfFilter, error) {
+	filters, err := netlink.FilterList(l, netlink.HANDLE_MIN_INGRESS)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range filters {
+		if bf, ok := f.(*netlink.BpfFilter); ok && bf.Name == name {
+			return bf, nil
+		}
+	}
+	return nil, os.ErrNotExist
+}
+
+// adopt takes over a relay left by an earlier bypassd.
+func (s *Sim) adopt(links [2]netlink.Link) error {
+	fa, err := ourFilter(links[0], s.Name)
+	if err != nil {
+		return err
+	}
+	fb, err := ourFilter(links[1], s.Name)
+	if err != nil || fb.Id != fa.Id {
+		return errors.New("sim: relay filters do not match")
+	}
+	prog, err := ebpf.NewProgramFromID(ebpf.ProgramID(fa.Id))
+	if err != nil {
+		return err
+	}
+	info, err := prog.Info()
+	if err != nil {
+		prog.Close()
+		return err
+	}
+	ids, _ := info.MapIDs()
+	if len(ids) != 1 {
+		prog.Close()
+		return errors.New("sim: relay program has no map")
+	}
+	m, err := ebpf.NewMapFromID(ids[0])
+	if err != nil {
+		prog.Close()
+		return err
+	}
+	s.prog, s.m = prog, m
+	r, err := s.load()
+	if err != nil || m.ValueSize() != simRelaySize || r.IfA != uint32(s.idx[0]) || r.IfB != uint32(s.idx[1]) {
+		s.Close()
+		return errors.New("sim: relay map does not match its ports")
+	}
+	return nil
+}
+
+func (s *Sim) install(links [2]netlink.Link) error {
+	var err error
+	if s.m, err = newSimMap(); err != nil {
+		return err
+	}
+	r := simRelay{Mode: simMode(Bypass), IfA: uint32(s.idx[0]), IfB: uint32(s.idx[1]), ExpiryMode: simMode(Bypass)}
+	if err := s.store(&r); err != nil {
+		return err
+	}
+	if s.prog, err = newSimProgram(s.m); err != nil {
+		return err
+	}
+	for _, l := range links {
+		q := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}, QdiscType: "clsact"}
+		if err := netlink.QdiscAdd(q); err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("sim: clsact on %s: %w", l.Attrs().Name, err)
+		}
+		if old, err := ourFilter(l, s.Name); err == nil {
+			netlink.FilterDel(old)
+		}
+		f := &netlink.BpfFilter{
+			FilterAttrs: netlink.FilterAttrs{LinkIndex: l.Attrs().Index, Parent: netlink.HANDLE_MIN_INGRESS, Handle: 1,
+				Protocol: unix.ETH_P_ALL, Priority: 1},
+			Fd: s.prog.FD(), Name: s.Name, DirectAction: true,
+		}
+		if err := netlink.FilterAdd(f); err != nil {
+			return fmt.Errorf("sim: relay filter on %s: %w", l.Attrs().Name, err)
+		}
+	}
+	return nil
+}
+
+// RemoveSim takes the relay of pair off ifA and ifB (and their clsact
+// qdiscs if nothing else uses them). The lab calls it; bypassd never does,
+// as a relay is part of the hardware.
+func RemoveSim(pair, ifA, ifB string) error {
+	var errs []error
+	for _, name := range []string{ifA, ifB} {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			continue
+		}
+		if f, err := ourFilter(l, simFilterName(pair)); err == nil {
+			errs = append(errs, netlink.FilterDel(f))
+		}
+		if rest, err := netlink.FilterList(l, netlink.HANDLE_MIN_INGRESS); err == nil && len(rest) == 0 {
+			if eg, err := netlink.FilterList(l, netlink.HANDLE_MIN_EGRESS); err == nil && len(eg) == 0 {
+				q := &netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: l.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT}, QdiscType: "clsact"}
+				if err := netlink.QdiscDel(q); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
+					errs = append(errs, err)
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Sim) load() (simRelay, error) {
+	var r simRelay
+	b := make([]byte, simRelaySize)
+	if err := s.m.Lookup(uint32(0), &b); err != nil {
+		return r, fmt.Errorf("sim: reading the relay: %w", err)
+	}
+	r.unmarshal(b)
+	return r, nil
+}
+
+func (s *Sim) store(r *simRelay) error {
+	if err := s.m.Update(uint32(0), r.marshal(), ebpf.UpdateAny); err != nil {
+		return fmt.Errorf("sim: writing the relay: %w", err)
+	}
+	return nil
+}
+
+// current reads the relay, latching an expiry that no frame has noticed
+// yet, as the controller would on its own.
+func (s *Sim) current() (simRelay, error) {
+	r, err := s.load()
+	if err != nil {
+		return r, err
+	}
+	if r.Armed != 0 && r.Expired == 0 && monotonic() >= r.Deadline {
+		r.Mode, r.Expired, r.Armed = r.ExpiryMode, 1, 0
+		if err := s.store(&r); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+func (s *Sim) Caps() Caps {
+	return Caps{
+		States:   []State{Normal, Bypass, Disconnect},
+		Events:   map[Event][]State{TimerExpiry: {Bypass, Disconnect}},
+		Fixed:    map[Event]State{PowerOff: Bypass, PowerUp: Bypass},
+		Timer:    &TimerCaps{Unit: s.unit, Min: s.unit, Max: time.Hour, TimeLeft: true},
+		ReadBack: true,
+		Notes: []string{
+			"lab relay: a tc program on both ports' ingress redirects each to the other in bypass",
+			"XDP sees frames before tc: while forwarderd's programs are attached, frames they redirect take the forwarder path even in bypass",
+			"disconnect drops only frames that reach tc",
+		},
+	}
+}
+
+// Set puts the relay into st and clears a latched expiry.
+func (s *Sim) Set(st State) error {
+	r, err := s.current()
+	if err != nil {
+		return err
+	}
+	r.Mode, r.Expired, r.FirstCarried = simMode(st), 0, 0
+	return s.store(&r)
+}
+
+// SimStats is what the lab relay has carried.
+type SimStats struct {
+	// FirstCarried is when it first redirected a frame since it was last
+	// set, in CLOCK_MONOTONIC ns (0: not yet).
+	FirstCarried uint64
+	Carried      uint64 // frames redirected in all
+}
+
+// Stats reads the relay's instrumentation.
+func (s *Sim) Stats() (SimStats, error) {
+	r, err := s.load()
+	return SimStats{FirstCarried: r.FirstCarried, Carried: r.Carried}, err
+}
+
+// Monotonic is CLOCK_MONOTONIC in ns, the clock of SimStats.
+func Monotonic() uint64 { return monotonic() }
+
+func (s *Sim) Get() (State, error) {
+	r, err := s.current()
+	if err != nil {
+		return Unknown, err
+	}
+	if int(r.Mode) >= len(simModes) {
+		return Unknown, fmt.Errorf("sim: relay mode %d", r.Mode)
+	}
+	return simModes[r.Mode], nil
+}
+
+// TimerExpired reports whether the controller's timer ran out (and the
+// relay fell to its expiry state) since the last Set.
+func (s *Sim) TimerExpired() (bool, error) {
+	r, err := s.current()
+	return r.Expired != 0, err
+}
+
+func (s *Sim) SetDefault(e Event, st State) error {
+	if e != TimerExpiry || st == Normal {
+		return fmt.Errorf("sim: %s default %s: %w", e, st, ErrUnsupported)
+	}
+	r, err := s.current()
+	if err != nil {
+		return err
+	}
+	r.ExpiryMode = simMode(st)
+	return s.store(&r)
+}
+
+func (s *Sim) Default(e Event) (State, error) {
+	if e != TimerExpiry {
+		return Bypass, nil
+	}
+	r, err := s.current()
+	if err != nil {
+		return Unknown, err
+	}
+	return simModes[r.ExpiryMode%3], nil
+}
+
+func (s *Sim) Arm(d time.Duration) (time.Duration, error) {
+	t := time.Duration(roundUp(d, s.unit)) * s.unit
+	r, err := s.current()
+	if err != nil {
+		return 0, err
+	}
+	r.Armed, r.Expired, r.Timeout = 1, 0, uint64(t)
+	r.Deadline = monotonic() + r.Timeout
+	return t, s.store(&r)
+}
+
+func (s *Sim) Kick() error {
+	r, err := s.current()
+	if err != nil {
+		return err
+	}
+	if r.Expired != 0 {
+		return fmt.Errorf("sim: %w", ErrTimerExpired)
+	}
+	if r.Armed == 0 {
+		return errors.New("sim: kick: timer not armed")
+	}
+	r.Deadline = monotonic() + r.Timeout
+	return s.store(&r)
+}
+
+func (s *Sim) Disarm() error {
+	r, err := s.current()
+	if err != nil {
+		return err
+	}
+	r.Armed = 0
+	return s.store(&r)
+}
+
+func (s *Sim) TimeLeft() (time.Duration, error) {
+	r, err := s.current()
+	if err != nil || r.Armed == 0 {
+		return 0, err
+	}
+	now := monotonic()
+	if now >= r.Deadline {
+		return 0, nil
+	}
+	return time.Duration(r.Deadline - now), nil
+}
+
+// Close lets go of the relay; it stays in the kernel.
+func (s *Sim) Close() error {
+	var errs []error
+	if s.prog != nil {
+		errs = append(errs, s.prog.Close())
+	}
+	if s.m != nil {
+		errs = append(errs, s.m.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// String describes the relay for logs.
+func (s *Sim) String() string {
+	return fmt.Sprintf("sim relay %s between %s", s.Name, strings.Join(s.Ifs[:], " and "))
+}

@@ -1,0 +1,528 @@
+package bypass
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Pair is one bypass pair as bypassd drives it.
+type Pair struct {
+	Name    string
+	Segment string    // the segment it belongs to; "" if none (kept in bypass)
+	Ports   [2]string // front-panel names
+	Ifnames [2]string // kernel names, where known
+	Kind    string    // backend name from the profile
+	Backend Backend   // nil: cannot be driven, Problem says why
+	Problem string
+	// Timer is the controller watchdog timeout to arm (0: leave it off).
+	Timer time.Duration
+	// Defaults are the event defaults the profile wants.
+	Defaults map[Event]State
+}
+
+// Options configure a Supervisor.
+type Options struct {
+	Policy Policy
+	// Budget bounds the time from the forwarder becoming unhealthy to the
+	// relays being in bypass (default 300ms). The probe interval is a
+	// sixth of it and the probe timeout a third, leaving half for setting
+	// the relays.
+	Budget time.Duration
+	Prober Prober
+	Log    *Journal
+	// ReadBack is how often a settled relay is read back, to notice a
+	// controller timer expiry or a change by another program (default 1s).
+	ReadBack time.Duration
+	// Failsafe, when set, pins every pair in bypass: the profile was
+	// refused and nothing else is trusted.
+	Failsafe string
+	// Now is the clock (time.Now if nil).
+	Now func() time.Time
+}
+
+func (o Options) withDefaults() Options {
+	if o.Budget <= 0 {
+		o.Budget = DefaultBudget
+	}
+	if o.ReadBack <= 0 {
+		o.ReadBack = time.Second
+	}
+	if o.Log == nil {
+		o.Log = NewJournal("", 0)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.Policy = o.Policy.withDefaults()
+	return o
+}
+
+// ProbeInterval and ProbeTimeout follow from the budget.
+func (o Options) ProbeInterval() time.Duration { return max(o.Budget/6, time.Millisecond) }
+func (o Options) ProbeTimeout() time.Duration  { return max(o.Budget/3, time.Millisecond) }
+
+// pairState is the supervisor's view of one pair.
+type pairState struct {
+	*Pair
+	caps    Caps
+	dec     *Decider
+	desired State
+	cause   string
+	applied State // as last read back (or set and read back)
+	since   time.Time
+	retry   bool
+	health  Health
+
+	lastRead    time.Time
+	armed       time.Duration // controller timeout in effect, 0 if not armed
+	nextKick    time.Time
+	timeLeft    time.Duration
+	defaults    map[Event]string // what became of each wanted default
+	transitions map[State]uint64
+	errors      uint64
+	lastErr     string
+	lastErrAt   time.Time
+}
+
+// Supervisor keeps each pair's relay where the policy wants it.
+type Supervisor struct {
+	opts  Options
+	mu    sync.Mutex
+	pairs []*pairState
+
+	started   bool
+	verdict   Verdict
+	checkedAt time.Time
+	planned   *Planned
+}
+
+// NewSupervisor supervises pairs.
+func NewSupervisor(pairs []*Pair, opts Options) *Supervisor {
+	s := &Supervisor{opts: opts.withDefaults()}
+	for _, p := range pairs {
+		ps := &pairState{Pair: p, applied: Unknown, desired: Bypass, transitions: map[State]uint64{}, defaults: map[Event]string{}}
+		if p.Backend != nil {
+			ps.caps = p.Backend.Caps()
+		}
+		s.pairs = append(s.pairs, ps)
+	}
+	return s
+}
+
+func (s *Supervisor) logf(e Entry) {
+	if e.Time.IsZero() {
+		e.Time = s.opts.Now()
+	}
+	s.opts.Log.Add(e)
+}
+
+// Start reads every relay back, sets the event defaults, takes a first
+// look at the forwarder, decides (adopting relays already in normal under
+// a healthy forwarder, bypass otherwise), arms the controller timers and
+// applies the decisions.
+func (s *Supervisor) Start(ctx context.Context) {
+	v := s.probe(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.opts.Now()
+	s.verdict, s.checkedAt = v, now
+	if s.opts.Failsafe != "" {
+		s.logf(Entry{Kind: "failsafe", Cause: "profile refused, every pair stays in bypass: " + s.opts.Failsafe})
+	}
+	for _, p := range s.pairs {
+		if p.Backend == nil {
+			s.logf(Entry{Pair: p.Name, Kind: "start", Cause: "not driven: " + p.Problem})
+			p.dec = NewDecider(s.opts.Policy, now, false)
+			continue
+		}
+		s.logf(Entry{Pair: p.Name, Kind: "start", Cause: fmt.Sprintf("%s backend on %s/%s: %s", p.Kind, p.Ports[0], p.Ports[1], p.caps)})
+		st, err := p.Backend.Get()
+		if err != nil {
+			s.fail(p, now, "reading the relay at start", err)
+		}
+		p.applied, p.lastRead, p.since = st, now, now
+		if s.opts.Failsafe == "" {
+			s.setDefaults(p)
+		}
+		h := v.For(p.Segment, (st == Bypass || st == Disconnect) && p.caps.LinkDownInBypass)
+		p.health = h
+		p.dec = NewDecider(s.opts.Policy, now, st == Normal && h.OK && s.opts.Failsafe == "")
+	}
+	for _, p := range s.pairs {
+		if s.opts.Failsafe != "" {
+			p.dec.Failsafe(s.opts.Failsafe)
+		}
+	}
+	s.started = true
+	s.reconcile(now)
+}
+
+// setDefaults applies the profile's event defaults where the hardware lets
+// software choose them, reads each back, and records what could not be
+// done.
+func (s *Supervisor) setDefaults(p *pairState) {
+	for _, e := range Events {
+		want, ok := p.Defaults[e]
+		if !ok || want == "" {
+			if f, fixed := p.caps.Fixed[e]; fixed {
+				p.defaults[e] = fmt.Sprintf("%s (fixed by the hardware)", f)
+			}
+			continue
+		}
+		if !p.caps.CanDefault(e, want) {
+			msg := fmt.Sprintf("wanted %s, but the hardware cannot be set to it", want)
+			if f, fixed := p.caps.Fixed[e]; fixed {
+				msg = fmt.Sprintf("wanted %s, hardware fixed at %s", want, f)
+			}
+			p.defaults[e] = msg
+			if f := p.caps.Fixed[e]; f != want {
+				s.logf(Entry{Pair: p.Name, Kind: "start", Cause: fmt.Sprintf("%s default: %s", e, msg)})
+			}
+			continue
+		}
+		err := p.Backend.SetDefault(e, want)
+		if err == nil {
+			var got State
+			if got, err = p.Backend.Default(e); err == nil && got != want {
+				err = fmt.Errorf("reads back %s", got)
+			} else if errors.Is(err, ErrUnsupported) {
+				err = nil // write-only (exec): nothing to read back
+			}
+		}
+		if err != nil {
+			p.defaults[e] = fmt.Sprintf("wanted %s: %v", want, err)
+			s.fail(p, s.opts.Now(), fmt.Sprintf("setting the %s default to %s", e, want), err)
+			continue
+		}
+		p.defaults[e] = string(want)
+	}
+}
+
+func (s *Supervisor) probe(ctx context.Context) Verdict {
+	if s.opts.Prober == nil {
+		return Verdict{Err: "no forwarder to ask"}
+	}
+	return s.opts.Prober.Probe(ctx)
+}
+
+// Step takes one look at the forwarder and brings every relay where the
+// policy wants it: the main loop calls it every ProbeInterval.
+func (s *Supervisor) Step(ctx context.Context) {
+	if !s.started {
+		s.Start(ctx)
+		return
+	}
+	v := s.probe(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.opts.Now()
+	s.verdict, s.checkedAt = v, now
+	for _, p := range s.pairs {
+		bypassed := (p.applied == Bypass || p.applied == Disconnect) && p.caps.LinkDownInBypass
+		p.health = v.For(p.Segment, bypassed)
+		p.dec.Observe(now, p.health)
+	}
+	s.reconcile(now)
+}
+
+// Apply brings the relays where the policy wants them without a new look
+// at the forwarder (after an API call).
+func (s *Supervisor) Apply() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reconcile(s.opts.Now())
+}
+
+// Run calls Step every ProbeInterval until ctx is done.
+func (s *Supervisor) Run(ctx context.Context) {
+	if !s.started {
+		s.Start(ctx)
+	}
+	t := time.NewTicker(s.opts.ProbeInterval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.Step(ctx)
+		}
+	}
+}
+
+// reconcile runs with mu held.
+func (s *Supervisor) reconcile(now time.Time) {
+	for _, p := range s.pairs {
+		want, cause, expired := p.dec.Decide(now)
+		if expired != nil {
+			s.logf(Entry{Time: now, Pair: p.Name, Kind: "override", Cause: fmt.Sprintf("override to %s (%s) expired", expired.State, expired.Reason)})
+		}
+		p.desired, p.cause = want, cause
+		if p.Backend == nil {
+			continue
+		}
+		switch {
+		case p.applied != want || p.retry:
+			s.set(p, now, want, cause)
+		case now.Sub(p.lastRead) >= s.opts.ReadBack:
+			s.readBack(p, now)
+		}
+		s.timer(p, now)
+	}
+}
+
+// set puts the relay into want and reads it back.
+func (s *Supervisor) set(p *pairState, now time.Time, want State, cause string) {
+	if !p.caps.Can(want) {
+		if !p.retry || p.lastErr == "" {
+			s.fail(p, now, "setting "+string(want), fmt.Errorf("%w (can: %v)", ErrUnsupported, p.caps.States))
+		}
+		p.retry = false
+		return
+	}
+	from := p.applied
+	err := p.Backend.Set(want)
+	got := want
+	if err == nil && p.caps.ReadBack {
+		got, err = p.Backend.Get()
+		if err == nil && got != want {
+			err = fmt.Errorf("set %s but the relay reads back %s", want, got)
+		}
+	}
+	p.lastRead = now
+	if err != nil {
+		if got != Unknown && got != want {
+			p.applied = got
+		}
+		p.retry = true
+		s.fail(p, now, "setting "+string(want), err)
+		return
+	}
+	p.applied, p.retry, p.since = want, false, now
+	p.transitions[want]++
+	s.logf(Entry{Time: now, Pair: p.Name, Kind: "transition", From: from, To: want, Cause: cause})
+}
+
+// readBack notices a relay that changed by itself.
+func (s *Supervisor) readBack(p *pairState, now time.Time) {
+	p.lastRead = now
+	if p.armed > 0 && p.caps.Timer != nil && p.caps.Timer.TimeLeft {
+		if left, err := p.Backend.TimeLeft(); err == nil {
+			p.timeLeft = left
+		}
+	}
+	if !p.caps.ReadBack {
+		return
+	}
+	got, err := p.Backend.Get()
+	if err != nil {
+		s.fail(p, now, "reading the relay back", err)
+		return
+	}
+	if got == p.applied {
+		return
+	}
+	why := "changed outside bypassd"
+	if te, ok := p.Backend.(interface{ TimerExpired() (bool, error) }); ok {
+		if exp, _ := te.TimerExpired(); exp {
+			why = "the controller timer expired"
+			p.armed = 0 // re-armed below
+		}
+	}
+	s.logf(Entry{Time: now, Pair: p.Name, Kind: "transition", From: p.applied, To: got, Cause: "relay reads back " + string(got) + ": " + why})
+	p.transitions[got]++
+	p.applied, p.since = got, now
+}
+
+// timer arms the controller watchdog and kicks it at a third of its
+// timeout.
+func (s *Supervisor) timer(p *pairState, now time.Time) {
+	if p.Timer <= 0 || p.caps.Timer == nil {
+		return
+	}
+	if p.armed == 0 {
+		d, err := p.Backend.Arm(p.Timer)
+		if err != nil {
+			s.fail(p, now, "arming the controller timer", err)
+			return
+		}
+		p.armed, p.nextKick = d, now.Add(d/3)
+		s.logf(Entry{Time: now, Pair: p.Name, Kind: "timer", Cause: fmt.Sprintf("controller timer armed: %v (asked %v)", d, p.Timer)})
+		return
+	}
+	if now.Before(p.nextKick) {
+		return
+	}
+	if err := p.Backend.Kick(); err != nil {
+		if errors.Is(err, ErrTimerExpired) {
+			s.logf(Entry{Time: now, Pair: p.Name, Kind: "timer", Cause: "controller timer had expired; re-arming and setting the relay again"})
+			p.armed, p.retry = 0, true
+			return
+		}
+		s.fail(p, now, "kicking the controller timer", err)
+		return
+	}
+	p.nextKick = now.Add(p.armed / 3)
+}
+
+// fail records a backend error, logging it when it is new or a minute
+// has passed, so a relay that keeps failing does not flood the log.
+func (s *Supervisor) fail(p *pairState, now time.Time, what string, err error) {
+	p.errors++
+	msg := what + ": " + err.Error()
+	if msg != p.lastErr || now.Sub(p.lastErrAt) >= time.Minute {
+		s.logf(Entry{Time: now, Pair: p.Name, Kind: "error", Cause: msg})
+		p.lastErrAt = now
+	}
+	p.lastErr = msg
+}
+
+func (s *Supervisor) find(pair string) ([]*pairState, error) {
+	if pair == "" {
+		return s.pairs, nil
+	}
+	for _, p := range s.pairs {
+		if p.Name == pair {
+			return []*pairState{p}, nil
+		}
+	}
+	var names []string
+	for _, p := range s.pairs {
+		names = append(names, p.Name)
+	}
+	return nil, fmt.Errorf("unknown pair %q, want one of %s", pair, strings.Join(names, ", "))
+}
+
+// SetOverride forces pair ("" for every pair) into o.State and applies it.
+func (s *Supervisor) SetOverride(pair string, o Override) error {
+	if strings.TrimSpace(o.Reason) == "" {
+		return errors.New("an override needs a reason")
+	}
+	if !slices.Contains(States, o.State) {
+		return fmt.Errorf("unknown state %q", o.State)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps, err := s.find(pair)
+	if err != nil {
+		return err
+	}
+	now := s.opts.Now()
+	if o.Set.IsZero() {
+		o.Set = now
+	}
+	for _, p := range ps {
+		if p.Backend != nil && !p.caps.Can(o.State) {
+			return fmt.Errorf("pair %s cannot be set to %s (can: %v)", p.Name, o.State, p.caps.States)
+		}
+	}
+	for _, p := range ps {
+		p.dec.SetOverride(o)
+		until := "until cleared"
+		if !o.Expires.IsZero() {
+			until = "until " + o.Expires.UTC().Format(time.RFC3339)
+		}
+		by := ""
+		if o.By != "" {
+			by = " by " + o.By
+		}
+		s.logf(Entry{Time: now, Pair: p.Name, Kind: "override", Cause: fmt.Sprintf("override to %s%s, %s: %s", o.State, by, until, o.Reason)})
+	}
+	s.reconcile(now)
+	return nil
+}
+
+// ClearOverride returns pair ("" for every pair) to automatic control.
+func (s *Supervisor) ClearOverride(pair, by string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps, err := s.find(pair)
+	if err != nil {
+		return err
+	}
+	now := s.opts.Now()
+	for _, p := range ps {
+		if p.dec.Override() == nil {
+			continue
+		}
+		p.dec.ClearOverride()
+		cause := "override cleared"
+		if by != "" {
+			cause += " by " + by
+		}
+		s.logf(Entry{Time: now, Pair: p.Name, Kind: "override", Cause: cause})
+	}
+	s.reconcile(now)
+	return nil
+}
+
+// Plan puts every pair into bypass for a planned shutdown, reboot or
+// update and returns once the relays have been set and read back; the
+// error lists pairs that are not in bypass.
+func (s *Supervisor) Plan(kind, reason string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.opts.Now()
+	s.planned = &Planned{Kind: kind, Reason: reason, Since: now}
+	s.logf(Entry{Time: now, Kind: "planned", Cause: fmt.Sprintf("planned %s: %s", kind, reason)})
+	for _, p := range s.pairs {
+		if p.dec != nil {
+			p.dec.Plan(*s.planned)
+		}
+	}
+	s.reconcile(now)
+	var bad []string
+	for _, p := range s.pairs {
+		if p.Backend != nil && p.applied != Bypass {
+			bad = append(bad, fmt.Sprintf("%s reads %s (%s)", p.Name, p.applied, p.lastErr))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("not in bypass: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// Unplan cancels a planned shutdown (an update that was called off).
+func (s *Supervisor) Unplan(by string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.planned == nil {
+		return
+	}
+	now := s.opts.Now()
+	s.logf(Entry{Time: now, Kind: "planned", Cause: fmt.Sprintf("planned %s called off %s", s.planned.Kind, by)})
+	s.planned = nil
+	for _, p := range s.pairs {
+		p.dec.Unplan()
+	}
+	s.reconcile(now)
+}
+
+// Health is bypassd's own /healthz: it fails when a relay cannot be driven
+// where the policy wants it, or the profile was refused.
+func (s *Supervisor) Health() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var problems []string
+	if s.opts.Failsafe != "" {
+		problems = append(problems, "profile refused, all pairs kept in bypass: "+s.opts.Failsafe)
+	}
+	for _, p := range s.pairs {
+		switch {
+		case p.Backend == nil:
+			problems = append(problems, fmt.Sprintf("pair %s not driven: %s", p.Name, p.Problem))
+		case p.applied != p.desired:
+			problems = append(problems, fmt.Sprintf("pair %s reads %s, wanted %s: %s", p.Name, p.applied, p.desired, p.lastErr))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}

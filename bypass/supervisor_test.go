@@ -1,0 +1,516 @@
+package bypass
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ncpos/ncpos/config"
+)
+
+// fakeRelay is a relay with a controller timer, in memory.
+type fakeRelay struct {
+	clock    *clock
+	state    State
+	log      []string
+	failSet  error
+	armed    time.Duration
+	deadline time.Time
+	expired  bool
+	defaults map[Event]State
+}
+
+func newFakeRelay(c *clock, st State) *fakeRelay {
+	return &fakeRelay{clock: c, state: st, defaults: map[Event]State{}}
+}
+
+func (f *fakeRelay) Caps() Caps {
+	return Caps{States: States, Events: map[Event][]State{PowerOff: {Bypass}, PowerUp: {Normal, Bypass}, TimerExpiry: {Bypass}},
+		Timer: &TimerCaps{Unit: time.Second, Min: time.Second, Max: time.Minute, TimeLeft: true}, ReadBack: true, LinkDownInBypass: true}
+}
+
+func (f *fakeRelay) tick() {
+	if f.armed > 0 && !f.clock.now().Before(f.deadline) {
+		f.state, f.expired, f.armed = Bypass, true, 0
+	}
+}
+
+func (f *fakeRelay) Set(s State) error {
+	f.tick()
+	f.log = append(f.log, "set "+string(s))
+	if f.failSet != nil {
+		return f.failSet
+	}
+	f.state, f.expired = s, false
+	return nil
+}
+
+func (f *fakeRelay) Get() (State, error) {
+	f.tick()
+	f.log = append(f.log, "get")
+	return f.state, nil
+}
+
+func (f *fakeRelay) SetDefault(e Event, s State) error {
+	f.log = append(f.log, "default "+string(e)+" "+string(s))
+	f.defaults[e] = s
+	return nil
+}
+
+func (f *fakeRelay) Default(e Event) (State, error) { return f.defaults[e], nil }
+
+func (f *fakeRelay) Arm(d time.Duration) (time.Duration, error) {
+	d = time.Duration(roundUp(d, time.Second)) * time.Second
+	f.armed, f.deadline, f.expired = d, f.clock.now().Add(d), false
+	f.log = append(f.log, "arm "+d.String())
+	return d, nil
+}
+
+func (f *fakeRelay) Kick() error {
+	f.tick()
+	if f.expired {
+		return ErrTimerExpired
+	}
+	f.deadline = f.clock.now().Add(f.armed)
+	f.log = append(f.log, "kick")
+	return nil
+}
+
+func (f *fakeRelay) Disarm() error { f.armed = 0; return nil }
+
+func (f *fakeRelay) TimeLeft() (time.Duration, error) { return f.deadline.Sub(f.clock.now()), nil }
+
+func (f *fakeRelay) TimerExpired() (bool, error) { return f.expired, nil }
+
+func (f *fakeRelay) Close() error { return nil }
+
+func (f *fakeRelay) take() []string {
+	l := f.log
+	f.log = nil
+	return l
+}
+
+// fakeProber answers with whatever verdict the test sets.
+type fakeProber struct{ v Verdict }
+
+func (p *fakeProber) Probe(context.Context) Verdict { return p.v }
+
+var (
+	fwOK   = Verdict{}
+	fwDead = Verdict{Err: "forwarderd /healthz: dial unix: connection refused"}
+)
+
+type rig struct {
+	c      *clock
+	relay  *fakeRelay
+	prober *fakeProber
+	sup    *Supervisor
+	log    *Journal
+}
+
+func newRig(t *testing.T, relayState State, v Verdict, timer time.Duration) *rig {
+	r := &rig{c: newClock(), prober: &fakeProber{v: v}}
+	r.relay = newFakeRelay(r.c, relayState)
+	r.log = NewJournal("", 0)
+	r.log.Logf = t.Logf
+	p := &Pair{Name: "pair1", Segment: "seg1", Ports: [2]string{"LAN1", "LAN2"}, Kind: "fake", Backend: r.relay, Timer: timer,
+		Defaults: map[Event]State{PowerOff: Bypass, PowerUp: Bypass, TimerExpiry: Bypass}}
+	r.sup = NewSupervisor([]*Pair{p}, Options{Prober: r.prober, Log: r.log, Now: r.c.now})
+	r.sup.Start(context.Background())
+	return r
+}
+
+// steps runs the supervisor's loop for d on the fake clock.
+func (r *rig) steps(d time.Duration) {
+	step := r.sup.opts.ProbeInterval()
+	for end := r.c.at(d); r.c.now().Before(end); {
+		r.c.advance(step)
+		r.sup.Step(context.Background())
+	}
+}
+
+func (r *rig) state() State { return r.sup.pairs[0].applied }
+
+func (r *rig) lastTransition(t *testing.T) Entry {
+	t.Helper()
+	es := r.log.Entries(0)
+	for i := len(es) - 1; i >= 0; i-- {
+		if es[i].Kind == "transition" {
+			return es[i]
+		}
+	}
+	t.Fatal("no transition logged")
+	return Entry{}
+}
+
+func TestSupervisorBootFailureRecovery(t *testing.T) {
+	r := newRig(t, Bypass, fwDead, 0) // power-up: relay in bypass, forwarder loading
+	if got := r.relay.take(); strings.Join(got, ",") != "get,default power_off bypass,default power_up bypass,default timer_expiry bypass" {
+		t.Errorf("start: %v", got)
+	}
+	if o := r.sup.opts; o.ProbeInterval() != 50*time.Millisecond || o.ProbeTimeout() != 100*time.Millisecond {
+		t.Errorf("probe every %v with timeout %v, want 50ms and 100ms from the 300ms budget", o.ProbeInterval(), o.ProbeTimeout())
+	}
+	r.steps(2 * time.Second)
+	if r.state() != Bypass || len(r.relay.take()) > 2 {
+		t.Fatal("left bypass, or touched the relay, while the forwarder is not up")
+	}
+
+	// Healthy: normal after exactly the hold-down, set then read back.
+	r.prober.v = fwOK
+	r.steps(5 * time.Second)
+	if r.state() != Bypass {
+		t.Fatal("normal before the hold-down")
+	}
+	r.steps(100 * time.Millisecond)
+	if r.state() != Normal {
+		t.Fatalf("still %s after the hold-down", r.state())
+	}
+	if got := r.relay.take(); len(got) < 2 || got[len(got)-2] != "set normal" || got[len(got)-1] != "get" {
+		t.Errorf("normal was not set and read back: %v", got)
+	}
+	if e := r.lastTransition(t); e.From != Bypass || e.To != Normal || !strings.Contains(e.Cause, "hold-down 5s") {
+		t.Errorf("transition %v", e)
+	}
+
+	// Failure: bypass in the very next step (within the budget).
+	r.prober.v = fwDead
+	r.c.advance(50 * time.Millisecond)
+	r.sup.Step(context.Background())
+	if r.state() != Bypass {
+		t.Fatal("not in bypass one probe after the forwarder died")
+	}
+	if e := r.lastTransition(t); e.To != Bypass || !strings.Contains(e.Cause, "connection refused") {
+		t.Errorf("transition %v", e)
+	}
+	if err := r.sup.Health(); err != nil {
+		t.Errorf("bypassd unhealthy while doing its job: %v", err)
+	}
+}
+
+func TestSupervisorAdoptsOnRestart(t *testing.T) {
+	r := newRig(t, Normal, fwOK, 0)
+	r.steps(time.Second)
+	for _, l := range r.relay.take() {
+		if strings.HasPrefix(l, "set") {
+			t.Fatalf("restarted bypassd touched a working relay: %s", l)
+		}
+	}
+	if r.state() != Normal {
+		t.Fatalf("state %s", r.state())
+	}
+}
+
+func TestSupervisorControllerTimer(t *testing.T) {
+	r := newRig(t, Normal, fwOK, 3*time.Second)
+	r.steps(10 * time.Second)
+	kicks := 0
+	for _, l := range r.relay.take() {
+		if l == "kick" {
+			kicks++
+		}
+	}
+	// 3s timeout, kicked every second.
+	if kicks < 9 || kicks > 11 || r.state() != Normal {
+		t.Fatalf("%d kicks in 10s, state %s", kicks, r.state())
+	}
+	// bypassd hangs (no steps): the controller falls to bypass by itself.
+	r.c.advance(4 * time.Second)
+	if st, _ := r.relay.Get(); st != Bypass {
+		t.Fatalf("relay %s after bypassd stopped kicking", st)
+	}
+	// bypassd comes back: it notices, logs the expiry and sets normal again.
+	r.steps(2 * time.Second)
+	var sawExpiry bool
+	for _, e := range r.log.Entries(0) {
+		if strings.Contains(e.Cause, "timer expired") || strings.Contains(e.Cause, "timer had expired") {
+			sawExpiry = true
+		}
+	}
+	if !sawExpiry || r.state() != Normal || r.relay.armed == 0 {
+		t.Errorf("after the expiry: logged %v, state %s, armed %v", sawExpiry, r.state(), r.relay.armed)
+	}
+}
+
+func TestSupervisorSetFailure(t *testing.T) {
+	r := newRig(t, Bypass, fwOK, 0)
+	r.relay.failSet = errors.New("i2c: no acknowledge")
+	r.steps(6 * time.Second)
+	if r.state() != Bypass {
+		t.Fatalf("state %s", r.state())
+	}
+	err := r.sup.Health()
+	if err == nil || !strings.Contains(err.Error(), "reads bypass, wanted normal") || !strings.Contains(err.Error(), "no acknowledge") {
+		t.Errorf("health: %v", err)
+	}
+	errs := 0
+	for _, e := range r.log.Entries(0) {
+		if e.Kind == "error" {
+			errs++
+		}
+	}
+	if errs != 1 {
+		t.Errorf("%d error entries for one repeating error, want 1", errs)
+	}
+	r.relay.failSet = nil
+	r.steps(100 * time.Millisecond)
+	if r.state() != Normal || r.sup.Health() != nil {
+		t.Errorf("no recovery after the relay works again: %s %v", r.state(), r.sup.Health())
+	}
+}
+
+func TestSupervisorLinksDownInBypass(t *testing.T) {
+	// forwarderd up but the segment's links are down because the hardware
+	// relay cut the NIC ports off: that must not keep the pair in bypass
+	// for ever.
+	linksDown := Verdict{Err: "forwarderd unhealthy: port LAN1 (eth1) link down", Segments: map[string]SegmentVerdict{
+		"seg1": {Problem: "port LAN1 (eth1) link down; port LAN2 (eth2) link down", LinksOnly: true}}}
+	r := newRig(t, Bypass, linksDown, 0)
+	r.steps(6 * time.Second)
+	var got []string
+	for _, e := range r.log.Entries(0) {
+		if e.Kind == "transition" {
+			got = append(got, string(e.To)+": "+e.Cause)
+		}
+	}
+	// Normal after the hold-down; there the links being down is a real
+	// fault, so back to bypass.
+	if len(got) != 2 || !strings.HasPrefix(got[0], "normal: forwarder healthy for 5s") || !strings.HasPrefix(got[1], "bypass: forwarder unhealthy: port LAN1") {
+		t.Fatalf("transitions %q: links down behind a bypassed relay must not count as a fault", got)
+	}
+	// A problem of another segment does not move this pair.
+	other := Verdict{Err: "x", Segments: map[string]SegmentVerdict{"seg1": {OK: true}, "seg2": {Problem: "segment seg2: none left"}}}
+	if h := other.For("seg1", false); !h.OK {
+		t.Errorf("seg1 unhealthy for seg2's problem: %v", h)
+	}
+	if h := (Verdict{Err: "x", Global: []string{"heartbeat stale"}, Segments: map[string]SegmentVerdict{"seg1": {OK: true}}}).For("seg1", false); h.OK {
+		t.Error("global problem ignored")
+	}
+	if h := fwOK.For("", false); h.OK {
+		t.Error("a pair without a segment counted as served")
+	}
+}
+
+func TestVerdictFromStatus(t *testing.T) {
+	var st forwarderStatus
+	json.Unmarshal([]byte(`{"healthy":false,"problems":["heartbeat stale: last 3s ago","port LAN1 (eth1) link down","segment seg2: 5 frames entered LAN3 in the last 3s, none left LAN4"],
+		"segments":[{"name":"seg1","healthy":false,"problem":"port LAN1 (eth1) link down"},{"name":"seg2","healthy":false,"problem":"segment seg2: 5 frames entered LAN3 in the last 3s, none left LAN4"}]}`), &st)
+	v := verdictFromStatus("503", st)
+	if len(v.Global) != 1 || !strings.HasPrefix(v.Global[0], "heartbeat") || !v.Segments["seg1"].LinksOnly || v.Segments["seg2"].LinksOnly {
+		t.Errorf("verdict %+v", v)
+	}
+}
+
+func TestSupervisorAPI(t *testing.T) {
+	r := newRig(t, Normal, fwOK, 0)
+	srv := httptest.NewServer(r.sup.Handler())
+	defer srv.Close()
+	post := func(path, body string) (int, string) {
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	del := func(path string) int {
+		req, _ := http.NewRequest(http.MethodDelete, srv.URL+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	if code, body := post("/override", `{"pair":"pair1","state":"bypass"}`); code != 400 || !strings.Contains(body, "needs a reason") {
+		t.Errorf("override without reason: %d %s", code, body)
+	}
+	if code, body := post("/override", `{"pair":"pair9","state":"bypass","reason":"x"}`); code != 400 || !strings.Contains(body, `unknown pair "pair9"`) {
+		t.Errorf("override of an unknown pair: %d %s", code, body)
+	}
+	code, body := post("/override", `{"pair":"pair1","state":"bypass","reason":"replacing the switch","for":"10m","by":"admin"}`)
+	if code != 200 || r.state() != Bypass {
+		t.Fatalf("override: %d %s, state %s", code, body, r.state())
+	}
+	var st Status
+	json.Unmarshal([]byte(body), &st)
+	if o := st.Pairs[0].Override; o == nil || o.Reason != "replacing the switch" || o.By != "admin" || !o.Expires.Equal(r.c.at(10*time.Minute)) {
+		t.Errorf("status override %+v", st.Pairs[0].Override)
+	}
+	if e := r.lastTransition(t); !strings.Contains(e.Cause, "manual override: replacing the switch") {
+		t.Errorf("transition cause %q", e.Cause)
+	}
+	// Expiry: back to normal (the forwarder has been healthy all along).
+	r.steps(10*time.Minute + 100*time.Millisecond)
+	if r.state() != Normal {
+		t.Errorf("after the override expired: %s", r.state())
+	}
+	if e := r.lastTransition(t); !strings.Contains(e.Cause, `override "replacing the switch" expired`) {
+		t.Errorf("transition cause %q", e.Cause)
+	}
+
+	// Cleared by hand.
+	post("/override", `{"state":"bypass","reason":"maintenance"}`)
+	if r.state() != Bypass {
+		t.Fatal("override of all pairs not applied")
+	}
+	if code := del("/override?by=admin"); code != 200 || r.state() != Normal {
+		t.Errorf("clear: %d, state %s", code, r.state())
+	}
+
+	// Planned update: bypass before answering; called off: normal again.
+	if code, body := post("/planned", `{"kind":"update","reason":"ota v2"}`); code != 200 || r.state() != Bypass {
+		t.Fatalf("planned: %d %s, state %s", code, body, r.state())
+	}
+	r.steps(time.Second)
+	if r.state() != Bypass {
+		t.Fatal("planned bypass not held")
+	}
+	if code, _ := post("/planned", `{"kind":"nap","reason":"x"}`); code != 400 {
+		t.Errorf("planned nap accepted: %d", code)
+	}
+	del("/planned?by=updater")
+	if r.state() != Normal {
+		t.Errorf("after the update was called off: %s", r.state())
+	}
+
+	// Metrics.
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`ncpos_bypass_state{pair="pair1",state="normal"} 1`, `ncpos_bypass_state{pair="pair1",state="bypass"} 0`,
+		`ncpos_bypass_transitions_total{pair="pair1",state="bypass"} 3`, `ncpos_bypass_forwarder_healthy{pair="pair1"} 1`, `ncpos_bypass_failsafe 0`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func TestJournalCap(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ncpos", "bypass.log")
+	j := NewJournal(path, 1000)
+	j.Logf = func(string, ...any) {}
+	for i := 0; i < 50; i++ {
+		j.Add(Entry{Time: time.Unix(int64(i), 0), Pair: "pair1", Kind: "transition", From: Normal, To: Bypass, Cause: "forwarder unhealthy: heartbeat stale"})
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Size() > 1000 {
+		t.Fatalf("log %v, %v", st, err)
+	}
+	old, err := os.Stat(path + ".1")
+	if err != nil || old.Size() > 1000 {
+		t.Fatalf("rotated log %v, %v", old, err)
+	}
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	var last Entry
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Time.Unix() != 49 {
+		t.Errorf("last line %q: %v", lines[len(lines)-1], err)
+	}
+	if n := len(j.Entries(0)); n != 50 {
+		t.Errorf("%d entries in memory", n)
+	}
+}
+
+// TestFailsafe: an operator's profile with an invalid pair is refused with
+// the field named; the valid pair is held in bypass (never normal, however
+// healthy the forwarder), the invalid one is not touched at all.
+func TestFailsafe(t *testing.T) {
+	cfg, err := config.Parse("ncpos.toml", []byte("platform = \"iec-516p\"\n[[segment]]\nname = \"seg1\"\nports = [\"LAN1\", \"LAN2\"]\nbypass = \"pair1\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	// The operator's copy: pair1 filled in correctly, pair9 with a
+	// register out of range.
+	text := `name = "iec-516p"
+description = "operator copy"
+[[port]]
+name = "LAN1"
+pci = "0000:01:00.0"
+[[port]]
+name = "LAN2"
+pci = "0000:02:00.0"
+[[port]]
+name = "LAN3"
+pci = "0000:03:00.0"
+[[port]]
+name = "LAN5"
+pci = "0000:05:00.0"
+[[port]]
+name = "MGMT"
+pci = "0000:06:00.0"
+management = true
+
+[[bypass_pair]]
+name = "pair1"
+ports = ["LAN1", "LAN2"]
+backend = "superio"
+register_map = "operator"
+[bypass_pair.superio]
+logical_device = 8
+[bypass_pair.registers]
+state.normal = [{reg = 0xf1, mask = 0x10, value = 0x10}]
+state.bypass = [{reg = 0xf1, mask = 0x10, value = 0x00}]
+
+[[bypass_pair]]
+name = "pair9"
+ports = ["LAN5", "LAN3"]
+backend = "superio"
+register_map = "operator"
+[bypass_pair.superio]
+logical_device = 8
+[bypass_pair.registers]
+state.normal = [{reg = 0x1f1, mask = 0x20, value = 0x20}]
+state.bypass = [{reg = 0xf1, mask = 0x20, value = 0x00}]
+`
+	if err := os.WriteFile(filepath.Join(dir, "iec-516p.toml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := newW83627()
+	*w.reg(8, 0xf1) = 0x30 // both relays normal
+	opened := map[string]bool{}
+	open := func(bp config.BypassPair, _ [2]string) (Backend, error) {
+		opened[bp.Name] = true
+		return newSuperIO(w, bp.SuperIO, bp.Registers)
+	}
+	set := Build(cfg, dir, t.TempDir(), open)
+	if !strings.Contains(set.Failsafe, "bypass_pair[1].registers.state.normal[0].reg: 0x1f1 is out of range") {
+		t.Fatalf("failsafe %q does not name the field", set.Failsafe)
+	}
+	if !opened["pair1"] || opened["pair9"] || len(set.Pairs) != 2 || set.Pairs[1].Backend != nil {
+		t.Fatalf("opened %v, pairs %+v", opened, set.Pairs)
+	}
+	c := newClock()
+	sup := NewSupervisor(set.Pairs, Options{Prober: &fakeProber{fwOK}, Failsafe: set.Failsafe, Now: c.now, Log: &Journal{Logf: t.Logf}})
+	sup.Start(context.Background())
+	for i := 0; i < 200; i++ {
+		c.advance(50 * time.Millisecond)
+		sup.Step(context.Background())
+	}
+	if got := *w.reg(8, 0xf1); got != 0x20 {
+		t.Errorf("CRF1 = %#02x, want 0x20: pair1 (bit 4) in bypass, pair9's bit 5 untouched", got)
+	}
+	if err := sup.SetOverride("pair1", Override{State: Normal, Reason: "please"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := sup.Status(); st.Pairs[0].State != Bypass || st.Failsafe == "" || !strings.Contains(st.Pairs[1].Problem, "invalid") {
+		t.Errorf("status %+v", st)
+	}
+	if err := sup.Health(); err == nil || !strings.Contains(err.Error(), "profile refused") {
+		t.Errorf("health %v", err)
+	}
+}

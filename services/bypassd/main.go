@@ -1,0 +1,184 @@
+// Command bypassd is the ncpos bypass supervisor: it keeps each bypass
+// pair's relay in bypass unless the forwarder is healthy, and reports on
+// /run/ncpos/bypassd.sock (GET /healthz, /status, /metrics; POST/DELETE
+// /override and /planned, see bypass.Supervisor.Handler).
+//
+// It is a separate process from forwarderd so that it outlives a crashed
+// or hung forwarder. Init starts it as /user/bypassd; with no flags it
+// reads the configuration that takes effect (/perm/ncpos/ncpos.toml if
+// valid, else /etc/ncpos/ncpos.toml, else the built-in default), takes the
+// platform profile (an operator's /perm/ncpos/profiles/<platform>.toml,
+// with a filled-in register map, replaces the compiled-in one), and drives
+// every bypass pair of the profile: pairs named by a segment follow the
+// forwarder's health for that segment, the others stay in bypass. A
+// profile that fails validation is refused (the error names file, line
+// and field) and every pair it can still trust is held in bypass.
+//
+// Flags:
+//
+//	-config PATH          read this configuration file instead
+//	-profile-dir DIR      operator profiles (/perm/ncpos/profiles; "" = compiled-in only)
+//	-sim-pair P=SEG,A,B   a sim relay named P for segment SEG between kernel
+//	                      interfaces A and B (repeatable; replaces the
+//	                      profile's pairs, as the lab does)
+//	-sim-timer D          controller timer of -sim-pair relays (1s; 0 = none)
+//	-sim-timer-unit D     granularity of the sim controller timer (100ms)
+//	-budget D             forwarder unhealthy -> relays in bypass (300ms);
+//	                      probes every budget/6 with a budget/3 timeout
+//	-hold-down D          continuous health before normal again (5s)
+//	-flap-window D        failures within it double the hold-down (2m)
+//	-max-hold-down D      cap of the damped hold-down (2m)
+//	-readback D           how often settled relays are read back (1s)
+//	-log PATH             transition log appended on /perm ("" = memory only)
+//	-log-cap BYTES        size at which the log file is rotated (256 KiB)
+//
+// On SIGTERM or SIGINT (shutdown, reboot, update, restart) it puts every
+// pair into bypass, reads it back, and exits; the relays stay there.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/ncpos/ncpos/appliance"
+	"github.com/ncpos/ncpos/bypass"
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/ipc"
+)
+
+type options struct {
+	config      string
+	profileDir  string
+	simPairs    []string
+	simTimer    time.Duration
+	simUnit     time.Duration
+	budget      time.Duration
+	holdDown    time.Duration
+	flapWindow  time.Duration
+	maxHoldDown time.Duration
+	readBack    time.Duration
+	logPath     string
+	logCap      int64
+	sysClassNet string
+	runDir      string
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return fmt.Sprint(*l) }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bypassd", flag.ContinueOnError)
+	fs.StringVar(&o.config, "config", "", "configuration file (default: the one that takes effect on the appliance)")
+	fs.StringVar(&o.profileDir, "profile-dir", bypass.DefaultProfileDir, "operator profiles replacing the compiled-in ones")
+	fs.Var((*listFlag)(&o.simPairs), "sim-pair", "sim relay `pair=segment,ifA,ifB` (repeatable; replaces the profile's pairs)")
+	fs.DurationVar(&o.simTimer, "sim-timer", time.Second, "controller timer of -sim-pair relays (0: none)")
+	fs.DurationVar(&o.simUnit, "sim-timer-unit", bypass.DefaultSimTimerUnit, "granularity of the sim controller timer")
+	fs.DurationVar(&o.budget, "budget", bypass.DefaultBudget, "time from the forwarder going unhealthy to the relays in bypass")
+	fs.DurationVar(&o.holdDown, "hold-down", bypass.DefaultHoldDown, "continuous health before a pair returns to normal")
+	fs.DurationVar(&o.flapWindow, "flap-window", bypass.DefaultFlapWindow, "health failures within this window double the hold-down")
+	fs.DurationVar(&o.maxHoldDown, "max-hold-down", bypass.DefaultMaxHoldDown, "cap of the damped hold-down")
+	fs.DurationVar(&o.readBack, "readback", time.Second, "how often settled relays are read back")
+	fs.StringVar(&o.logPath, "log", bypass.DefaultJournalPath, "transition log file (\"\": memory only)")
+	fs.Int64Var(&o.logCap, "log-cap", 256<<10, "size in bytes at which the transition log is rotated")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.budget < 6*time.Millisecond {
+		return o, fmt.Errorf("-budget %v is too short, want at least 6ms", o.budget)
+	}
+	o.sysClassNet, o.runDir = config.SysClassNet, ipc.Dir()
+	return o, nil
+}
+
+// setup works out the pairs and builds the supervisor.
+func setup(o options) (*bypass.Supervisor, bypass.Setup, error) {
+	var set bypass.Setup
+	if len(o.simPairs) > 0 {
+		set.Source = "-sim-pair flags"
+		for _, spec := range o.simPairs {
+			p, err := bypass.SimPair(spec, o.simTimer, o.simUnit)
+			if err != nil {
+				return nil, set, err
+			}
+			set.Pairs = append(set.Pairs, p)
+		}
+	} else {
+		var cfg *config.Config
+		if o.config != "" {
+			c, err := config.Load(o.config)
+			if err != nil {
+				return nil, set, err
+			}
+			cfg = c
+		} else {
+			c, source, rejected := appliance.LoadConfig(appliance.EtcConfig, appliance.PermConfig)
+			for _, r := range rejected {
+				log.Print(r)
+			}
+			log.Printf("configuration: %s", source)
+			cfg = c
+		}
+		set = bypass.Build(cfg, o.profileDir, o.sysClassNet, bypass.Open)
+	}
+	j := bypass.NewJournal(o.logPath, o.logCap)
+	sup := bypass.NewSupervisor(set.Pairs, bypass.Options{
+		Policy:   bypass.Policy{HoldDown: o.holdDown, FlapWindow: o.flapWindow, MaxHoldDown: o.maxHoldDown},
+		Budget:   o.budget,
+		Prober:   bypass.NewForwarderProber(o.runDir, o.budget/3),
+		Log:      j,
+		ReadBack: o.readBack,
+		Failsafe: set.Failsafe,
+	})
+	return sup, set, nil
+}
+
+func run(o options) error {
+	sup, set, err := setup(o)
+	if err != nil {
+		return err
+	}
+	log.Printf("profile: %s; %d bypass pairs; budget %v, hold-down %v", set.Source, len(set.Pairs), o.budget, o.holdDown)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sup.Start(ctx)
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- ipc.Serve(ctx, o.runDir, "bypassd", sup.Handler()) }()
+	go sup.Run(ctx)
+	select {
+	case sig := <-sigs:
+		err := sup.Plan("stop", fmt.Sprintf("bypassd stopping on %v (shutdown, reboot, update or restart)", sig))
+		cancel()
+		return err
+	case err := <-serveErr:
+		sup.Plan("stop", "bypassd lost its socket")
+		return errors.Join(errors.New("serving the socket"), err)
+	}
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		log.Fatalf("bypassd: %v", err)
+	}
+	if err := run(o); err != nil {
+		log.Fatalf("bypassd: %v", err)
+	}
+}
