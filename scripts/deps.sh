@@ -3,7 +3,7 @@
 # QEMU with SeaBIOS and OVMF, and what the tests use. Safe to run again.
 set -euo pipefail
 pkgs=(squashfs-tools dosfstools mtools syslinux syslinux-common systemd-boot-efi
-      e2fsprogs fdisk qemu-system-x86 ovmf util-linux iproute2 ca-certificates)
+      e2fsprogs fdisk qemu-system-x86 ovmf util-linux iproute2 ca-certificates prometheus chromium fonts-dejavu-core)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -157,6 +157,23 @@ func checkBooted(t *testing.T, v *VM) *web.System {
 		}
 		time.Sleep(2 * time.Second)
 	}
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		unhealthy := ""
+		for _, d := range s.Daemons {
+			if !d.Healthy {
+				unhealthy += d.Name + ": " + d.Reason + "; "
+			}
+		}
+		if unhealthy == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("daemons not healthy: %s", unhealthy)
+			break
+		}
+		time.Sleep(2 * time.Second)
+		s = system(t, v)
+	}
 	if s.Root.FSType != "squashfs" || !s.Root.ReadOnly() {
 		t.Errorf("root is %s (%s), want read-only squashfs", s.Root.FSType, s.Root.Options)
 	}

@@ -17,7 +17,7 @@ import (
 // wdConfig makes watchdog tests quick: a 10 s hardware timeout, checks
 // every 2 s, and a grace period long enough for a software-emulated boot.
 var wdConfig = []byte(`platform = "qemu"
-services = ["watchdogd", "statusd"]
+services = ["forwarderd", "watchdogd", "statusd"]
 
 [watchdog]
 timeout = "10s"
@@ -32,10 +32,8 @@ ports = ["LAN1", "LAN2"]
 const wdTimeout = 10 * time.Second
 const wdInterval = 2 * time.Second
 
-// hungDaemon is the daemon the hang test freezes. forwarderd is the one
-// that matters in the field; until it is in the image, statusd stands in
-// (its /healthz gates the watchdog the same way).
-const hungDaemon = "statusd"
+// hungDaemon is the daemon the hang test freezes: the datapath.
+const hungDaemon = "forwarderd"
 
 func wdImage(t *testing.T) string {
 	return testImage(t, "wdtest", wdConfig, image.Program{Pkg: "github.com/ncpos/ncpos/vm/hangctl", Path: "/user/test/hangctl"})

@@ -3,44 +3,171 @@ package web
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
+	"io/fs"
 	"net/http"
-	"time"
+	"strconv"
 
+	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
 )
 
-//go:embed templates/*.html
-var templates embed.FS
+//go:embed static
+var staticFS embed.FS
 
-var pageTmpl = template.Must(template.New("").Funcs(template.FuncMap{
-	"duration": func(secs float64) string {
-		return (time.Duration(secs) * time.Second).String()
-	},
-	"bytes": humanBytes,
-}).ParseFS(templates, "templates/*.html"))
+var pageTmpl = template.Must(template.ParseFS(staticFS, "static/index.html"))
 
-// NewHandler returns statusd's HTTP handler.
+// Server is statusd's HTTP side: what it shows (Monitor), who may see and
+// control it (Auth), and how control is carried out.
+type Server struct {
+	Monitor  *Monitor
+	Auth     Auth
+	Bypass   BypassController // nil: ask bypassd on its socket
+	Rebooter Rebooter         // nil: reboot answers 503
+	Syslog   *events.Sender   // optional, for its counters in /metrics
+}
+
+// NewHandler serves c read-only with the default monitor: no password,
+// so control is refused. statusd itself builds a Server.
 func NewHandler(c *Collector) http.Handler {
+	return (&Server{Monitor: &Monitor{Collector: c}}).Handler()
+}
+
+// maxHistory is the most chart points an API answer carries per port.
+const maxHistory = 600
+
+// Handler returns the routes of API.md.
+func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	read := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.Auth.requireRead(h)) }
+	control := func(pattern string, h http.HandlerFunc) {
+		mux.Handle(pattern, sameOrigin(s.Auth.require(h)))
+	}
+
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /api/v1/system", func(w http.ResponseWriter, r *http.Request) {
-		ipc.WriteJSON(w, c.Collect(r.Context()))
+	static, _ := fs.Sub(staticFS, "static")
+	mux.Handle("GET /static/", s.Auth.requireRead(http.StripPrefix("/static/", http.FileServerFS(static))))
+	read("GET /{$}", s.handlePage)
+	read("GET /metrics", s.metricsHandler().ServeHTTP)
+	read("GET /api/v1/{$}", func(w http.ResponseWriter, r *http.Request) {
+		ipc.WriteJSON(w, map[string]any{"endpoints": apiIndex})
 	})
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		var buf bytes.Buffer
-		if err := pageTmpl.ExecuteTemplate(&buf, "status.html", c.Collect(r.Context())); err != nil {
-			http.Error(w, "rendering status page: "+err.Error(), http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Write(buf.Bytes())
+	read("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
+		ipc.WriteJSON(w, s.status(r))
 	})
+	read("GET /api/v1/system", func(w http.ResponseWriter, r *http.Request) {
+		ipc.WriteJSON(w, s.Monitor.Latest(r.Context()).System)
+	})
+	read("GET /api/v1/ports", func(w http.ResponseWriter, r *http.Request) {
+		ipc.WriteJSON(w, map[string]any{"ports": s.status(r).Ports})
+	})
+	read("GET /api/v1/segments", func(w http.ResponseWriter, r *http.Request) {
+		ipc.WriteJSON(w, map[string]any{"segments": s.Monitor.Latest(r.Context()).Segments})
+	})
+	read("GET /api/v1/watchdog", func(w http.ResponseWriter, r *http.Request) {
+		ipc.WriteJSON(w, s.Monitor.Latest(r.Context()).System.Watchdog)
+	})
+	read("GET /api/v1/host", func(w http.ResponseWriter, r *http.Request) {
+		ipc.WriteJSON(w, s.Monitor.Latest(r.Context()).Host)
+	})
+	read("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
+		ipc.WriteJSON(w, map[string]any{"events": s.events(r)})
+	})
+	read("GET /api/v1/selftest", func(w http.ResponseWriter, r *http.Request) {
+		ipc.WriteJSON(w, map[string]any{"self_test": s.Monitor.Latest(r.Context()).SelfTest})
+	})
+	control("POST /api/v1/control/bypass", s.handleBypass)
+	control("POST /api/v1/control/reboot", s.handleReboot)
 	return securityHeaders(mux)
+}
+
+// apiIndex lists the API for GET /api/v1/ (API.md has the details).
+var apiIndex = []string{
+	"GET /api/v1/status?history=N", "GET /api/v1/system", "GET /api/v1/ports?history=N",
+	"GET /api/v1/segments", "GET /api/v1/watchdog", "GET /api/v1/host", "GET /api/v1/events?limit=N",
+	"GET /api/v1/selftest", "POST /api/v1/control/bypass", "POST /api/v1/control/reboot", "GET /metrics",
+}
+
+// status is the latest snapshot with this request's view: the chart
+// history it asked for (?history=N points per port), recent events
+// (?limit=N) and the control information. The shared snapshot is never
+// modified.
+func (s *Server) status(r *http.Request) *Snapshot {
+	latest := s.Monitor.Latest(r.Context())
+	snap := *latest
+	n, _ := strconv.Atoi(r.URL.Query().Get("history"))
+	n = min(max(n, 0), maxHistory)
+	snap.Ports = make([]Port, len(latest.Ports))
+	for i, p := range latest.Ports {
+		if n == 0 {
+			p.History = nil
+		} else if len(p.History) > n {
+			p.History = p.History[len(p.History)-n:]
+		}
+		snap.Ports[i] = p
+	}
+	snap.Events = s.events(r)
+	snap.Control = s.controlInfo(&snap)
+	return &snap
+}
+
+func (s *Server) events(r *http.Request) []events.Event {
+	if s.Monitor.Events == nil {
+		return []events.Event{}
+	}
+	n, err := strconv.Atoi(r.URL.Query().Get("limit"))
+	if err != nil || n <= 0 {
+		n = 50
+	}
+	return s.Monitor.Events.Recent(n)
+}
+
+func (s *Server) controlInfo(snap *Snapshot) ControlInfo {
+	ci := ControlInfo{AuthRead: s.Auth.AuthRead, PasswordSource: s.Auth.Source, Users: Users, Bypass: "available", Reboot: "available"}
+	if s.Auth.Password == "" {
+		ci.Bypass, ci.Reboot = "no password set up", "no password set up"
+		return ci
+	}
+	if s.Bypass == nil {
+		for _, d := range snap.System.Daemons {
+			if d.Name == "bypassd" && d.State != DaemonHealthy && d.State != DaemonUnhealthy {
+				ci.Bypass = "bypassd " + d.State
+			}
+		}
+	}
+	if s.Rebooter == nil {
+		ci.Reboot = "not available here"
+	}
+	return ci
+}
+
+// handlePage serves the dashboard with the current snapshot embedded, so
+// the first paint needs no second request; app.js then polls
+// /api/v1/status.
+func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	q.Set("history", strconv.Itoa(maxHistory))
+	r.URL.RawQuery = q.Encode()
+	snap := s.status(r)
+	b, err := json.Marshal(snap) // escapes <, > and &: safe inside <script>
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	host := snap.System.Hostname
+	var buf bytes.Buffer
+	if err := pageTmpl.Execute(&buf, map[string]any{"Host": host, "Build": snap.System.BuildID, "Initial": template.JS(b)}); err != nil {
+		http.Error(w, "rendering the dashboard: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(buf.Bytes())
 }
 
 // securityHeaders keeps the page from being framed or sniffed; it embeds
@@ -49,20 +176,8 @@ func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("X-Frame-Options", "DENY")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'")
+		w.Header().Set("Referrer-Policy", "same-origin")
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
 		h.ServeHTTP(w, r)
 	})
-}
-
-func humanBytes(n uint64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := uint64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

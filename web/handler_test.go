@@ -3,85 +3,181 @@ package web
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/ncpos/ncpos/sysinfo"
+	"time"
 )
 
-func fakeRoot(t *testing.T) (root, run string) {
-	t.Helper()
-	root, run = t.TempDir(), t.TempDir()
-	files := map[string]string{
-		"proc/version":                 "Linux version 6.12.0-ncpos (ncpos@ncpos)\n",
-		"proc/cmdline":                 "console=ttyS0,115200 root=PARTUUID=2a1b3c4d-02 ro\n",
-		"proc/uptime":                  "61.5 100.0\n",
-		"proc/mounts":                  "/dev/root / squashfs ro,relatime 0 0\n/dev/vda4 /perm ext4 rw,relatime 0 0\n",
-		"proc/diskstats":               "253 0 vda 1 0 2 3 4 0 10 0 0 0 0\n",
-		"sys/class/net/eth0/address":   "52:54:00:12:34:56\n",
-		"sys/class/net/eth0/operstate": "up\n",
+func TestReadRoutes(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.traffic(3, time.Second, map[string]uint64{"LAN1": 1000}, 500)
+	for _, tc := range []struct {
+		method, path string
+		code         int
+		ctype        string
+		contains     string
+	}{
+		{"GET", "/healthz", 200, "text/plain", "ok"},
+		{"GET", "/", 200, "text/html", `"build_id":"test-build-7"`},
+		{"GET", "/static/app.js", 200, "javascript", "renderPorts"},
+		{"GET", "/static/app.css", 200, "text/css", ".badge"},
+		{"GET", "/api/v1/", 200, "application/json", "/api/v1/status"},
+		{"GET", "/api/v1/status", 200, "application/json", `"summary"`},
+		{"GET", "/api/v1/system", 200, "application/json", `"build_id": "test-build-7"`},
+		{"GET", "/api/v1/ports", 200, "application/json", `"LAN1"`},
+		{"GET", "/api/v1/segments", 200, "application/json", `"seg1"`},
+		{"GET", "/api/v1/watchdog", 200, "application/json", `"i6300ESB timer"`},
+		{"GET", "/api/v1/host", 200, "application/json", `"coretemp"`},
+		{"GET", "/api/v1/events", 200, "application/json", `"events"`},
+		{"GET", "/api/v1/selftest", 200, "application/json", `"self_test": null`},
+		{"GET", "/metrics", 200, "text/plain", "ncpos_build_info"},
+		{"POST", "/api/v1/status", http.StatusMethodNotAllowed, "", ""},
+		{"DELETE", "/", http.StatusMethodNotAllowed, "", ""},
+		{"GET", "/api/v1/control/bypass", http.StatusMethodNotAllowed, "", ""},
+		{"GET", "/nope", http.StatusNotFound, "", ""},
+		{"GET", "/static/missing.js", http.StatusNotFound, "", ""},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			r := f.do(newRequest(tc.method, tc.path, "", nil))
+			if r.Code != tc.code {
+				t.Fatalf("= %d, want %d: %.300s", r.Code, tc.code, r.Body)
+			}
+			if ct := r.Header.Get("Content-Type"); !strings.Contains(ct, tc.ctype) {
+				t.Errorf("Content-Type %q, want %q", ct, tc.ctype)
+			}
+			if !strings.Contains(r.Body, tc.contains) {
+				t.Errorf("body lacks %q:\n%.500s", tc.contains, r.Body)
+			}
+			if csp := r.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+				t.Errorf("CSP %q", csp)
+			}
+		})
 	}
-	for name, content := range files {
-		p := filepath.Join(root, name)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rec := &sysinfo.InitRecord{BuildID: "test-build-7", ManagementPort: "MGMT", Ports: map[string]string{"MGMT": "eth0"}}
-	rec.Config.Source = "/etc/ncpos/ncpos.toml"
-	if err := sysinfo.WriteInitRecord(run, rec); err != nil {
-		t.Fatal(err)
-	}
-	return root, run
 }
 
-func TestHandler(t *testing.T) {
-	root, run := fakeRoot(t)
-	h := NewHandler(&Collector{Root: root, RunDir: run})
+// TestPageEmbedsSafeJSON checks that text from people (a bypass reason)
+// cannot close the embedded script.
+func TestPageEmbedsSafeJSON(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.bypassd.set("seg1", "bypass", `</script><script>alert(1)</script>`, f.clock())
+	r := f.do(newRequest("GET", "/", "", nil))
+	if strings.Contains(r.Body, "<script>alert") {
+		t.Fatalf("reason injected into the page:\n%s", r.Body)
+	}
+	start := strings.Index(r.Body, `<script type="application/json" id="initial">`)
+	end := strings.Index(r.Body[start:], "</script>")
+	raw := r.Body[start+len(`<script type="application/json" id="initial">`) : start+end]
+	var s Snapshot
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		t.Fatalf("embedded JSON: %v\n%.300s", err, raw)
+	}
+	if s.Segments[0].Bypass.Reason != `</script><script>alert(1)</script>` {
+		t.Fatalf("reason = %q", s.Segments[0].Bypass.Reason)
+	}
+}
 
-	get := func(method, path string) *httptest.ResponseRecorder {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(method, path, nil))
-		return rec
+func TestStatusAPI(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.traffic(5, time.Second, map[string]uint64{"MGMT": 10, "LAN1": 1000, "LAN2": 1000, "LAN3": 500}, 500)
+
+	var s Snapshot
+	f.getJSON("/api/v1/status?history=3", &s)
+
+	var names []string
+	for _, p := range s.Ports {
+		names = append(names, p.Name)
+	}
+	if strings.Join(names, ",") != "MGMT,LAN1,LAN2,LAN3,LAN4" {
+		t.Fatalf("ports in order %v, want management first then as counted", names)
+	}
+	byName := map[string]Port{}
+	for _, p := range s.Ports {
+		byName[p.Name] = p
+	}
+	for _, tc := range []struct {
+		port, role, seg, link string
+		speed                 int
+		rxPPS, txPPS, rxBPS   float64
+		dropsPS               float64
+	}{
+		{"MGMT", "management", "", "up", 1000, 10, 9.9, 10 * 500 * 8, 0},
+		{"LAN1", "data", "seg1", "up", 10000, 1000, 990, 1000 * 500 * 8, 0},
+		{"LAN3", "data", "seg2", "up", 1000, 500, 495, 500 * 500 * 8, 5},
+		{"LAN4", "data", "seg2", "down", -1, 0, 0, 0, 0},
+	} {
+		p := byName[tc.port]
+		if p.Role != tc.role || p.Segment != tc.seg || p.Link != tc.link || p.Up != (tc.link == "up") || p.SpeedMbps != tc.speed {
+			t.Errorf("%s = role %q seg %q link %q speed %d, want %q %q %q %d", tc.port, p.Role, p.Segment, p.Link, p.SpeedMbps, tc.role, tc.seg, tc.link, tc.speed)
+		}
+		if p.Rates.RxPPS != tc.rxPPS || p.Rates.RxBPS != tc.rxBPS || p.Rates.DropsPS != tc.dropsPS {
+			t.Errorf("%s rates = %+v, want rx %v pps %v bit/s, drops %v/s", tc.port, p.Rates, tc.rxPPS, tc.rxBPS, tc.dropsPS)
+		}
+		if len(p.History) != 3 {
+			t.Errorf("%s history has %d points, want the 3 asked for", tc.port, len(p.History))
+		}
+	}
+	if c := byName["LAN1"].Counters; c.RxPackets != 5000 || c.RxBytes != 5000*500 {
+		t.Errorf("LAN1 counters %+v", c)
 	}
 
-	if r := get("GET", "/healthz"); r.Code != 200 || strings.TrimSpace(r.Body.String()) != "ok" {
-		t.Fatalf("/healthz = %d %q", r.Code, r.Body.String())
+	seg1, seg2 := s.Segments[0], s.Segments[1]
+	if seg1.Name != "seg1" || seg1.Bypass == nil || seg1.Bypass.State != "normal" || seg1.Forwarding == nil ||
+		seg1.Forwarding.Packets != 123456 || seg1.Forwarding.Drops != 56 || seg1.Mode != "forward" || seg1.Engine != "xdp" ||
+		len(seg1.Cores) != 1 || seg1.Cores[0] != 1 {
+		t.Errorf("seg1 = %+v (bypass %+v, forwarding %+v)", seg1, seg1.Bypass, seg1.Forwarding)
 	}
+	if seg2.Bypass == nil || seg2.Bypass.State != "bypass" || !strings.Contains(seg2.Bypass.Reason, "LAN4 link down") || seg2.Forwarding.Healthy {
+		t.Errorf("seg2 = %+v (bypass %+v)", seg2, seg2.Bypass)
+	}
+	if s.Summary.State != "bypass" || !strings.Contains(strings.Join(s.Summary.Problems, ";"), "segment seg2 in bypass") ||
+		!strings.Contains(strings.Join(s.Summary.Problems, ";"), "port LAN4 link down") {
+		t.Errorf("summary = %+v", s.Summary)
+	}
+	if len(s.Host.CPUs) != 2 || s.Host.CPUs[0].BusyPercent != 25 || s.Host.CPUs[1].BusyPercent != 5 {
+		t.Errorf("cpus = %+v, want 25%% and 5%%", s.Host.CPUs)
+	}
+	if s.Host.Memory.UsedPercent != 25 || s.Host.Load[0] != 0.42 || s.Host.BootTime.Unix() != fixtureBoot {
+		t.Errorf("host = %+v", s.Host)
+	}
+	if len(s.Host.Sensors) != 2 || s.Host.Sensors[0].Value != 47 || s.Host.Sensors[0].Crit != 100 || s.Host.Sensors[1].Unit != "RPM" {
+		t.Errorf("sensors = %+v", s.Host.Sensors)
+	}
+	p := s.System.Watchdog.Petter
+	if p == nil || p.Identity != "i6300ESB timer" || p.LastReset.Kind != "watchdog" {
+		t.Errorf("watchdog = %+v", s.System.Watchdog)
+	}
+	if s.Control.Bypass != "available" || s.Control.PasswordSource != "configuration" {
+		t.Errorf("control = %+v", s.Control)
+	}
+}
 
-	r := get("GET", "/api/v1/system")
-	if r.Code != 200 {
-		t.Fatalf("/api/v1/system = %d: %s", r.Code, r.Body.String())
+// TestDaemonsAbsent: without forwarderd and bypassd the page still works
+// and says so.
+func TestDaemonsAbsent(t *testing.T) {
+	f := newFixture(t, fixtureOpts{noDaemons: true})
+	var s Snapshot
+	f.getJSON("/api/v1/status", &s)
+	states := map[string]string{}
+	for _, d := range s.System.Daemons {
+		states[d.Name] = d.State
 	}
-	var s System
-	if err := json.Unmarshal(r.Body.Bytes(), &s); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"forwarderd", "bypassd", "watchdogd"} {
+		if states[d] != DaemonNotRunning {
+			t.Errorf("%s = %q, want %q", d, states[d], DaemonNotRunning)
+		}
 	}
-	if s.BuildID != "test-build-7" || s.Root.FSType != "squashfs" || !s.Root.ReadOnly() {
-		t.Fatalf("system = %+v", s)
+	if states["statusd"] != DaemonHealthy {
+		t.Errorf("statusd = %q", states["statusd"])
 	}
-	if s.Perm == nil || s.Perm.FSType != "ext4" {
-		t.Fatalf("perm = %+v, want ext4", s.Perm)
+	for _, seg := range s.Segments {
+		if seg.Bypass != nil || seg.BypassNote != "bypassd not running" || seg.Forwarding != nil || seg.ForwarderNote != "forwarderd not running" {
+			t.Errorf("segment %s = %+v", seg.Name, seg)
+		}
 	}
-	if len(s.Interfaces) != 1 || s.Interfaces[0].Port != "MGMT" {
-		t.Fatalf("interfaces = %+v, want eth0 as MGMT", s.Interfaces)
+	if s.Summary.State != "degraded" || s.Control.Bypass != "bypassd not running" {
+		t.Errorf("summary %+v, control %+v", s.Summary, s.Control)
 	}
-	if s.UptimeSeconds != 61.5 {
-		t.Fatalf("uptime = %v", s.UptimeSeconds)
-	}
-
-	page := get("GET", "/")
-	if page.Code != 200 || !strings.Contains(page.Body.String(), "test-build-7") || !strings.Contains(page.Body.String(), "read-only") {
-		t.Fatalf("status page = %d:\n%s", page.Code, page.Body.String())
-	}
-	if r := get("POST", "/api/v1/system"); r.Code != http.StatusMethodNotAllowed {
-		t.Fatalf("POST /api/v1/system = %d, want 405", r.Code)
-	}
-	if r := get("GET", "/nope"); r.Code != http.StatusNotFound {
-		t.Fatalf("GET /nope = %d, want 404", r.Code)
+	if s.System.Watchdog.Petter != nil || s.System.Watchdog.Error == "" {
+		t.Errorf("watchdog = %+v, want an error saying watchdogd is absent", s.System.Watchdog)
 	}
 }

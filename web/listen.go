@@ -17,8 +17,14 @@ import (
 func ServeOnInterface(ctx context.Context, ifname string, port int, h http.Handler, poll time.Duration) error {
 	servers := map[string]*http.Server{}
 	defer func() {
+		// Let answers in flight finish (a reboot request's 202 races
+		// gokrazy's SIGTERM), but not for long.
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
 		for _, s := range servers {
-			s.Close()
+			if s.Shutdown(sctx) != nil {
+				s.Close()
+			}
 		}
 	}()
 	t := time.NewTicker(poll)

@@ -1,6 +1,11 @@
-// Package web holds statusd's HTTP handlers: the status page, the JSON API
-// under /api/v1 and /healthz. It only reads: what it shows comes from
-// /proc, /sys, init's record and the daemons' unix sockets.
+// Package web is statusd: the live dashboard, the JSON API under /api/v1
+// (API.md), Prometheus /metrics merging every daemon's metrics, and
+// authenticated control (bypass override, reboot), served on the
+// management interface only. What it shows comes from /proc, /sys, init's
+// record (/run/ncpos/init.json) and the daemons' unix sockets; a Monitor
+// samples them every second, keeps short histories for the charts and
+// turns transitions into events (package events) for the dashboard and
+// remote syslog.
 package web
 
 import (
@@ -8,8 +13,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ncpos/ncpos/ipc"
@@ -26,11 +33,13 @@ type Interface struct {
 	Addresses []string `json:"addresses"`
 }
 
-// Daemon is one supervised ncpos daemon's health.
+// Daemon is one ncpos daemon's health.
 type Daemon struct {
-	Name    string `json:"name"`
-	Healthy bool   `json:"healthy"`
-	Reason  string `json:"reason,omitempty"`
+	Name       string `json:"name"`
+	Configured bool   `json:"configured"` // init starts it (init's record)
+	State      string `json:"state"`      // healthy, unhealthy, not running, not configured
+	Healthy    bool   `json:"healthy"`
+	Reason     string `json:"reason,omitempty"`
 }
 
 // WatchdogInfo tells who holds the hardware watchdog and how it is petted.
@@ -115,17 +124,7 @@ func (c *Collector) Collect(ctx context.Context) *System {
 	s.ConfigRejected = rec.Config.Rejected
 	s.Interfaces = interfaces(c.Root, rec.Ports)
 
-	for _, name := range rec.Services {
-		d := Daemon{Name: name, Healthy: true}
-		if name != "statusd" {
-			hctx, cancel := context.WithTimeout(ctx, time.Second)
-			if err := ipc.NewClient(c.RunDir, name, time.Second).Health(hctx); err != nil {
-				d.Healthy, d.Reason = false, err.Error()
-			}
-			cancel()
-		}
-		s.Daemons = append(s.Daemons, d)
-	}
+	s.Daemons = daemons(ctx, c.RunDir, rec.Services)
 
 	s.Watchdog.GokrazyPinger = rec.Watchdog.GokrazyPinger
 	s.Watchdog.ClaimedByInit = rec.Watchdog.FD >= 0 && rec.Watchdog.Error == ""
@@ -143,6 +142,46 @@ func (c *Collector) Collect(ctx context.Context) *System {
 		s.Watchdog.Petter = &st
 	}
 	return s
+}
+
+// daemons asks every known daemon's /healthz at once (a hung daemon costs
+// one timeout, not one per daemon). A daemon that is not configured but
+// answers anyway (the lab starts daemons by hand) is shown as it is.
+func daemons(ctx context.Context, runDir string, services []string) []Daemon {
+	configured := map[string]bool{}
+	names := append([]string(nil), KnownDaemons...)
+	for _, s := range services {
+		if !slices.Contains(names, s) {
+			names = append(names, s)
+		}
+		configured[s] = true
+	}
+	out := make([]Daemon, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		out[i] = Daemon{Name: name, Configured: configured[name], State: DaemonHealthy, Healthy: true}
+		if name == "statusd" {
+			continue // this is statusd: it answers, so it is healthy
+		}
+		wg.Add(1)
+		go func(d *Daemon) {
+			defer wg.Done()
+			hctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			err := ipc.NewClient(runDir, d.Name, time.Second).Health(hctx)
+			switch {
+			case err == nil:
+			case ipc.NotRunning(err) && !d.Configured:
+				d.State, d.Healthy = DaemonNotConfigured, false
+			case ipc.NotRunning(err):
+				d.State, d.Healthy, d.Reason = DaemonNotRunning, false, err.Error()
+			default:
+				d.State, d.Healthy, d.Reason = DaemonUnhealthy, false, err.Error()
+			}
+		}(&out[i])
+	}
+	wg.Wait()
+	return out
 }
 
 // interfaces lists the kernel's network interfaces with their front-panel

@@ -1,37 +1,104 @@
-// Command statusd serves the appliance's status page, JSON API and /healthz
-// on the management interface only.
+// Command statusd serves the appliance's dashboard, JSON API (/api/v1),
+// Prometheus /metrics and authenticated control (bypass override, reboot)
+// on the management interface only, and sends events to remote syslog when
+// the configuration names a target. The logic lives in package web.
+//
+// Init starts it as /user/statusd -interface=<management interface>
+// -port=<status.port>; the rest comes from the configuration in effect.
 package main
 
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/ncpos/ncpos/appliance"
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/watchdog"
 	"github.com/ncpos/ncpos/web"
 )
 
 func main() {
 	var (
-		ifname = flag.String("interface", "eth0", "management interface to serve on (only its addresses)")
-		port   = flag.Int("port", 80, "HTTP port")
+		ifname   = flag.String("interface", "eth0", "management interface to serve on (only its addresses)")
+		port     = flag.Int("port", 80, "HTTP port")
+		cfgPath  = flag.String("config", "", "configuration file (default: the one in effect on the appliance)")
+		interval = flag.Duration("interval", time.Second, "sampling interval of ports, load and daemons")
+		selfTest = flag.String("selftest", web.DefaultSelfTestFile, "latest self-test report")
 	)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if err := run(ctx, *ifname, *port, *cfgPath, *interval, *selfTest); err != nil {
+		log.Fatalf("statusd: %v", err)
+	}
+}
 
-	c := &web.Collector{Root: "/", RunDir: ipc.Dir()}
+func loadConfig(path string) (*config.Config, error) {
+	if path != "" {
+		return config.Load(path)
+	}
+	cfg, source, rejected := appliance.LoadConfig(appliance.EtcConfig, appliance.PermConfig)
+	for _, r := range rejected {
+		log.Print(r) // init records these too; the monitor turns them into events
+	}
+	log.Printf("configuration: %s", source)
+	return cfg, nil
+}
+
+func run(ctx context.Context, ifname string, port int, cfgPath string, interval time.Duration, selfTest string) error {
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		return err
+	}
+	hostname, _ := os.Hostname()
+	evlog := events.NewLog(0)
+	var sender *events.Sender
+	if cfg.Syslog.Target != "" {
+		sender, err = events.NewSender(cfg.Syslog.Target, events.Header{Hostname: hostname, AppName: "ncpos", ProcID: strconv.Itoa(os.Getpid())})
+		if err != nil {
+			return err
+		}
+		go sender.Run(ctx)
+		evlog.AddSink(sender)
+		log.Printf("events go to syslog %s", cfg.Syslog.Target)
+	}
+	pw, source, err := web.LoadPassword(cfg.Status.Password, web.GokrazyPasswordFile)
+	if err != nil {
+		log.Printf("control disabled: %v", err)
+	}
+	mon := &web.Monitor{
+		Collector: &web.Collector{Root: "/", RunDir: ipc.Dir()},
+		Config:    cfg, Events: evlog, Interval: interval, SelfTestFile: selfTest,
+	}
+	srv := &web.Server{
+		Monitor:  mon,
+		Auth:     web.Auth{Password: pw, Source: source, AuthRead: cfg.Status.AuthRead},
+		Rebooter: web.GokrazyRebooter{RunDir: ipc.Dir(), Records: watchdog.Records{Dir: watchdog.DefaultRecordDir}},
+		Syslog:   sender,
+	}
+	go mon.Run(ctx)
+
+	// statusd is healthy while its monitor keeps sampling.
+	health := func() error {
+		if age := time.Since(mon.LastStep()); age > 10*interval+5*time.Second {
+			return fmt.Errorf("monitor stalled: last sample %v ago", age.Round(time.Second))
+		}
+		return nil
+	}
 	go func() {
-		mux := ipc.Handler(func() error { return nil }, func() any { return c.Collect(ctx) }, nil)
+		mux := ipc.Handler(health, func() any { return mon.Latest(ctx) }, nil)
 		if err := ipc.Serve(ctx, ipc.Dir(), "statusd", mux); err != nil {
 			log.Printf("statusd: %v", err)
 		}
 	}()
-	if err := web.ServeOnInterface(ctx, *ifname, *port, web.NewHandler(c), 2*time.Second); err != nil {
-		log.Fatalf("statusd: %v", err)
-	}
+	return web.ServeOnInterface(ctx, ifname, port, srv.Handler(), 2*time.Second)
 }

@@ -1,0 +1,516 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ncpos/ncpos/monitoring"
+	"github.com/ncpos/ncpos/web"
+)
+
+// statusdConfig is the image of the statusd end-to-end test: bypassd (when
+// this tree has it) drives the qemu profile's simulated relays, events go
+// to a syslog collector on the host (10.0.2.2 is the host's loopback
+// through QEMU's user network), and the boot grace is long so that the
+// watchdog never resets the box during the test.
+func statusdConfig(syslogPort int, withBypassd bool) []byte {
+	services := `"watchdogd", "statusd"`
+	if withBypassd {
+		services = `"bypassd", "watchdogd", "statusd"`
+	}
+	return fmt.Appendf(nil, `platform = "qemu"
+hostname = "ncpos-e2e"
+services = [%s]
+
+[watchdog]
+boot_grace = "3600s"
+
+[[segment]]
+name = "seg1"
+ports = ["LAN1", "LAN2"]
+bypass = "pair1"
+
+[syslog]
+target = "udp://10.0.2.2:%d"
+`, services, syslogPort)
+}
+
+// bypassdInTree says whether services/bypassd exists to be built into the
+// image.
+func bypassdInTree() bool {
+	_, err := os.Stat("../services/bypassd/main.go")
+	return err == nil
+}
+
+// syslogCollector gathers the datagrams that arrive on a local UDP port.
+type syslogCollector struct {
+	pc   net.PacketConn
+	mu   sync.Mutex
+	msgs []string
+}
+
+func newSyslogCollector(t *testing.T) *syslogCollector {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &syslogCollector{pc: pc}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 8192)
+		for {
+			n, _, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			c.mu.Lock()
+			c.msgs = append(c.msgs, string(buf[:n]))
+			c.mu.Unlock()
+		}
+	}()
+	return c
+}
+
+func (c *syslogCollector) find(re *regexp.Regexp) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.msgs {
+		if re.MatchString(m) {
+			return m
+		}
+	}
+	return ""
+}
+
+func (c *syslogCollector) all() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.msgs...)
+}
+
+// prometheusServer is Debian's prometheus scraping the appliance's
+// forwarded status port every 2 s with monitoring/rules.yml (the `for:`
+// durations shortened to 2 s, so alerts fire within a test).
+type prometheusServer struct {
+	base string
+}
+
+func startPrometheus(t *testing.T, target string) *prometheusServer {
+	t.Helper()
+	bin, err := exec.LookPath("prometheus")
+	if err != nil {
+		if os.Getenv("NCPOS_REQUIRE_TOOLS") != "" {
+			t.Fatal("prometheus not found: apt-get install prometheus")
+		}
+		t.Skip("prometheus not found (apt-get install prometheus)")
+	}
+	dir := t.TempDir()
+	rules := regexp.MustCompile(`(?m)^(\s+)for: \S+$`).ReplaceAll(monitoring.Rules, []byte("${1}for: 2s"))
+	if err := os.WriteFile(filepath.Join(dir, "rules.yml"), rules, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf(`global:
+  scrape_interval: 2s
+  evaluation_interval: 2s
+rule_files: [%q]
+scrape_configs:
+  - job_name: ncpos
+    static_configs:
+      - targets: [%q]
+`, filepath.Join(dir, "rules.yml"), target)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	logFile := filepath.Join(dir, "prometheus.log")
+	lf, err := os.Create(logFile)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
+	cmd.Stdout, cmd.Stderr = lf, lf
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+		lf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logFile)
+			t.Logf("prometheus log (tail):\n%s", tail(b, 3000))
+		}
+	})
+	p := &prometheusServer{base: fmt.Sprintf("http://127.0.0.1:%d", port)}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if resp, err := http.Get(p.base + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("prometheus did not become ready")
+		}
+	}
+	return p
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// query runs an instant query and returns its samples' labels and values.
+func (p *prometheusServer) query(t *testing.T, q string) []promSample {
+	t.Helper()
+	var r struct {
+		Status string `json:"status"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Value  [2]any            `json:"value"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	p.get(t, "/api/v1/query?query="+url.QueryEscape(q), &r)
+	var out []promSample
+	for _, s := range r.Data.Result {
+		v, _ := s.Value[1].(string)
+		out = append(out, promSample{s.Metric, v})
+	}
+	return out
+}
+
+type promSample struct {
+	Labels map[string]string
+	Value  string
+}
+
+type promAlert struct {
+	Labels map[string]string `json:"labels"`
+	State  string            `json:"state"` // pending or firing
+	Value  string            `json:"value"`
+}
+
+// alerts reads Prometheus' /api/v1/alerts.
+func (p *prometheusServer) alerts(t *testing.T) []promAlert {
+	t.Helper()
+	var r struct {
+		Data struct {
+			Alerts []promAlert `json:"alerts"`
+		} `json:"data"`
+	}
+	p.get(t, "/api/v1/alerts", &r)
+	return r.Data.Alerts
+}
+
+func (p *prometheusServer) get(t *testing.T, path string, v any) {
+	t.Helper()
+	resp, err := http.Get(p.base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("prometheus %s: %s: %s", path, resp.Status, b)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("prometheus %s: %v", path, err)
+	}
+}
+
+// waitAlert waits until alert name with the given labels is in state
+// ("firing", or "" for not present at all).
+func (p *prometheusServer) waitAlert(t *testing.T, name string, labels map[string]string, state string, within time.Duration) {
+	t.Helper()
+	start := time.Now()
+	for deadline := start.Add(within); ; time.Sleep(time.Second) {
+		got := ""
+		for _, a := range p.alerts(t) {
+			match := a.Labels["alertname"] == name
+			for k, v := range labels {
+				match = match && a.Labels[k] == v
+			}
+			if match {
+				got = a.State
+			}
+		}
+		if got == state {
+			t.Logf("alert %s%v %q after %v", name, labels, state, time.Since(start).Round(time.Second))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alert %s%v is %q after %v, want %q; alerts: %+v", name, labels, got, within, state, p.alerts(t))
+		}
+	}
+}
+
+// control posts to statusd's control API through the forwarded port.
+func control(t *testing.T, v *VM, path, user, password, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", v.StatusURL()+strings.TrimPrefix(path, "/"), bytes.NewReader([]byte(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if user != "" {
+		req.SetBasicAuth(user, password)
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestStatusdEndToEnd boots the image in QEMU, has a real Prometheus
+// scrape statusd through the forwarded management port with the alerting
+// rules of monitoring/, forces bypass through the authenticated API and
+// reads the bypass alert back from Prometheus' HTTP API. It also checks
+// that events reach a syslog collector, and loads the dashboard in
+// Chromium when that is installed.
+func TestStatusdEndToEnd(t *testing.T) {
+	requireQEMU(t)
+	t.Parallel()
+	collector := newSyslogCollector(t)
+	withBypassd := bypassdInTree()
+	img := testImage(t, "statusd-e2e", statusdConfig(collector.pc.LocalAddr().(*net.UDPAddr).Port, withBypassd))
+	v, serial := boot(t, img, false)
+	prom := startPrometheus(t, strings.TrimSuffix(strings.TrimPrefix(v.StatusURL(), "http://"), "/"))
+	sys := system(t, v)
+
+	t.Run("scrape", func(t *testing.T) {
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			up := prom.query(t, `up{job="ncpos"}`)
+			info := prom.query(t, `ncpos_build_info`)
+			if len(up) == 1 && up[0].Value == "1" && len(info) == 1 {
+				if info[0].Labels["build_id"] != sys.BuildID || !strings.HasPrefix(info[0].Labels["kernel"], "6.") {
+					t.Fatalf("ncpos_build_info %v, want build %s", info[0].Labels, sys.BuildID)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("prometheus: up %+v, build info %+v", up, info)
+			}
+			time.Sleep(time.Second)
+		}
+		for _, q := range []string{`ncpos_port_receive_packets_total{port="MGMT"}`, `ncpos_daemon_up{daemon="statusd"}`,
+			`ncpos_watchdog_pets_total`, `ncpos_port_info{port="LAN1",segment="seg1",role="data"}`} {
+			deadline := time.Now().Add(time.Minute)
+			for len(prom.query(t, q)) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("prometheus has no %s", q)
+				}
+				time.Sleep(time.Second)
+			}
+		}
+		rx := prom.query(t, `ncpos_port_receive_packets_total{port="MGMT"}`)
+		t.Logf("scraped through the forwarded port: up=1, build %s, MGMT received %s packets", sys.BuildID, rx[0].Value)
+		prom.waitAlert(t, "NcposApplianceDown", nil, "", 5*time.Second)
+	})
+
+	t.Run("data ports carry no address", func(t *testing.T) {
+		var s web.Snapshot
+		getJSON(t, v.StatusURL()+"api/v1/status", &s)
+		for _, it := range s.System.Interfaces {
+			if it.Port == "" || it.Port == s.System.ManagementPort {
+				continue
+			}
+			for _, a := range it.Addresses {
+				if !strings.HasPrefix(a, "fe80:") {
+					t.Errorf("data port %s (%s) has address %s", it.Port, it.Name, a)
+				}
+			}
+		}
+		var names []string
+		for _, p := range s.Ports {
+			names = append(names, p.Name+"="+p.Link)
+		}
+		t.Logf("ports: %v; summary %s %v", names, s.Summary.State, s.Summary.Problems)
+	})
+
+	t.Run("syslog", func(t *testing.T) {
+		re := regexp.MustCompile(`^<\d+>1 \S+ ncpos-e2e ncpos \d+ (boot|watchdog) .*appliance`)
+		deadline := time.Now().Add(time.Minute)
+		for collector.find(re) == "" {
+			if time.Now().After(deadline) {
+				t.Fatalf("no boot event from the appliance at the syslog collector; got %q", collector.all())
+			}
+			time.Sleep(time.Second)
+		}
+		t.Logf("syslog: %s", collector.find(re))
+	})
+
+	t.Run("bypass alert", func(t *testing.T) {
+		if !withBypassd {
+			t.Skip("bypassd is not in this tree (services/bypassd): the image cannot force bypass")
+		}
+		// Without credentials, the API refuses.
+		if code, body := control(t, v, "/api/v1/control/bypass", "", "", `{"segment":"seg1","state":"bypass","reason":"e2e"}`); code != 401 {
+			t.Fatalf("override without credentials = %d %s, want 401", code, body)
+		}
+		// Hold the segment normal first: whatever the policy decided at
+		// boot, the alert must then be quiet.
+		code, body := control(t, v, "/api/v1/control/bypass", "gokrazy", testPassword, `{"segment":"seg1","state":"normal","reason":"e2e: hold normal"}`)
+		if code != 200 {
+			t.Fatalf("override normal = %d %s", code, body)
+		}
+		waitQuery(t, prom, `ncpos_segment_bypass_state{segment="seg1",state="normal"} == 1`, time.Minute)
+		prom.waitAlert(t, "NcposSegmentInBypass", map[string]string{"segment": "seg1"}, "", time.Minute)
+
+		forced := time.Now()
+		code, body = control(t, v, "/api/v1/control/bypass", "ncpos", testPassword, `{"segment":"seg1","state":"bypass","reason":"e2e: forced bypass","expires_in":"30m"}`)
+		if code != 200 || !strings.Contains(body, `"state": "bypass"`) {
+			t.Fatalf("override bypass = %d %s", code, body)
+		}
+		prom.waitAlert(t, "NcposSegmentInBypass", map[string]string{"segment": "seg1", "state": "bypass", "severity": "warning"}, "firing", 2*time.Minute)
+		t.Logf("bypass forced through the API -> NcposSegmentInBypass firing in Prometheus after %v", time.Since(forced).Round(time.Second))
+
+		// The transition bypassd made on the forced override, as seen by
+		// statusd's monitor (fields are sorted: override, override_by,
+		// reason, segment, state).
+		re := regexp.MustCompile(`ncpos \d+ bypass \[ncpos@32473 override="e2e: forced bypass" [^]]*segment="seg1" state="bypass"\] segment seg1 in bypass`)
+		deadline := time.Now().Add(30 * time.Second)
+		for collector.find(re) == "" {
+			if time.Now().After(deadline) {
+				t.Fatalf("no bypass event for seg1 at the syslog collector; got %q", collector.all())
+			}
+			time.Sleep(time.Second)
+		}
+		t.Logf("syslog: %s", collector.find(re))
+
+		if code, body := control(t, v, "/api/v1/control/bypass", "ncpos", testPassword, `{"segment":"seg1","state":"auto"}`); code != 200 {
+			t.Fatalf("end override = %d %s", code, body)
+		}
+	})
+
+	t.Run("dashboard in chromium", func(t *testing.T) {
+		bin, err := exec.LookPath("chromium")
+		if err != nil {
+			t.Skip("chromium not installed")
+		}
+		dir := t.TempDir()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		shot := filepath.Join(artifacts(t), "vm-dashboard.png")
+		args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+			"--hide-scrollbars", "--user-data-dir=" + dir, "--virtual-time-budget=3000"}
+		dom, err := exec.CommandContext(ctx, bin, append(args, "--dump-dom", v.StatusURL())...).Output()
+		if err != nil {
+			t.Fatalf("chromium: %v", err)
+		}
+		s := system(t, v)
+		if !strings.Contains(string(dom), `<dd id="build">`+s.BuildID+`</dd>`) || !strings.Contains(string(dom), `data-port="LAN1"`) {
+			t.Fatalf("dashboard from the VM lacks build %s or port LAN1:\n%.2000s", s.BuildID, dom)
+		}
+		if out, err := exec.CommandContext(ctx, bin, append(args, "--window-size=1280,1600", "--screenshot="+shot, v.StatusURL())...).CombinedOutput(); err != nil {
+			t.Fatalf("chromium screenshot: %v\n%s", err, out)
+		}
+		t.Logf("screenshot of the VM's dashboard: %s", shot)
+	})
+
+	// Last: the box goes away. A reboot asked through the API is recorded
+	// as planned, so the next boot does not blame the watchdog.
+	t.Run("reboot", func(t *testing.T) {
+		if code, body := control(t, v, "/api/v1/control/reboot", "ncpos", "wrong", `{"reason":"e2e"}`); code != 401 {
+			t.Fatalf("reboot with a wrong password = %d %s, want 401", code, body)
+		}
+		asked := time.Now()
+		code, body := control(t, v, "/api/v1/control/reboot", "ncpos", testPassword, `{"reason":"e2e: planned reboot"}`)
+		if code != 202 {
+			t.Fatalf("reboot = %d %s, want 202", code, body)
+		}
+		after, booted := waitReboot(t, v, asked, 3*time.Minute)
+		t.Logf("rebooted %v after the request; shutdown on the serial console:\n%s", booted.Sub(asked).Round(time.Second), shutdownLog(serial))
+		for deadline := time.Now().Add(time.Minute); after.Watchdog.Petter == nil && time.Now().Before(deadline); time.Sleep(time.Second) {
+			after = system(t, v)
+		}
+		if p := after.Watchdog.Petter; p == nil || p.LastReset.Kind != "planned reboot" {
+			t.Fatalf("after the reboot watchdogd says %+v, want last reset \"planned reboot\"", after.Watchdog)
+		}
+		re := regexp.MustCompile(`ncpos \d+ control \[ncpos@32473 action="reboot" [^]]*\] reboot requested by ncpos@\S+: e2e: planned reboot`)
+		if collector.find(re) == "" {
+			t.Fatalf("no reboot event at the syslog collector; got %q", collector.all())
+		}
+		t.Logf("last reset after the API reboot: %s", after.Watchdog.Petter.LastReset.Text)
+	})
+}
+
+// shutdownLog is the serial console from gokrazy's "sending sigterm" to
+// the next boot's kernel banner: what took the time.
+func shutdownLog(serial string) string {
+	b, _ := os.ReadFile(serial)
+	s := string(b)
+	i := strings.Index(s, "sending sigterm")
+	if i < 0 {
+		return "(no shutdown on the serial console)"
+	}
+	s = s[i:]
+	if j := strings.Index(s, bootBanner); j >= 0 {
+		s = s[:j]
+	}
+	return string(tail([]byte(s), 4000))
+}
+
+func waitQuery(t *testing.T, p *prometheusServer, q string, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); len(p.query(t, q)) == 0; time.Sleep(time.Second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("prometheus: no result for %s within %v", q, within)
+		}
+	}
+}
+
+func getJSON(t *testing.T, u string, v any) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("%s: %v", u, err)
+	}
+}
+
+// artifacts is $NCPOS_ARTIFACTS or test-artifacts/ at the module root.
+func artifacts(t *testing.T) string {
+	dir := os.Getenv("NCPOS_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("..", "test-artifacts")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(dir)
+	return abs
+}

@@ -1,0 +1,319 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+)
+
+// chromium finds Debian's chromium; the test is skipped without it unless
+// NCPOS_REQUIRE_TOOLS is set.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("NCPOS_REQUIRE_TOOLS") != "" {
+		t.Fatal("chromium not found: apt-get install chromium")
+	}
+	t.Skip("chromium not found (apt-get install chromium)")
+	return ""
+}
+
+// runChromium runs headless Chromium once with the flags that keep it off
+// the network (no updates, sync or QUIC) and in a profile of its own.
+func runChromium(t *testing.T, bin string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", "--hide-scrollbars", "--user-data-dir=" + t.TempDir()}
+	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
+	}
+	return out
+}
+
+// artifactDir is $NCPOS_ARTIFACTS, or test-artifacts/ at the module root
+// (git-ignored).
+func artifactDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("NCPOS_ARTIFACTS")
+	if dir == "" {
+		wd, _ := os.Getwd()
+		for d := wd; ; d = filepath.Dir(d) {
+			if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+				dir = filepath.Join(d, "test-artifacts")
+				break
+			}
+			if filepath.Dir(d) == d {
+				dir = filepath.Join(wd, "test-artifacts")
+				break
+			}
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// liveFixture is a fake appliance with two minutes of varying traffic,
+// a link flap, a bypass and a self-test, so that every part of the
+// dashboard has something to show.
+func liveFixture(t *testing.T) *fixture {
+	f := newFixture(t, fixtureOpts{})
+	f.write("perm/selftest.json", `{"started":"2026-11-30T11:40:00Z","finished":"2026-11-30T11:52:00Z","passed":true,
+"summary":"RFC 2544 throughput on seg1, 0.001% loss tolerance",
+"results":[{"segment":"seg1","frame_size":64,"throughput_pps":1488095,"throughput_mbps":761.9,"loss_percent":0,"latency_us":9.8},
+{"segment":"seg1","frame_size":512,"throughput_pps":234962,"throughput_mbps":962.4,"loss_percent":0,"latency_us":14.1},
+{"segment":"seg1","frame_size":1518,"throughput_pps":81274,"throughput_mbps":986.9,"loss_percent":0,"latency_us":22.5}]}`)
+	for i := 0; i < 120; i++ {
+		w := 1 + math.Sin(float64(i)/12)
+		f.traffic(1, time.Second, map[string]uint64{
+			"MGMT": 12,
+			"LAN1": uint64(40000 + 30000*w), "LAN2": uint64(38000 + 25000*w),
+			"LAN3": uint64(2000 + 1500*w),
+		}, 700)
+		switch i {
+		case 60:
+			f.setLink("eth3", "down")
+		case 64:
+			f.setLink("eth3", "up")
+		case 100:
+			f.bypassd.set("seg1", "bypass", "forwarder unhealthy: heartbeat stale for 3s", f.clock())
+		}
+	}
+	return f
+}
+
+// TestBrowserDashboard loads the dashboard in headless Chromium from a
+// statusd served on 127.0.0.1 by the test, checks that what the page shows
+// is what /api/v1/status says, and saves a screenshot.
+func TestBrowserDashboard(t *testing.T) {
+	bin := chromium(t)
+	f := liveFixture(t)
+	ts := httptest.NewServer(f.srv.Handler())
+	defer ts.Close()
+
+	var api Snapshot
+	f.getJSON("/api/v1/status", &api)
+	dom := runChromium(t, bin, "--virtual-time-budget=5000", "--dump-dom", ts.URL+"/")
+	doc, err := html.Parse(strings.NewReader(string(dom)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDashboard(t, doc, &api)
+
+	shot := filepath.Join(artifactDir(t), "dashboard.png")
+	os.Remove(shot)
+	runChromium(t, bin, "--virtual-time-budget=5000", "--window-size=1280,1600", "--screenshot="+shot, ts.URL+"/")
+	st, err := os.Stat(shot)
+	if err != nil || st.Size() < 20000 {
+		t.Fatalf("screenshot %s: %v (size %d)", shot, err, sizeOf(st))
+	}
+	t.Logf("screenshot: %s (%d bytes)", shot, st.Size())
+}
+
+func sizeOf(st os.FileInfo) int64 {
+	if st == nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// checkDashboard compares the rendered page with the API's numbers.
+func checkDashboard(t *testing.T, doc *html.Node, s *Snapshot) {
+	t.Helper()
+	text := func(n *html.Node) string {
+		var b strings.Builder
+		var walk func(*html.Node)
+		walk = func(n *html.Node) {
+			if n.Type == html.TextNode {
+				b.WriteString(n.Data)
+			}
+			for c := n.FirstChild; c != nil; c = c.NextSibling {
+				walk(c)
+			}
+		}
+		walk(n)
+		return strings.TrimSpace(b.String())
+	}
+	byID := func(id string) *html.Node {
+		return find(doc, func(n *html.Node) bool { return attr(n, "id") == id })
+	}
+	field := func(scope *html.Node, name string) *html.Node {
+		if scope == nil {
+			return nil
+		}
+		return find(scope, func(n *html.Node) bool { return attr(n, "data-field") == name })
+	}
+	expect := func(what, got, want string) {
+		t.Helper()
+		if got != want {
+			t.Errorf("%s shows %q, API says %q", what, got, want)
+		}
+	}
+
+	expect("build", text(byID("build")), s.System.BuildID)
+	expect("state", attr(byID("state"), "data-state"), s.Summary.State)
+	expect("state badge", text(byID("state")), strings.ToUpper(s.Summary.State))
+	expect("last reset", text(byID("last-reset")), s.System.Watchdog.Petter.LastReset.Text)
+	expect("data time", attr(byID("live"), "data-time"), s.Time.Format(time.RFC3339Nano))
+	if problems := text(byID("problems")); !strings.Contains(problems, "segment seg1 in bypass: forwarder unhealthy: heartbeat stale for 3s") {
+		t.Errorf("problems banner %q", problems)
+	}
+
+	for _, p := range s.Ports {
+		row := find(doc, func(n *html.Node) bool { return attr(n, "data-port") == p.Name })
+		if row == nil {
+			t.Errorf("port %s not shown", p.Name)
+			continue
+		}
+		expect(p.Name+" name", text(field(row, "name")), p.Name)
+		expect(p.Name+" link", attr(field(row, "link"), "data-value"), p.Link)
+		for _, c := range []struct {
+			name string
+			v    float64
+		}{{"rx_pps", p.Rates.RxPPS}, {"tx_pps", p.Rates.TxPPS}, {"rx_bps", p.Rates.RxBPS}, {"tx_bps", p.Rates.TxBPS}, {"drops_ps", p.Rates.DropsPS}} {
+			if got, err := strconv.ParseFloat(attr(field(row, c.name), "data-value"), 64); err != nil || got != c.v {
+				t.Errorf("%s %s shows %v (%v), API says %v", p.Name, c.name, got, err, c.v)
+			}
+		}
+		expect(p.Name+" drops total", attr(field(row, "drops_total"), "data-value"), fmt.Sprint(p.Counters.RxDropped+p.Counters.TxDropped))
+		if n := count(row, func(n *html.Node) bool { return n.Data == "polyline" }); n != 2 {
+			t.Errorf("port %s chart has %d lines, want receive and transmit", p.Name, n)
+		}
+	}
+	// The formatting people read, for one port whose rates the fixture fixes.
+	mgmt := find(doc, func(n *html.Node) bool { return attr(n, "data-port") == "MGMT" })
+	expect("MGMT rx pps text", text(field(mgmt, "rx_pps")), "12 pps")
+	expect("MGMT rx bit/s text", text(field(mgmt, "rx_bps")), "67.2 kbit/s")
+
+	for _, seg := range s.Segments {
+		card := find(doc, func(n *html.Node) bool { return attr(n, "data-segment") == seg.Name })
+		if card == nil {
+			t.Errorf("segment %s not shown", seg.Name)
+			continue
+		}
+		expect(seg.Name+" bypass state", attr(field(card, "bypass-state"), "data-value"), seg.Bypass.State)
+		expect(seg.Name+" bypass reason", text(field(card, "bypass-reason")), seg.Bypass.Reason)
+		expect(seg.Name+" ports", text(field(card, "ports")), strings.Join(seg.Ports, " ⇄ "))
+	}
+	wd := s.System.Watchdog.Petter
+	expect("watchdog device", text(field(byID("watchdog"), "wd-identity")), wd.Identity+" ("+wd.Device+")")
+	expect("watchdog time left", text(field(byID("watchdog"), "wd-timeleft")), fmt.Sprintf("%d s", wd.TimeLeftSec))
+	for _, d := range s.System.Daemons {
+		row := find(doc, func(n *html.Node) bool { return attr(n, "data-daemon") == d.Name })
+		expect(d.Name+" state", text(field(row, "state")), d.State)
+	}
+	for _, c := range s.Host.CPUs {
+		bar := find(doc, func(n *html.Node) bool { return attr(n, "data-cpu") == fmt.Sprint(c.CPU) })
+		expect(fmt.Sprintf("cpu%d", c.CPU), attr(bar, "data-value"), fmt.Sprint(c.BusyPercent))
+	}
+	rows := findAll(byID("events"), func(n *html.Node) bool { return attr(n, "data-seq") != "" })
+	if len(rows) != len(s.Events) || len(rows) == 0 {
+		t.Errorf("%d events shown, API has %d", len(rows), len(s.Events))
+	}
+	for i := 0; i < min(len(rows), len(s.Events)); i++ {
+		expect(fmt.Sprintf("event %d", i), text(field(rows[i], "message")), s.Events[i].Message)
+	}
+	expect("self-test", text(field(byID("selftest"), "selftest")), "PASSED")
+}
+
+func attr(n *html.Node, key string) string {
+	if n == nil {
+		return ""
+	}
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func find(n *html.Node, match func(*html.Node) bool) *html.Node {
+	if all := findAll(n, match); len(all) > 0 {
+		return all[0]
+	}
+	return nil
+}
+
+func findAll(n *html.Node, match func(*html.Node) bool) []*html.Node {
+	var out []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && match(n) {
+			out = append(out, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	if n != nil {
+		walk(n)
+	}
+	return out
+}
+
+func count(n *html.Node, match func(*html.Node) bool) int { return len(findAll(n, match)) }
+
+// TestBrowserLiveUpdate: the page keeps polling /api/v1/status and shows
+// newer samples than the one embedded in it.
+func TestBrowserLiveUpdate(t *testing.T) {
+	bin := chromium(t)
+	f := newFixture(t, fixtureOpts{})
+	f.traffic(2, time.Second, map[string]uint64{"LAN1": 1000}, 100)
+	h := f.srv.Handler()
+	polls := 0
+	var mu sync.Mutex
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/status" {
+			mu.Lock()
+			polls++
+			f.traffic(1, time.Second, map[string]uint64{"LAN1": uint64(1000 * (polls + 1))}, 100)
+			mu.Unlock()
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer ts.Close()
+	first := f.mon.LastStep()
+	dom := runChromium(t, bin, "--virtual-time-budget=6000", "--dump-dom", ts.URL+"/")
+	doc, err := html.Parse(strings.NewReader(string(dom)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := find(doc, func(n *html.Node) bool { return attr(n, "id") == "live" })
+	shown, err := time.Parse(time.RFC3339Nano, attr(live, "data-time"))
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil || !shown.After(first) || polls < 2 {
+		t.Fatalf("after %d polls the page shows data of %v (%v); the embedded sample was of %v", polls, shown, err, first)
+	}
+	row := find(doc, func(n *html.Node) bool { return attr(n, "data-port") == "LAN1" })
+	rx := find(row, func(n *html.Node) bool { return attr(n, "data-field") == "rx_pps" })
+	if v, _ := strconv.ParseFloat(attr(rx, "data-value"), 64); v <= 1000 {
+		t.Fatalf("LAN1 rx_pps shown %v, want the rate of a later poll (> 1000)", v)
+	}
+	t.Logf("%d polls; page shows the sample of %v (embedded: %v)", polls, shown.Format(time.TimeOnly), first.Format(time.TimeOnly))
+}

@@ -1,0 +1,271 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/ipc"
+)
+
+// MaxBodyBytes bounds a control request's body; more is refused with 413.
+const MaxBodyBytes = 64 << 10
+
+// BypassRequest is POST /api/v1/control/bypass.
+type BypassRequest struct {
+	Segment string `json:"segment"`
+	// State is "bypass", "disconnect" or "normal" to force that state, or
+	// "auto" to end a manual override and let the policy decide again.
+	State  string `json:"state"`
+	Reason string `json:"reason"` // required except for "auto"; logged
+	// ExpiresIn ends the override after this long (Go duration, e.g.
+	// "30m"); "" keeps it until "auto".
+	ExpiresIn string `json:"expires_in,omitempty"`
+}
+
+// BypassOverride is an override as statusd hands it to bypassd.
+type BypassOverride struct {
+	Segment   string
+	Pair      string // the segment's relay pair
+	State     string // bypass, disconnect, normal, or auto to end the override
+	Reason    string
+	ExpiresIn time.Duration // 0: until ended
+	By        string        // who asked: user@address
+}
+
+// BypassController carries out overrides; the default asks bypassd.
+type BypassController interface {
+	Override(ctx context.Context, o BypassOverride) (*BypassState, error)
+}
+
+// ErrNotRunning says the daemon that would carry out a request is absent.
+var ErrNotRunning = errors.New("not running")
+
+// ipcBypass asks bypassd over its unix socket (bypass/api.go):
+// POST /override {"pair","state","reason","for","by"} sets an override,
+// DELETE /override?pair=P&by=U ends it; both answer with bypassd's /status.
+type ipcBypass struct{ runDir string }
+
+func (b ipcBypass) Override(ctx context.Context, o BypassOverride) (*BypassState, error) {
+	c := ipc.NewClient(b.runDir, "bypassd", 10*time.Second)
+	var st bypassStatus
+	var err error
+	if o.State == "auto" {
+		err = c.Delete(ctx, "/override?"+url.Values{"pair": {o.Pair}, "by": {o.By}}.Encode(), &st)
+	} else {
+		req := map[string]string{"pair": o.Pair, "state": o.State, "reason": o.Reason, "by": o.By}
+		if o.ExpiresIn > 0 {
+			req["for"] = o.ExpiresIn.String()
+		}
+		err = c.Post(ctx, "/override", req, &st)
+	}
+	if ipc.NotRunning(err) {
+		return nil, fmt.Errorf("bypassd %w", ErrNotRunning)
+	}
+	if err != nil {
+		return nil, err
+	}
+	bs, ok := st.pairOf(o.Segment, o.Pair)
+	if !ok {
+		return nil, fmt.Errorf("bypassd does not report pair %s of segment %s", o.Pair, o.Segment)
+	}
+	return bs, nil
+}
+
+// RebootRequest is POST /api/v1/control/reboot.
+type RebootRequest struct {
+	Reason string `json:"reason"`
+}
+
+// decodeJSON reads a control request's body into v, answering the error
+// itself: 415 for another content type, 413 past MaxBodyBytes, 400 for
+// anything that is not one JSON object of v's fields.
+func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			apiError(w, http.StatusUnsupportedMediaType, "want Content-Type: application/json")
+			return false
+		}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("more than one JSON value")
+	}
+	if err == nil {
+		_, err = io.Copy(io.Discard, dec.Buffered())
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", MaxBodyBytes))
+		return false
+	case err != nil:
+		apiError(w, http.StatusBadRequest, "bad JSON: "+err.Error())
+		return false
+	}
+	return true
+}
+
+var overrideStates = []string{"bypass", "disconnect", "normal", "auto"}
+
+// MaxOverride is the longest expiry an override may ask for.
+const MaxOverride = 7 * 24 * time.Hour
+
+func (s *Server) handleBypass(w http.ResponseWriter, r *http.Request) {
+	var req BypassRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	req.Reason = strings.TrimSpace(req.Reason)
+	switch {
+	case !slices.Contains(overrideStates, req.State):
+		apiError(w, http.StatusBadRequest, fmt.Sprintf("state %q: want one of %s", req.State, strings.Join(overrideStates, ", ")))
+		return
+	case req.State != "auto" && req.Reason == "":
+		apiError(w, http.StatusBadRequest, "reason is required: say why, it is logged")
+		return
+	case len(req.Reason) > 256:
+		apiError(w, http.StatusBadRequest, "reason longer than 256 bytes")
+		return
+	}
+	pair, ok := s.segmentPair(req.Segment)
+	switch {
+	case !ok:
+		apiError(w, http.StatusNotFound, fmt.Sprintf("no segment %q in the configuration", req.Segment))
+		return
+	case pair == "":
+		apiError(w, http.StatusConflict, fmt.Sprintf("segment %q has no bypass relay pair", req.Segment))
+		return
+	}
+	o := BypassOverride{Segment: req.Segment, Pair: pair, State: req.State, Reason: req.Reason, By: who(r)}
+	if req.ExpiresIn != "" {
+		d, err := time.ParseDuration(req.ExpiresIn)
+		if err != nil || d <= 0 || d > MaxOverride {
+			apiError(w, http.StatusBadRequest, fmt.Sprintf("expires_in %q: want a duration such as \"30m\", at most %v", req.ExpiresIn, MaxOverride))
+			return
+		}
+		o.ExpiresIn = d
+	}
+	st, err := s.bypass().Override(r.Context(), o)
+	var se *ipc.StatusError
+	switch {
+	case errors.Is(err, ErrNotRunning):
+		apiError(w, http.StatusServiceUnavailable, "bypassd not running")
+		return
+	case errors.As(err, &se) && se.Code/100 == 4:
+		apiError(w, se.Code, "bypassd: "+se.Message)
+		return
+	case err != nil:
+		apiError(w, http.StatusBadGateway, err.Error())
+		return
+	}
+	msg := fmt.Sprintf("manual bypass override of segment %s: %s, by %s: %s", o.Segment, o.State, o.By, o.Reason)
+	if o.State == "auto" {
+		msg = fmt.Sprintf("manual bypass override of segment %s ended by %s", o.Segment, o.By)
+	}
+	if o.ExpiresIn > 0 {
+		msg += fmt.Sprintf(", for %v", o.ExpiresIn)
+	}
+	sev := events.Warning
+	if o.State == "auto" {
+		sev = events.Notice
+	}
+	s.event(sev, events.KindControl, []string{"segment", o.Segment, "state", o.State, "by", o.By}, msg)
+	ipc.WriteJSON(w, st)
+}
+
+func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
+	var req RebootRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	req.Reason = strings.TrimSpace(req.Reason)
+	if len(req.Reason) > 256 {
+		apiError(w, http.StatusBadRequest, "reason longer than 256 bytes")
+		return
+	}
+	if req.Reason == "" {
+		req.Reason = "no reason given"
+	}
+	if s.Rebooter == nil {
+		apiError(w, http.StatusServiceUnavailable, "reboot is not available here")
+		return
+	}
+	by := who(r)
+	s.event(events.Warning, events.KindControl, []string{"action", "reboot", "by", by}, fmt.Sprintf("reboot requested by %s: %s", by, req.Reason))
+	if err := s.Rebooter.Reboot(r.Context(), req.Reason); err != nil {
+		log.Printf("statusd: reboot: %v", err)
+		apiError(w, http.StatusBadGateway, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	json.NewEncoder(w).Encode(map[string]string{"status": "rebooting", "reason": req.Reason})
+}
+
+// who names the requester for the log: Basic user and remote address.
+func who(r *http.Request) string {
+	user, _, _ := r.BasicAuth()
+	if user == "" {
+		user = "?"
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return user + "@" + host
+}
+
+// segmentPair returns the bypass pair of the named segment ("" for none)
+// and whether the configuration has the segment.
+func (s *Server) segmentPair(name string) (string, bool) {
+	if s.Monitor.Config == nil {
+		return "", false
+	}
+	for _, seg := range s.Monitor.Config.Segments {
+		if seg.Name == name {
+			return seg.Bypass, true
+		}
+	}
+	return "", false
+}
+
+func (s *Server) bypass() BypassController {
+	if s.Bypass != nil {
+		return s.Bypass
+	}
+	return ipcBypass{runDir: s.Monitor.Collector.RunDir}
+}
+
+func (s *Server) event(sev events.Severity, kind string, fields []string, msg string) {
+	log.Printf("event: %s %s: %s", sev, kind, msg)
+	if s.Monitor.Events != nil {
+		e := events.Event{Time: s.Monitor.now(), Severity: sev, Kind: kind, Message: msg, Fields: map[string]string{}}
+		for i := 0; i+1 < len(fields); i += 2 {
+			e.Fields[fields[i]] = fields[i+1]
+		}
+		s.Monitor.Events.Add(e)
+	}
+}
+
+// apiError answers {"error": msg} with code.
+func apiError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}

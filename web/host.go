@@ -1,0 +1,237 @@
+package web
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// CPUTimes is one CPU's line of /proc/stat in clock ticks (USER_HZ).
+type CPUTimes struct {
+	CPU   int
+	Modes map[string]uint64 // user, nice, system, idle, iowait, irq, softirq, steal
+}
+
+// cpuModes are the columns of a cpu line of /proc/stat, in order.
+var cpuModes = []string{"user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"}
+
+// busy and total in ticks; idle and iowait count as not busy.
+func (c CPUTimes) busyTotal() (busy, total uint64) {
+	for m, v := range c.Modes {
+		total += v
+		if m != "idle" && m != "iowait" {
+			busy += v
+		}
+	}
+	return busy, total
+}
+
+// readStat reads the per-CPU lines and the boot time (btime, seconds since
+// the epoch, fixed for the boot, unlike now-minus-uptime) of /proc/stat.
+func readStat(root string) (cpus []CPUTimes, btime int64, err error) {
+	b, err := os.ReadFile(filepath.Join(root, "proc/stat"))
+	if err != nil {
+		return nil, 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 {
+			continue
+		}
+		switch {
+		case f[0] == "btime":
+			btime, _ = strconv.ParseInt(f[1], 10, 64)
+		case strings.HasPrefix(f[0], "cpu") && f[0] != "cpu":
+			n, err := strconv.Atoi(f[0][3:])
+			if err != nil {
+				continue
+			}
+			ct := CPUTimes{CPU: n, Modes: map[string]uint64{}}
+			for i, m := range cpuModes {
+				if i+1 < len(f) {
+					ct.Modes[m], _ = strconv.ParseUint(f[i+1], 10, 64)
+				}
+			}
+			cpus = append(cpus, ct)
+		}
+	}
+	return cpus, btime, sc.Err()
+}
+
+// CPULoad is how busy one CPU was between two samples.
+type CPULoad struct {
+	CPU         int     `json:"cpu"`
+	BusyPercent float64 `json:"busy_percent"`
+}
+
+// cpuLoads compares two /proc/stat samples.
+func cpuLoads(prev, cur []CPUTimes) []CPULoad {
+	before := map[int]CPUTimes{}
+	for _, c := range prev {
+		before[c.CPU] = c
+	}
+	var out []CPULoad
+	for _, c := range cur {
+		l := CPULoad{CPU: c.CPU}
+		if p, ok := before[c.CPU]; ok {
+			b1, t1 := p.busyTotal()
+			b2, t2 := c.busyTotal()
+			if t2 > t1 && b2 >= b1 {
+				l.BusyPercent = round1(100 * float64(b2-b1) / float64(t2-t1))
+			}
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// Memory is the gist of /proc/meminfo.
+type Memory struct {
+	TotalBytes     uint64  `json:"total_bytes"`
+	AvailableBytes uint64  `json:"available_bytes"`
+	UsedPercent    float64 `json:"used_percent"`
+}
+
+func readMemory(root string) (Memory, error) {
+	b, err := os.ReadFile(filepath.Join(root, "proc/meminfo"))
+	if err != nil {
+		return Memory{}, err
+	}
+	var m Memory
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseUint(f[1], 10, 64)
+		switch f[0] {
+		case "MemTotal:":
+			m.TotalBytes = kb * 1024
+		case "MemAvailable:":
+			m.AvailableBytes = kb * 1024
+		}
+	}
+	if m.TotalBytes == 0 {
+		return m, fmt.Errorf("proc/meminfo: no MemTotal")
+	}
+	m.UsedPercent = round1(100 * float64(m.TotalBytes-min(m.AvailableBytes, m.TotalBytes)) / float64(m.TotalBytes))
+	return m, nil
+}
+
+// readLoadAvg returns the 1, 5 and 15 minute load averages.
+func readLoadAvg(root string) ([3]float64, error) {
+	var l [3]float64
+	b, err := os.ReadFile(filepath.Join(root, "proc/loadavg"))
+	if err != nil {
+		return l, err
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return l, fmt.Errorf("proc/loadavg: %q", b)
+	}
+	for i := range l {
+		l[i], _ = strconv.ParseFloat(f[i], 64)
+	}
+	return l, nil
+}
+
+// Sensor is one hwmon reading: a temperature in °C or a fan in RPM.
+type Sensor struct {
+	Chip  string  `json:"chip"`  // hwmon name, e.g. "coretemp", "nct6775"
+	Label string  `json:"label"` // the driver's label, else the file's name
+	Kind  string  `json:"kind"`  // "temperature" or "fan"
+	Value float64 `json:"value"` // °C or RPM
+	Unit  string  `json:"unit"`
+	Crit  float64 `json:"crit,omitempty"` // critical temperature, when the driver knows it
+}
+
+// readHwmon reads every temp*_input and fan*_input under
+// /sys/class/hwmon: temperatures are in millidegrees Celsius there.
+func readHwmon(root string) []Sensor {
+	dirs, _ := filepath.Glob(filepath.Join(root, "sys/class/hwmon/hwmon*"))
+	sort.Slice(dirs, func(i, j int) bool { return natLess(filepath.Base(dirs[i]), filepath.Base(dirs[j])) })
+	var out []Sensor
+	for _, dir := range dirs {
+		chip := readTrim(filepath.Join(dir, "name"))
+		if chip == "" {
+			chip = filepath.Base(dir)
+		}
+		inputs, _ := filepath.Glob(filepath.Join(dir, "*_input"))
+		sort.Slice(inputs, func(i, j int) bool { return natLess(inputs[i], inputs[j]) })
+		for _, in := range inputs {
+			base := strings.TrimSuffix(filepath.Base(in), "_input")
+			var s Sensor
+			switch {
+			case strings.HasPrefix(base, "temp"):
+				s = Sensor{Kind: "temperature", Unit: "°C"}
+			case strings.HasPrefix(base, "fan"):
+				s = Sensor{Kind: "fan", Unit: "RPM"}
+			default:
+				continue
+			}
+			v, err := strconv.ParseFloat(readTrim(in), 64)
+			if err != nil {
+				continue
+			}
+			s.Chip, s.Value = chip, v
+			s.Label = readTrim(filepath.Join(dir, base+"_label"))
+			if s.Label == "" {
+				s.Label = base
+			}
+			if s.Kind == "temperature" {
+				s.Value /= 1000
+				if c, err := strconv.ParseFloat(readTrim(filepath.Join(dir, base+"_crit")), 64); err == nil {
+					s.Crit = c / 1000
+				}
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func readTrim(path string) string {
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b))
+}
+
+func round1(f float64) float64 {
+	return float64(int64(f*10+0.5)) / 10
+}
+
+// natLess orders names with numbers the way people count: LAN2 before
+// LAN10, hwmon2 before hwmon10.
+func natLess(a, b string) bool {
+	for a != "" && b != "" {
+		da, db := digitsPrefix(a), digitsPrefix(b)
+		if da != "" && db != "" {
+			na, _ := strconv.Atoi(da)
+			nb, _ := strconv.Atoi(db)
+			if na != nb {
+				return na < nb
+			}
+			a, b = a[len(da):], b[len(db):]
+			continue
+		}
+		if a[0] != b[0] {
+			return a[0] < b[0]
+		}
+		a, b = a[1:], b[1:]
+	}
+	return len(a) < len(b)
+}
+
+func digitsPrefix(s string) string {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return s[:i]
+}

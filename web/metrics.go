@@ -1,0 +1,247 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/ncpos/ncpos/ipc"
+)
+
+// metricsHandler serves /metrics: statusd's own metrics (build, ports from
+// sysfs, daemons, segments' bypass state, host) and the metrics of every
+// daemon, fetched from its socket at scrape time. prometheus.Gatherers
+// merges them and reports a name that two sources define differently.
+func (s *Server) metricsHandler() http.Handler {
+	own := prometheus.NewRegistry()
+	own.MustRegister(ownCollector{s})
+	g := prometheus.Gatherers{own}
+	for _, d := range KnownDaemons {
+		if d != "statusd" {
+			g = append(g, daemonGatherer{runDir: s.Monitor.Collector.RunDir, daemon: d})
+		}
+	}
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:      log.New(log.Writer(), "statusd: metrics: ", 0),
+	})
+}
+
+// daemonGatherer parses one daemon's /metrics. An absent daemon gives
+// nothing (ncpos_daemon_up says it is down).
+type daemonGatherer struct {
+	runDir, daemon string
+}
+
+func (d daemonGatherer) Gather() ([]*dto.MetricFamily, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	text, err := ipc.NewClient(d.runDir, d.daemon, 2*time.Second).Metrics(ctx)
+	if err != nil {
+		if ipc.NotRunning(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return parseMetrics(d.daemon, text)
+}
+
+// parseMetrics reads the text format into metric families.
+func parseMetrics(daemon string, text []byte) ([]*dto.MetricFamily, error) {
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(bytes.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("%s /metrics: %w", daemon, err)
+	}
+	out := make([]*dto.MetricFamily, 0, len(fams))
+	for _, f := range fams {
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// ownCollector turns the latest snapshot into metrics, named as
+// node_exporter names their counterparts (node_network_* becomes
+// ncpos_port_*), units in the names, labels only for things that are few
+// (ports, segments, daemons, CPUs, sensors), never per flow.
+type ownCollector struct{ s *Server }
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+var (
+	mBuildInfo     = desc("ncpos_build_info", "Build and kernel of the running image; always 1.", "build_id", "kernel", "goversion")
+	mBootTime      = desc("ncpos_boot_time_seconds", "When the appliance booted, seconds since the epoch (changes when it reboots).")
+	mDaemonUp      = desc("ncpos_daemon_up", "1 when the daemon answers on its socket.", "daemon")
+	mDaemonHealthy = desc("ncpos_daemon_healthy", "1 when the daemon's /healthz passes.", "daemon")
+	mConfigReject  = desc("ncpos_config_rejected", "Configuration files rejected at boot (the previous configuration is in force).")
+
+	mPortInfo     = desc("ncpos_port_info", "Front-panel port to interface mapping; always 1.", "port", "interface", "role", "segment")
+	mPortUp       = desc("ncpos_port_up", "1 when the port's link is up (operstate).", "port")
+	mPortSpeed    = desc("ncpos_port_speed_bytes", "Link speed in bytes per second.", "port")
+	mRxPackets    = desc("ncpos_port_receive_packets_total", "Packets the port received (kernel counter).", "port")
+	mTxPackets    = desc("ncpos_port_transmit_packets_total", "Packets the port sent (kernel counter).", "port")
+	mRxBytes      = desc("ncpos_port_receive_bytes_total", "Bytes the port received.", "port")
+	mTxBytes      = desc("ncpos_port_transmit_bytes_total", "Bytes the port sent.", "port")
+	mRxDrop       = desc("ncpos_port_receive_drop_total", "Received packets the kernel or NIC dropped.", "port")
+	mTxDrop       = desc("ncpos_port_transmit_drop_total", "Packets dropped on transmit.", "port")
+	mRxErrs       = desc("ncpos_port_receive_errs_total", "Receive errors.", "port")
+	mTxErrs       = desc("ncpos_port_transmit_errs_total", "Transmit errors.", "port")
+	mCarrier      = desc("ncpos_port_carrier_changes_total", "Link state changes (flapping).", "port")
+	mBypassState  = desc("ncpos_segment_bypass_state", "1 for the bypass relay state the segment is in (normal, bypass, disconnect).", "segment", "state")
+	mBypassManual = desc("ncpos_segment_bypass_override", "1 while a manual bypass override is in force.", "segment")
+
+	mCPUSeconds = desc("ncpos_cpu_seconds_total", "Seconds each CPU spent in each mode.", "cpu", "mode")
+	mLoad1      = desc("ncpos_load1", "1-minute load average.")
+	mLoad5      = desc("ncpos_load5", "5-minute load average.")
+	mLoad15     = desc("ncpos_load15", "15-minute load average.")
+	mMemTotal   = desc("ncpos_memory_total_bytes", "Memory in total.")
+	mMemAvail   = desc("ncpos_memory_available_bytes", "Memory available for new work.")
+	mTemp       = desc("ncpos_hwmon_temp_celsius", "Temperature from hwmon.", "chip", "sensor")
+	mTempCrit   = desc("ncpos_hwmon_temp_crit_celsius", "Critical temperature from hwmon.", "chip", "sensor")
+	mFan        = desc("ncpos_hwmon_fan_rpm", "Fan speed from hwmon.", "chip", "sensor")
+	mDiskBytes  = desc("ncpos_boot_disk_written_bytes_total", "Bytes written to the boot disk since boot (flash wear).")
+	mDiskWrites = desc("ncpos_boot_disk_writes_total", "Write requests to the boot disk since boot.")
+
+	mSelfTestPassed = desc("ncpos_selftest_passed", "1 when the latest self-test passed.")
+	mSelfTestTime   = desc("ncpos_selftest_finished_timestamp_seconds", "When the latest self-test finished.")
+	mSyslogSent     = desc("ncpos_syslog_messages_sent_total", "Events sent to remote syslog.")
+	mSyslogDropped  = desc("ncpos_syslog_messages_dropped_total", "Events that could not be sent to remote syslog.")
+)
+
+// Describe sends nothing: the collector is unchecked, its label values
+// follow the appliance's ports and sensors.
+func (ownCollector) Describe(chan<- *prometheus.Desc) {}
+
+// userHZ is the unit of /proc/stat (USER_HZ is 100 on every Linux ABI).
+const userHZ = 100
+
+func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	snap := c.s.Monitor.Latest(ctx)
+	sys := snap.System
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+
+	gauge(mBuildInfo, 1, sys.BuildID, kernelRelease(sys.Kernel), runtime.Version())
+	if !snap.Host.BootTime.IsZero() {
+		gauge(mBootTime, float64(snap.Host.BootTime.Unix()))
+	}
+	rejected := 0
+	for _, d := range sys.Daemons {
+		if !d.Configured && d.Name != "statusd" && d.State == DaemonNotConfigured {
+			continue
+		}
+		gauge(mDaemonUp, b2f(d.State == DaemonHealthy || d.State == DaemonUnhealthy), d.Name)
+		gauge(mDaemonHealthy, b2f(d.Healthy), d.Name)
+	}
+	if rec := sys.ConfigRejected; rec != nil {
+		rejected = len(rec)
+	}
+	gauge(mConfigReject, float64(rejected))
+
+	for _, p := range snap.Ports {
+		gauge(mPortInfo, 1, p.Name, p.Interface, p.Role, p.Segment)
+		gauge(mPortUp, b2f(p.Up), p.Name)
+		if p.SpeedMbps > 0 {
+			gauge(mPortSpeed, float64(p.SpeedMbps)*125000, p.Name)
+		}
+		if p.Error != "" {
+			continue
+		}
+		k := p.Counters
+		counter(mRxPackets, k.RxPackets, p.Name)
+		counter(mTxPackets, k.TxPackets, p.Name)
+		counter(mRxBytes, k.RxBytes, p.Name)
+		counter(mTxBytes, k.TxBytes, p.Name)
+		counter(mRxDrop, k.RxDropped, p.Name)
+		counter(mTxDrop, k.TxDropped, p.Name)
+		counter(mRxErrs, k.RxErrors, p.Name)
+		counter(mTxErrs, k.TxErrors, p.Name)
+		counter(mCarrier, k.CarrierChanges, p.Name)
+	}
+	for _, seg := range snap.Segments {
+		if seg.Bypass == nil {
+			continue
+		}
+		for _, st := range []string{"normal", "bypass", "disconnect"} {
+			gauge(mBypassState, b2f(seg.Bypass.State == st), seg.Name, st)
+		}
+		gauge(mBypassManual, b2f(seg.Bypass.Override != nil), seg.Name)
+	}
+
+	for _, cpu := range snap.Host.cpuTimes {
+		for mode, ticks := range cpu.Modes {
+			ch <- prometheus.MustNewConstMetric(mCPUSeconds, prometheus.CounterValue, float64(ticks)/userHZ, fmt.Sprint(cpu.CPU), mode)
+		}
+	}
+	gauge(mLoad1, snap.Host.Load[0])
+	gauge(mLoad5, snap.Host.Load[1])
+	gauge(mLoad15, snap.Host.Load[2])
+	if snap.Host.Memory.TotalBytes > 0 {
+		gauge(mMemTotal, float64(snap.Host.Memory.TotalBytes))
+		gauge(mMemAvail, float64(snap.Host.Memory.AvailableBytes))
+	}
+	seen := map[string]bool{} // hwmon labels can repeat on odd boards
+	for _, sn := range snap.Host.Sensors {
+		key := sn.Kind + "\x00" + sn.Chip + "\x00" + sn.Label
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		if sn.Kind == "fan" {
+			gauge(mFan, sn.Value, sn.Chip, sn.Label)
+			continue
+		}
+		gauge(mTemp, sn.Value, sn.Chip, sn.Label)
+		if sn.Crit > 0 {
+			gauge(mTempCrit, sn.Crit, sn.Chip, sn.Label)
+		}
+	}
+	if d := sys.BootDisk; d != nil {
+		counter(mDiskBytes, d.BytesWritten)
+		counter(mDiskWrites, d.Writes)
+	}
+	if t := snap.SelfTest; t != nil {
+		gauge(mSelfTestPassed, b2f(t.Passed))
+		gauge(mSelfTestTime, float64(t.Finished.Unix()))
+	}
+	if c.s.Syslog != nil {
+		sent, dropped := c.s.Syslog.Stats()
+		counter(mSyslogSent, sent)
+		counter(mSyslogDropped, dropped)
+	}
+}
+
+// kernelRelease is the release from /proc/version's "Linux version X …".
+func kernelRelease(v string) string {
+	f := strings.Fields(v)
+	if len(f) >= 3 && f[0] == "Linux" && f[1] == "version" {
+		return f[2]
+	}
+	return v
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

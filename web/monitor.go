@@ -1,0 +1,409 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/sysinfo"
+)
+
+// Snapshot is everything the dashboard shows at one moment; it is
+// GET /api/v1/status (see API.md).
+type Snapshot struct {
+	Time     time.Time      `json:"time"`
+	Summary  Summary        `json:"summary"`
+	System   *System        `json:"system"`
+	Host     Host           `json:"host"`
+	Ports    []Port         `json:"ports"`
+	Segments []Segment      `json:"segments"`
+	Bypass   []string       `json:"bypass_notes,omitempty"` // bypassd's failsafe or planned stop, which hold every pair
+	SelfTest *SelfTest      `json:"self_test"`
+	Events   []events.Event `json:"events"`
+	Control  ControlInfo    `json:"control"`
+	Errors   []string       `json:"errors,omitempty"`
+}
+
+// Summary is the one-word answer a remote engineer wants first.
+type Summary struct {
+	State    string   `json:"state"` // "ok", "bypass" (a segment is not forwarding) or "degraded"
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Host is the machine's load, memory and sensors.
+type Host struct {
+	BootTime time.Time  `json:"boot_time,omitzero"`
+	CPUs     []CPULoad  `json:"cpus"`
+	Load     [3]float64 `json:"load"`
+	Memory   Memory     `json:"memory"`
+	Sensors  []Sensor   `json:"sensors"`
+
+	cpuTimes []CPUTimes // raw, for ncpos_cpu_seconds_total
+}
+
+// Monitor samples the appliance every Interval: port counters (rates and
+// the live charts' history), CPU load, daemons, bypass and forwarding
+// state. Comparing samples it notices transitions and logs them as events.
+// Handlers read its latest snapshot, so a page load costs no extra work
+// and every client sees the same numbers.
+type Monitor struct {
+	Collector    *Collector
+	Config       *config.Config // effective configuration: segments, forwarder
+	Events       *events.Log
+	SelfTestFile string        // default DefaultSelfTestFile
+	Interval     time.Duration // default 1 s
+	HistoryLen   int           // chart points per port, default 120
+	Now          func() time.Time
+
+	stepMu sync.Mutex   // one Step at a time
+	st     monitorState // guarded by stepMu
+	mu     sync.Mutex   // guards last and lastAt
+	last   *Snapshot
+	lastAt time.Time
+}
+
+// monitorState is what a Step remembers for the next one.
+type monitorState struct {
+	started   bool
+	ports     map[string]*portState
+	cpu       []CPUTimes
+	bypass    map[string]string // segment -> state
+	daemons   map[string]string // daemon -> state
+	resetSeen bool
+	selfTest  time.Time // Finished of the last reported self-test
+}
+
+type portState struct {
+	counters  PortCounters
+	at        time.Time
+	link      string
+	linkSince time.Time
+	hist      *history
+	rates     PortRates
+}
+
+func (m *Monitor) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+func (m *Monitor) interval() time.Duration {
+	if m.Interval > 0 {
+		return m.Interval
+	}
+	return time.Second
+}
+
+// Run steps every Interval until ctx is done.
+func (m *Monitor) Run(ctx context.Context) {
+	t := time.NewTicker(m.interval())
+	defer t.Stop()
+	for {
+		m.Step(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Latest returns the latest snapshot, stepping first when there is none
+// or it is older than the interval (without Run, e.g. in tests). Requests
+// that arrive together share one step, and a client that hangs up does
+// not leave a snapshot of failed reads behind.
+func (m *Monitor) Latest(ctx context.Context) *Snapshot {
+	if s := m.fresh(); s != nil {
+		return s
+	}
+	m.stepMu.Lock()
+	defer m.stepMu.Unlock()
+	if s := m.fresh(); s != nil {
+		return s
+	}
+	return m.step(context.WithoutCancel(ctx))
+}
+
+func (m *Monitor) fresh() *Snapshot {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last == nil || m.now().Sub(m.lastAt) >= m.interval() {
+		return nil
+	}
+	return m.last
+}
+
+// LastStep is when the latest snapshot was taken (zero before the first).
+func (m *Monitor) LastStep() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastAt
+}
+
+// Step samples everything once and returns the new snapshot.
+func (m *Monitor) Step(ctx context.Context) *Snapshot {
+	m.stepMu.Lock()
+	defer m.stepMu.Unlock()
+	return m.step(ctx)
+}
+
+// step does Step's work under stepMu. The daemons are asked at the same
+// time, so a hung one costs one timeout per step, not one per question.
+func (m *Monitor) step(ctx context.Context) *Snapshot {
+	now := m.now()
+	c := m.Collector
+	var (
+		sys              *System
+		fwd              forwarderStatus
+		byp              bypassStatus
+		fwdDown, bypDown bool
+		fwdErr, bypErr   error
+		wg               sync.WaitGroup
+	)
+	wg.Add(3)
+	go func() { defer wg.Done(); sys = c.Collect(ctx) }()
+	go func() { defer wg.Done(); fwdDown, fwdErr = daemonStatus(ctx, c.RunDir, "forwarderd", &fwd) }()
+	go func() { defer wg.Done(); bypDown, bypErr = daemonStatus(ctx, c.RunDir, "bypassd", &byp) }()
+	wg.Wait()
+	rec, err := sysinfo.ReadInitRecord(c.RunDir)
+	if err != nil {
+		rec = &sysinfo.InitRecord{}
+	}
+	snap := &Snapshot{Time: now.UTC(), System: sys}
+	cfg := m.Config
+	if cfg == nil {
+		cfg = &config.Config{}
+	}
+
+	// st is only touched here, under stepMu.
+	first := !m.st.started
+	if first {
+		m.st = monitorState{started: true, ports: map[string]*portState{}, bypass: map[string]string{}, daemons: map[string]string{}}
+		m.startEvents(rec)
+	}
+	st := &m.st
+
+	snap.Ports = m.samplePorts(now, rec, cfg, first)
+	snap.Host, snap.Errors = m.sampleHost(sys)
+	snap.Segments = segments(cfg, fwd, daemonNote("forwarderd", fwdErr, fwdDown, rec.Services),
+		byp, daemonNote("bypassd", bypErr, bypDown, rec.Services))
+	if bypErr == nil {
+		if byp.Failsafe != "" {
+			snap.Bypass = append(snap.Bypass, "failsafe, every pair held in bypass: "+byp.Failsafe)
+		}
+		if p := byp.Planned; p != nil {
+			snap.Bypass = append(snap.Bypass, fmt.Sprintf("planned %s, every pair held in bypass: %s", p.Kind, p.Reason))
+		}
+	}
+	m.bypassEvents(snap.Segments)
+	m.daemonEvents(sys.Daemons, first)
+	m.resetEvent(sys)
+	if t, err := readSelfTest(m.selfTestFile()); err != nil {
+		snap.Errors = append(snap.Errors, err.Error())
+	} else if t != nil {
+		snap.SelfTest = t
+		if !t.Finished.Equal(st.selfTest) {
+			st.selfTest = t.Finished
+			sev, verdict := events.Notice, "passed"
+			if !t.Passed {
+				sev, verdict = events.Warning, "FAILED"
+			}
+			m.event(sev, events.KindSelfTest, []string{"result", verdict}, "self-test %s: %s", verdict, t.Summary)
+		}
+	}
+	snap.Summary = summarize(snap, rec)
+
+	m.mu.Lock()
+	m.last, m.lastAt = snap, now
+	m.mu.Unlock()
+	return snap
+}
+
+func (m *Monitor) selfTestFile() string {
+	if m.SelfTestFile != "" {
+		return m.SelfTestFile
+	}
+	return DefaultSelfTestFile
+}
+
+func (m *Monitor) event(sev events.Severity, kind string, fields []string, format string, args ...any) {
+	if m.Events == nil {
+		return
+	}
+	e := events.Event{Time: m.now(), Severity: sev, Kind: kind, Message: fmt.Sprintf(format, args...), Fields: map[string]string{}}
+	for i := 0; i+1 < len(fields); i += 2 {
+		e.Fields[fields[i]] = fields[i+1]
+	}
+	e = m.Events.Add(e)
+	log.Printf("event: %s %s: %s", e.Severity, e.Kind, e.Message)
+}
+
+// startEvents reports, once per statusd start, what init recorded: a
+// rejected configuration is an event a remote engineer must hear about.
+func (m *Monitor) startEvents(rec *sysinfo.InitRecord) {
+	for _, r := range rec.Config.Rejected {
+		m.event(events.Error, events.KindConfig, []string{"source", rec.Config.Source}, "configuration rejected: %s", r)
+	}
+}
+
+// resetEvent reports why the box last started, once watchdogd says so. A
+// watchdog reset is critical: the box rebooted itself.
+func (m *Monitor) resetEvent(sys *System) {
+	p := sys.Watchdog.Petter
+	if m.st.resetSeen || p == nil || p.LastReset.Kind == "" {
+		return
+	}
+	m.st.resetSeen = true
+	if p.LastReset.Kind == "watchdog" {
+		m.event(events.Critical, events.KindWatchdog, []string{"kind", p.LastReset.Kind},
+			"appliance was reset by the hardware watchdog: %s", p.LastReset.Detail)
+		return
+	}
+	m.event(events.Info, events.KindBoot, []string{"kind", p.LastReset.Kind}, "appliance started, last reset: %s", p.LastReset.Text)
+}
+
+// portNames lists the front-panel ports to show: init's mapping, or every
+// interface but lo under its kernel name when init could not map any.
+func portNames(root string, rec *sysinfo.InitRecord) map[string]string {
+	if len(rec.Ports) > 0 {
+		return rec.Ports
+	}
+	out := map[string]string{}
+	ents, _ := filepath.Glob(filepath.Join(root, "sys/class/net/*"))
+	for _, e := range ents {
+		if n := filepath.Base(e); n != "lo" {
+			out[n] = n
+		}
+	}
+	return out
+}
+
+func (m *Monitor) samplePorts(now time.Time, rec *sysinfo.InitRecord, cfg *config.Config, first bool) []Port {
+	root := m.Collector.Root
+	names := portNames(root, rec)
+	segOf := map[string]string{}
+	for _, s := range cfg.Segments {
+		for _, p := range s.Ports {
+			segOf[p] = s.Name
+		}
+	}
+	histLen := m.HistoryLen
+	if histLen <= 0 {
+		histLen = 120
+	}
+	var out []Port
+	for name, ifname := range names {
+		p := Port{Name: name, Interface: ifname, Segment: segOf[name], Role: "unused"}
+		switch {
+		case name == rec.ManagementPort:
+			p.Role = "management"
+		case p.Segment != "":
+			p.Role = "data"
+		}
+		p.MAC = readTrim(filepath.Join(root, "sys/class/net", ifname, "address"))
+		p.Link, p.SpeedMbps, p.Duplex = readLink(root, ifname)
+		p.Up = p.Link == "up"
+		cur, err := readPortCounters(root, ifname)
+		if err != nil {
+			p.Error = err.Error()
+		}
+		ps := m.st.ports[name]
+		if ps == nil {
+			ps = &portState{hist: newHistory(histLen), link: p.Link}
+			m.st.ports[name] = ps
+		} else {
+			if err == nil && !ps.at.IsZero() {
+				ps.rates = rates(ps.counters, cur, now.Sub(ps.at))
+				ps.hist.add(RatePoint{T: now.UnixMilli(), PortRates: ps.rates})
+			}
+			if p.Link != ps.link {
+				m.linkEvent(p, ps.link)
+				ps.link, ps.linkSince = p.Link, now.UTC()
+			}
+		}
+		if err == nil {
+			ps.counters, ps.at = cur, now
+		}
+		p.Counters, p.Rates, p.LinkSince = ps.counters, ps.rates, ps.linkSince
+		p.History = ps.hist.points(0)
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return portLess(out[i], out[j]) })
+	return out
+}
+
+// portLess puts the management port first, then the others as the front
+// panel counts them.
+func portLess(a, b Port) bool {
+	if (a.Role == "management") != (b.Role == "management") {
+		return a.Role == "management"
+	}
+	return natLess(a.Name, b.Name)
+}
+
+func (m *Monitor) linkEvent(p Port, was string) {
+	sev := events.Notice
+	if p.Link != "up" && p.Role != "unused" {
+		sev = events.Warning
+	}
+	fields := []string{"port", p.Name, "interface", p.Interface, "link", p.Link}
+	if p.Segment != "" {
+		fields = append(fields, "segment", p.Segment)
+	}
+	m.event(sev, events.KindLink, fields, "port %s (%s) link %s (was %s)", p.Name, p.Interface, p.Link, was)
+}
+
+func (m *Monitor) sampleHost(sys *System) (Host, []string) {
+	root := m.Collector.Root
+	var h Host
+	var errs []string
+	cpus, btime, err := readStat(root)
+	if err != nil {
+		errs = append(errs, "cpu load: "+err.Error())
+	} else {
+		h.CPUs = cpuLoads(m.st.cpu, cpus)
+		h.cpuTimes = cpus
+		m.st.cpu = cpus
+		if btime > 0 {
+			h.BootTime = time.Unix(btime, 0).UTC()
+		}
+	}
+	if h.Load, err = readLoadAvg(root); err != nil {
+		errs = append(errs, "load average: "+err.Error())
+	}
+	if h.Memory, err = readMemory(root); err != nil {
+		errs = append(errs, "memory: "+err.Error())
+	}
+	h.Sensors = readHwmon(root)
+	if h.Sensors == nil {
+		h.Sensors = []Sensor{}
+	}
+	return h, errs
+}
+
+func (m *Monitor) daemonEvents(ds []Daemon, first bool) {
+	for _, d := range ds {
+		was, seen := m.st.daemons[d.Name]
+		m.st.daemons[d.Name] = d.State
+		if first || !seen || was == d.State || !d.Configured {
+			continue
+		}
+		sev := events.Warning
+		if d.State == DaemonHealthy {
+			sev = events.Notice
+		}
+		msg := fmt.Sprintf("%s %s (was %s)", d.Name, d.State, was)
+		if d.Reason != "" {
+			msg += ": " + d.Reason
+		}
+		m.event(sev, events.KindDaemon, []string{"daemon", d.Name, "state", d.State}, "%s", msg)
+	}
+}

@@ -1,0 +1,131 @@
+package web
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/events"
+)
+
+// Segment is one segment: configuration, forwarding and bypass state.
+type Segment struct {
+	Name            string             `json:"name"`
+	Ports           []string           `json:"ports"`
+	Mode            string             `json:"mode"`
+	Engine          string             `json:"engine"`
+	Cores           []int              `json:"cores"`            // forwarding CPUs (forwarderd); empty when unknown
+	CoresConfigured int                `json:"cores_configured"` // forwarder.cores, 0 = all but one
+	BypassPair      string             `json:"bypass_pair,omitempty"`
+	Bypass          *BypassState       `json:"bypass"` // nil when unknown, see BypassNote
+	BypassNote      string             `json:"bypass_note,omitempty"`
+	Forwarding      *SegmentForwarding `json:"forwarding"` // nil when forwarderd does not report, see ForwarderNote
+	ForwarderNote   string             `json:"forwarder_note,omitempty"`
+}
+
+// SegmentForwarding is what forwarderd says about a segment.
+type SegmentForwarding struct {
+	Healthy   bool   `json:"healthy"`
+	Problem   string `json:"problem,omitempty"`
+	Packets   uint64 `json:"packets"`   // entered, both directions
+	Forwarded uint64 `json:"forwarded"` // left, both directions
+	Drops     uint64 `json:"drops"`
+	Malformed uint64 `json:"malformed"`
+}
+
+// daemonNote says why a daemon's /status is missing: "" when it answered,
+// "not running" when init starts it, "not configured" when init does not.
+func daemonNote(daemon string, err error, down bool, services []string) string {
+	switch {
+	case err == nil:
+		return ""
+	case down && slices.Contains(services, daemon):
+		return daemon + " not running"
+	case down:
+		return daemon + " not configured"
+	}
+	return daemon + ": " + err.Error()
+}
+
+// segments joins the configuration with what forwarderd and bypassd say
+// (fwdNote and bypNote: why they said nothing, see daemonNote).
+func segments(cfg *config.Config, fwd forwarderStatus, fwdNote string, byp bypassStatus, bypNote string) []Segment {
+	out := []Segment{}
+	for _, cs := range cfg.Segments {
+		s := Segment{
+			Name: cs.Name, Ports: append([]string{}, cs.Ports...),
+			Mode: cfg.Forwarder.Mode, Engine: cfg.Forwarder.Engine,
+			Cores: []int{}, CoresConfigured: cfg.Forwarder.Cores, BypassPair: cs.Bypass,
+		}
+		if s.ForwarderNote = fwdNote; fwdNote == "" {
+			s.Mode, s.Engine = fwd.Mode, fwd.Engine
+			s.Cores = append(s.Cores, fwd.Cores.Forwarding...)
+			s.ForwarderNote = "forwarderd does not report this segment"
+			for _, fs := range fwd.Segments {
+				if fs.Name == cs.Name {
+					f := &SegmentForwarding{Healthy: fs.Healthy, Problem: fs.Problem, Packets: fs.Packets, Forwarded: fs.Forwarded, Malformed: fs.Malformed}
+					for _, n := range fs.Drops {
+						f.Drops += n
+					}
+					s.Forwarding, s.ForwarderNote = f, ""
+				}
+			}
+		}
+		switch {
+		case cs.Bypass == "":
+			s.BypassNote = "no bypass relay"
+		case bypNote != "":
+			s.BypassNote = bypNote
+		default:
+			if b, ok := byp.pairOf(cs.Name, cs.Bypass); ok {
+				s.Bypass = b
+			} else {
+				s.BypassNote = "bypassd does not report this segment"
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (m *Monitor) bypassEvents(segs []Segment) {
+	for _, s := range segs {
+		if s.Bypass == nil {
+			continue
+		}
+		b := s.Bypass
+		was, seen := m.st.bypass[s.Name]
+		m.st.bypass[s.Name] = b.State
+		if was == b.State || (!seen && b.State == "normal") {
+			continue
+		}
+		sev := events.Warning
+		if b.State == "normal" {
+			sev = events.Notice
+		}
+		fields := []string{"segment", s.Name, "state", b.State, "reason", b.Reason}
+		msg := fmt.Sprintf("segment %s %s", s.Name, stateText(b.State))
+		if b.Reason != "" {
+			msg += ": " + b.Reason
+		}
+		if o := b.Override; o != nil {
+			fields = append(fields, "override", o.Reason, "override_by", o.By)
+		}
+		if seen {
+			msg += " (was " + was + ")"
+		}
+		m.event(sev, events.KindBypass, fields, "%s", msg)
+	}
+}
+
+func stateText(state string) string {
+	switch state {
+	case "bypass":
+		return "in bypass"
+	case "disconnect":
+		return "disconnected"
+	case "normal":
+		return "forwarding normally"
+	}
+	return state
+}

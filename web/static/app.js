@@ -1,0 +1,324 @@
+// ncpos dashboard: renders the snapshot embedded in the page, then polls
+// /api/v1/status every second. No libraries, nothing from the internet;
+// every value is put into the page as text (never as HTML), because
+// reasons and event messages come from people.
+'use strict';
+
+const POLL_MS = 1000;
+const CHART_POINTS = 120;
+const hist = {}; // port name -> [{t, rx_bps, tx_bps, …}]
+let last = null;
+let lastOK = 0;
+
+function h(tag, attrs, ...kids) {
+  const svg = ['svg', 'polyline', 'text', 'line'].includes(tag);
+  const e = svg ? document.createElementNS('http://www.w3.org/2000/svg', tag) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === 'class') e.setAttribute('class', v);
+    else e.setAttribute(k, v);
+  }
+  for (const k of kids.flat()) {
+    if (k === undefined || k === null) continue;
+    e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+  }
+  return e;
+}
+const $ = (id) => document.getElementById(id);
+
+function si(v, unit) {
+  if (v === undefined || v === null || isNaN(v)) return '—';
+  const steps = [[1e9, 'G'], [1e6, 'M'], [1e3, 'k']];
+  for (const [d, p] of steps) {
+    if (Math.abs(v) >= d) return (v / d).toFixed(v / d >= 100 ? 0 : v / d >= 10 ? 1 : 2) + ' ' + p + unit;
+  }
+  return (Number.isInteger(v) ? v : v.toFixed(v >= 10 ? 0 : 1)) + ' ' + unit;
+}
+const pps = (v) => si(v, 'pps');
+const bits = (v) => si(v, 'bit/s');
+function bytes(n) {
+  const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+  return (i ? n.toFixed(1) : n) + ' ' + u[i];
+}
+function dur(s) {
+  s = Math.max(0, Math.floor(s));
+  const d = Math.floor(s / 86400), hh = Math.floor(s % 86400 / 3600), m = Math.floor(s % 3600 / 60), ss = s % 60;
+  if (d) return `${d}d ${hh}h ${m}m`;
+  if (hh) return `${hh}h ${m}m`;
+  if (m) return `${m}m ${ss}s`;
+  return `${ss}s`;
+}
+function utc(t) {
+  if (!t || t.startsWith('0001')) return '';
+  return t.replace('T', ' ').replace(/\.\d+/, '').replace('Z', '');
+}
+function ago(t, now) {
+  if (!t || t.startsWith('0001')) return '';
+  return dur((Date.parse(now) - Date.parse(t)) / 1000) + ' ago';
+}
+function num(v, text, field) {
+  return h('td', { class: 'num', 'data-field': field, 'data-value': v }, text);
+}
+
+function mergeHistory(ports) {
+  for (const p of ports) {
+    const have = hist[p.name] || (hist[p.name] = []);
+    const lastT = have.length ? have[have.length - 1].t : 0;
+    for (const pt of p.history || []) if (pt.t > lastT) have.push(pt);
+    if (have.length > CHART_POINTS) have.splice(0, have.length - CHART_POINTS);
+  }
+}
+
+function chart(points) {
+  const W = 240, H = 44, pad = 2;
+  const svg = h('svg', { class: 'chart', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img' });
+  if (!points.length) {
+    svg.append(h('text', { x: 6, y: 26 }, 'collecting…'));
+    return svg;
+  }
+  const top = Math.max(...points.map((p) => Math.max(p.rx_bps, p.tx_bps)));
+  const max = Math.max(1, top);
+  const x = (i) => W - pad - (points.length - 1 - i) * ((W - 2 * pad) / (CHART_POINTS - 1));
+  const y = (v) => H - pad - (v / max) * (H - 2 * pad - 10);
+  // receive as a filled area, transmit as a line on top: both stay
+  // visible when a segment passes everything it receives.
+  const rx = points.map((p, i) => `${x(i).toFixed(1)},${y(p.rx_bps).toFixed(1)}`);
+  rx.push(`${x(points.length - 1).toFixed(1)},${H - pad}`, `${x(0).toFixed(1)},${H - pad}`);
+  svg.append(h('polyline', { class: 'rx', points: rx.join(' ') }));
+  svg.append(h('polyline', { class: 'tx', points: points.map((p, i) => `${x(i).toFixed(1)},${y(p.tx_bps).toFixed(1)}`).join(' ') }));
+  svg.append(h('text', { x: 4, y: 9 }, top > 0 ? 'max ' + bits(top) : 'no traffic'));
+  svg.setAttribute('aria-label', 'bit rate, max ' + bits(max));
+  return svg;
+}
+
+function renderHeader(s) {
+  const sys = s.system;
+  const st = $('state');
+  st.textContent = { ok: 'OK', bypass: 'BYPASS', degraded: 'DEGRADED' }[s.summary.state] || s.summary.state;
+  st.className = 'badge ' + s.summary.state;
+  st.dataset.state = s.summary.state;
+  $('hostname').textContent = sys.hostname;
+  $('build').textContent = sys.build_id;
+  $('kernel').textContent = (sys.kernel.split(' ')[2] || sys.kernel);
+  $('uptime').textContent = dur(sys.uptime_seconds);
+  const p = sys.watchdog.petter;
+  $('last-reset').textContent = p && p.last_reset ? p.last_reset.text : 'unknown (watchdogd not reporting)';
+  const ul = $('problems');
+  ul.replaceChildren(...(s.summary.problems || []).map((t) => h('li', {}, t)));
+  ul.hidden = !(s.summary.problems || []).length;
+  document.title = `ncpos ${sys.hostname} — ${st.textContent}`;
+}
+
+function renderSegments(s) {
+  const cards = (s.segments || []).map((g) => {
+    const b = g.bypass;
+    const state = b ? b.state : 'unknown';
+    const dl = h('dl', {});
+    const row = (k, v, field) => dl.append(h('dt', {}, k), h('dd', { 'data-field': field }, v));
+    row('Ports', g.ports.join(' ⇄ '), 'ports');
+    row('Mode / engine', `${g.mode} / ${g.engine}`, 'mode');
+    row('Cores', g.cores && g.cores.length ? 'CPU ' + g.cores.join(', ') : (g.cores_configured ? g.cores_configured + ' configured' : 'all but one (configured)'), 'cores');
+    if (b) {
+      row('Bypass reason', b.reason || '—', 'bypass-reason');
+      row('Since', b.since ? `${utc(b.since)} (${ago(b.since, s.time)})` : '—', 'bypass-since');
+      if (b.override) row('Override', `${b.override.state} by ${b.override.by || '?'}: ${b.override.reason}` + (b.override.expires ? `, until ${utc(b.override.expires)} UTC` : ''), 'override');
+      if (b.desired && b.desired !== b.state) row('Wanted', b.desired, 'desired');
+      if (b.problem) row('Relay problem', h('span', { class: 'bad' }, b.problem), 'relay-problem');
+    } else {
+      row('Bypass', g.bypass_note || 'unknown', 'bypass-note');
+    }
+    const f = g.forwarding;
+    if (f) {
+      row('Forwarder', f.healthy ? h('span', { class: 'good' }, 'healthy') : h('span', { class: 'bad' }, f.problem || 'unhealthy'), 'forwarder');
+      row('Frames in / out', `${f.packets.toLocaleString()} / ${f.forwarded.toLocaleString()}`, 'frames');
+      row('Drops / malformed', `${f.drops.toLocaleString()} / ${f.malformed.toLocaleString()}`, 'drops');
+    } else {
+      row('Forwarder', h('span', { class: 'muted' }, g.forwarder_note || 'unknown'), 'forwarder');
+    }
+    const stText = { normal: 'forwarding', bypass: 'BYPASS', disconnect: 'DISCONNECTED', unknown: 'bypass state unknown' }[state] || state;
+    return h('div', { class: 'card ' + state, 'data-segment': g.name },
+      h('h3', {}, h('span', {}, g.name, g.bypass_pair ? h('small', { class: 'muted' }, ` relay ${g.bypass_pair}`) : ''),
+        h('span', { class: 'state ' + (state === 'normal' ? 'good' : state === 'unknown' ? 'muted' : 'warn'), 'data-field': 'bypass-state', 'data-value': state }, stText)),
+      dl);
+  });
+  $('segments').replaceChildren(...(cards.length ? cards : [h('p', { class: 'muted' }, 'No segments configured.')]));
+}
+
+function renderPorts(s) {
+  const rows = s.ports.map((p) => {
+    const r = p.rates, c = p.counters;
+    const link = h('td', { 'data-field': 'link', 'data-value': p.link },
+      h('span', { class: 'dot ' + (p.up ? 'up' : 'down') }), p.link,
+      p.speed_mbps > 0 ? ` · ${p.speed_mbps >= 1000 ? p.speed_mbps / 1000 + ' Gbit/s' : p.speed_mbps + ' Mbit/s'}` : '',
+      p.duplex && p.duplex !== 'full' ? ` ${p.duplex}` : '');
+    if (p.link_since) link.title = 'since ' + utc(p.link_since);
+    return h('tr', { 'data-port': p.name },
+      h('td', {}, h('b', { 'data-field': 'name' }, p.name), h('br'), h('small', { class: 'muted' }, `${p.interface} ${p.mac}`)),
+      h('td', { 'data-field': 'role' }, p.role === 'data' ? `${p.segment}` : p.role),
+      link,
+      num(r.rx_pps, pps(r.rx_pps), 'rx_pps'), num(r.tx_pps, pps(r.tx_pps), 'tx_pps'),
+      num(r.rx_bps, bits(r.rx_bps), 'rx_bps'), num(r.tx_bps, bits(r.tx_bps), 'tx_bps'),
+      h('td', { class: 'num' + (r.drops_ps > 0 ? ' bad' : ''), 'data-field': 'drops_ps', 'data-value': r.drops_ps }, si(r.drops_ps, '/s')),
+      num(c.rx_dropped + c.tx_dropped, (c.rx_dropped + c.tx_dropped).toLocaleString(), 'drops_total'),
+      num(c.rx_errors + c.tx_errors, (c.rx_errors + c.tx_errors).toLocaleString(), 'errors_total'),
+      h('td', {}, chart(hist[p.name] || [])));
+  });
+  $('ports').tBodies[0].replaceChildren(...rows);
+}
+
+function kv(table, rows) {
+  table.replaceChildren(...rows.filter(Boolean).map(([k, v, field, cls]) =>
+    h('tr', {}, h('th', {}, k), h('td', { 'data-field': field, class: cls }, v))));
+}
+
+function renderWatchdog(s) {
+  const w = s.system.watchdog, p = w.petter;
+  const holders = (w.holders || []).map((x) => `${x.name} (pid ${x.pid})`).join(', ') || 'nobody';
+  if (!p) {
+    kv($('watchdog'), [['watchdogd', w.error || 'not reporting', 'wd-error', 'bad'], ['Held by', holders, 'wd-holders']]);
+    return;
+  }
+  const left = p.time_left_seconds >= 0 ? `${p.time_left_seconds} s` : 'driver cannot tell';
+  kv($('watchdog'), [
+    ['Device', `${p.identity} (${p.device})`, 'wd-identity'],
+    ['Timeout', `${p.timeout_seconds} s`, 'wd-timeout'],
+    ['Time left', left, 'wd-timeleft'],
+    ['Petting', p.petting ? `yes, every ${p.interval_seconds} s${p.in_grace ? ' (boot grace)' : ''}` : 'STOPPED: ' + p.stopped_reason, 'wd-petting', p.petting ? 'good' : 'bad'],
+    ['Last reset', p.last_reset.text, 'wd-last-reset', p.last_reset.kind === 'watchdog' ? 'bad' : ''],
+    ['Held by', holders, 'wd-holders'],
+    ['Checks', (p.checks || []).map((c) => c.ok ? `${c.name} ✓` : `${c.name} ✗ ${c.error || ''}`).join('; ') || '—', 'wd-checks'],
+  ]);
+}
+
+function renderSystem(s) {
+  const sys = s.system, host = s.host, m = host.memory;
+  kv($('system'), [
+    ['Uptime', dur(sys.uptime_seconds) + (host.boot_time ? ` (booted ${utc(host.boot_time)} UTC)` : ''), 'uptime'],
+    ['Load (1/5/15 min)', host.load.map((x) => x.toFixed(2)).join(' / '), 'load'],
+    ['Memory', m.total_bytes ? `${bytes(m.total_bytes - m.available_bytes)} of ${bytes(m.total_bytes)} used (${m.used_percent}%)` : '—', 'memory'],
+    ['Root', `${sys.root.fs_type} ${/(^|,)ro(,|$)/.test(sys.root.options) ? 'read-only' : 'WRITABLE'}`, 'root'],
+    ['Boot disk writes', sys.boot_disk ? `${bytes(sys.boot_disk.bytes_written)} since boot` : '—', 'disk'],
+    ['Configuration', sys.config_source + ((sys.config_rejected || []).length ? ' (a file was rejected)' : ''), 'config', (sys.config_rejected || []).length ? 'bad' : ''],
+  ]);
+  $('cpus').replaceChildren(...(host.cpus || []).map((c) => {
+    const bar = h('div', { class: 'bar' + (c.busy_percent > 90 ? ' hot' : ''), 'data-cpu': c.cpu, 'data-value': c.busy_percent },
+      h('span', {}), h('label', {}, `CPU ${c.cpu}: ${c.busy_percent.toFixed(1)} %`));
+    bar.firstChild.style.width = Math.min(100, c.busy_percent) + '%';
+    return bar;
+  }));
+  const sensors = host.sensors || [];
+  $('sensors').replaceChildren(...(sensors.length
+    ? [h('tr', {}, h('th', {}, 'Sensor'), h('th', { class: 'num' }, 'Value'))].concat(sensors.map((x) =>
+      h('tr', {}, h('td', {}, `${x.chip} ${x.label}`),
+        h('td', { class: 'num' + (x.crit && x.value >= x.crit - 5 ? ' bad' : ''), 'data-field': 'sensor', 'data-value': x.value },
+          `${x.kind === 'fan' ? x.value.toFixed(0) : x.value.toFixed(1)} ${x.unit}`))))
+    : [h('tr', {}, h('td', { class: 'muted' }, 'No temperature or fan sensors (hwmon) on this machine.'))]));
+}
+
+function renderDaemons(s) {
+  $('daemons').replaceChildren(...s.system.daemons.map((d) => {
+    const cls = d.state === 'healthy' ? 'good' : d.state === 'not configured' ? 'muted' : 'bad';
+    return h('tr', { 'data-daemon': d.name }, h('td', {}, d.name),
+      h('td', { class: cls, 'data-field': 'state' }, d.state), h('td', { class: 'muted' }, d.reason || ''));
+  }));
+  const t = s.self_test;
+  if (!t) {
+    $('selftest').replaceChildren(h('p', { class: 'muted', 'data-field': 'selftest' }, 'No self-test has run yet.'));
+    return;
+  }
+  const tbl = h('table', { class: 'grid small' }, h('tr', {}, h('th', {}, 'Frame'), h('th', { class: 'num' }, 'Throughput'), h('th', { class: 'num' }, 'Loss'), h('th', { class: 'num' }, 'Latency')));
+  for (const r of t.results || []) {
+    tbl.append(h('tr', {}, h('td', {}, `${r.frame_size} B`), h('td', { class: 'num' }, `${pps(r.throughput_pps)} · ${si(r.throughput_mbps * 1e6, 'bit/s')}`),
+      h('td', { class: 'num' }, `${r.loss_percent} %`), h('td', { class: 'num' }, r.latency_us ? `${r.latency_us} µs` : '—')));
+  }
+  $('selftest').replaceChildren(
+    h('p', {}, h('span', { class: t.passed ? 'good' : 'bad', 'data-field': 'selftest' }, t.passed ? 'PASSED' : 'FAILED'), ` ${utc(t.finished)} UTC — ${t.summary}`), tbl);
+}
+
+function renderEvents(s) {
+  const rows = (s.events || []).map((e) => h('tr', { 'data-seq': e.seq },
+    h('td', {}, utc(e.time)), h('td', { class: 'sev-' + e.severity }, e.severity), h('td', {}, e.kind), h('td', { 'data-field': 'message' }, e.message)));
+  $('events').tBodies[0].replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'Nothing has happened since statusd started.'))]));
+}
+
+function renderControl(s) {
+  const sel = $('c-segment');
+  const names = (s.segments || []).map((g) => g.name);
+  if (sel.dataset.names !== names.join(',')) {
+    sel.replaceChildren(...names.map((n) => h('option', {}, n)));
+    sel.dataset.names = names.join(',');
+  }
+  const c = s.control;
+  const notes = [];
+  if (c.bypass !== 'available') notes.push('bypass override: ' + c.bypass);
+  if (c.reboot !== 'available') notes.push('reboot: ' + c.reboot);
+  if (c.password_source) notes.unshift(`password: ${c.password_source === 'configuration' ? 'status.password' : 'gokrazy\'s'}`);
+  $('control-note').textContent = notes.join('; ');
+}
+
+function render(s) {
+  last = s;
+  mergeHistory(s.ports);
+  renderHeader(s);
+  renderSegments(s);
+  renderPorts(s);
+  renderWatchdog(s);
+  renderSystem(s);
+  renderDaemons(s);
+  renderEvents(s);
+  renderControl(s);
+  $('live').textContent = 'data of ' + utc(s.time) + ' UTC';
+  $('live').dataset.time = s.time;
+}
+
+async function poll() {
+  try {
+    const r = await fetch('/api/v1/status?history=10', { cache: 'no-store', credentials: 'same-origin' });
+    if (!r.ok) throw new Error(r.status + ' ' + r.statusText);
+    render(await r.json());
+    lastOK = Date.now();
+    $('live').classList.remove('stale');
+  } catch (e) {
+    if (Date.now() - lastOK > 5 * POLL_MS) {
+      $('live').textContent = 'NOT UPDATING: ' + e.message;
+      $('live').classList.add('stale');
+    }
+  }
+  setTimeout(poll, POLL_MS);
+}
+
+async function post(path, body) {
+  const out = $('c-result');
+  const pw = $('c-password').value;
+  const headers = { 'Content-Type': 'application/json' };
+  if (pw) headers.Authorization = 'Basic ' + btoa(unescape(encodeURIComponent($('c-user').value + ':' + pw)));
+  out.className = '';
+  out.textContent = 'sending…';
+  try {
+    const r = await fetch(path, { method: 'POST', headers, body: JSON.stringify(body), credentials: 'same-origin' });
+    const j = await r.json().catch(() => ({}));
+    out.textContent = r.ok ? 'done: ' + (j.status || j.state || 'ok') : `refused (${r.status}): ${j.error || r.statusText}`;
+    out.className = r.ok ? 'good' : 'bad';
+  } catch (e) {
+    out.textContent = 'failed: ' + e.message;
+    out.className = 'bad';
+  }
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  render(JSON.parse($('initial').textContent));
+  lastOK = Date.now();
+  $('c-apply').addEventListener('click', () => {
+    const body = { segment: $('c-segment').value, state: $('c-state').value, reason: $('c-reason').value };
+    if ($('c-expires').value) body.expires_in = $('c-expires').value;
+    post('/api/v1/control/bypass', body);
+  });
+  $('c-reboot').addEventListener('click', () => {
+    if (confirm(`Reboot ${last ? last.system.hostname : 'the appliance'} now? Segments with relays go to bypass while it restarts.`)) {
+      post('/api/v1/control/reboot', { reason: $('c-reboot-reason').value });
+    }
+  });
+  setTimeout(poll, POLL_MS);
+});
