@@ -7,9 +7,8 @@ import (
 // serviceNames are the appliance daemons init can supervise, in start order.
 var serviceNames = []string{"forwarderd", "bypassd", "watchdogd", "statusd"}
 
-// defaultServices are the daemons this tree builds so far; bypassd joins
-// the default when it lands.
-var defaultServices = []string{"forwarderd", "watchdogd", "statusd"}
+// defaultServices are the daemons a default appliance runs: all of them.
+var defaultServices = []string{"forwarderd", "bypassd", "watchdogd", "statusd"}
 
 // ServiceNames returns the names allowed in services, in start order.
 func ServiceNames() []string {

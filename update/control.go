@@ -1,10 +1,17 @@
 package update
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
+	"strings"
 	"time"
+
+	"github.com/ncpos/ncpos/web"
 )
 
 // Reboot asks gokrazy to reboot (a full reboot through the firmware, not
@@ -20,9 +27,73 @@ func (c *Client) Reboot(ctx context.Context) error {
 	return err
 }
 
-// Bypass asks the appliance to put its segments into bypass before the
-// update. Appliances without bypassd answer with an error, which the
-// caller reports as a warning.
+// Bypass asks statusd to put every segment that has a bypass relay into
+// bypass before the update, with an expiry as a safety net (after the
+// reboot bypassd starts afresh: bypass until the new forwarder is healthy).
+// It returns an error naming what could not be done; segments without a
+// relay are reported too, since their traffic stops during the reboot.
 func (c *Client) Bypass(ctx context.Context, reason string) error {
-	return errors.New("this appliance offers no bypass control yet")
+	var segs struct {
+		Segments []web.Segment `json:"segments"`
+	}
+	if err := c.getJSON(ctx, "api/v1/segments", &segs); err != nil {
+		return err
+	}
+	var problems []string
+	for _, s := range segs.Segments {
+		if s.BypassPair == "" {
+			problems = append(problems, fmt.Sprintf("segment %s has no bypass relay", s.Name))
+			continue
+		}
+		body, _ := json.Marshal(map[string]string{
+			"segment": s.Name, "state": "bypass", "reason": reason, "expires_in": "30m",
+		})
+		if err := c.postJSON(ctx, "api/v1/control/bypass", body); err != nil {
+			problems = append(problems, fmt.Sprintf("segment %s: %v", s.Name, err))
+		}
+	}
+	if len(problems) > 0 {
+		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func (c *Client) getJSON(ctx context.Context, path string, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", c.StatusURL+path, nil)
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth("ncpos", c.Password)
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+func (c *Client) postJSON(ctx context.Context, path string, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "POST", c.StatusURL+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.SetBasicAuth("ncpos", c.Password)
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, strings.TrimSpace(string(msg)))
+	}
+	return nil
 }

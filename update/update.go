@@ -59,15 +59,21 @@ func runningRoot(s *web.System, booted int) int {
 	return booted
 }
 
-// Healthy says whether a status snapshot shows every daemon healthy.
+// Healthy says whether a status snapshot shows every configured daemon
+// healthy.
 func Healthy(s *web.System) error {
-	if len(s.Daemons) == 0 {
-		return fmt.Errorf("no daemons reported")
-	}
+	n := 0
 	for _, d := range s.Daemons {
+		if !d.Configured {
+			continue
+		}
+		n++
 		if !d.Healthy {
 			return fmt.Errorf("%s: %s", d.Name, d.Reason)
 		}
+	}
+	if n == 0 {
+		return fmt.Errorf("no daemons reported")
 	}
 	return nil
 }

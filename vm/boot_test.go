@@ -160,7 +160,7 @@ func checkBooted(t *testing.T, v *VM) *web.System {
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		unhealthy := ""
 		for _, d := range s.Daemons {
-			if !d.Healthy {
+			if d.Configured && !d.Healthy {
 				unhealthy += d.Name + ": " + d.Reason + "; "
 			}
 		}

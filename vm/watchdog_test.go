@@ -17,7 +17,7 @@ import (
 // wdConfig makes watchdog tests quick: a 10 s hardware timeout, checks
 // every 2 s, and a grace period long enough for a software-emulated boot.
 var wdConfig = []byte(`platform = "qemu"
-services = ["forwarderd", "watchdogd", "statusd"]
+services = ["forwarderd", "bypassd", "watchdogd", "statusd"]
 
 [watchdog]
 timeout = "10s"
