@@ -230,10 +230,19 @@ func openImage(path string) (*os.File, *mbr, int64, error) {
 		f.Close()
 		return fmt.Errorf("image %s is not an ncpos disk image: %s", path, why)
 	}
-	if !st.Mode().IsRegular() {
-		return nil, nil, 0, bad("not a regular file")
+	device := st.Mode()&os.ModeDevice != 0 && st.Mode()&os.ModeCharDevice == 0
+	if !st.Mode().IsRegular() && !device {
+		return nil, nil, 0, bad("neither a regular file nor a disk")
 	}
 	size := st.Size()
+	if device {
+		// The running appliance's own disk (install to internal disk): the
+		// image is what the partition table spans.
+		size = 0
+		if tab, ok, err := readMBR(f); err == nil && ok && tab.ncposLayout() == nil {
+			size = tab.perm().End()
+		}
+	}
 	if size == 0 || size%sectorSize != 0 {
 		return nil, nil, 0, bad(fmt.Sprintf("its size %d is not a whole number of sectors", size))
 	}

@@ -95,7 +95,7 @@ const testPassword = "vmtest"
 
 // boot starts the test image and waits for /healthz through the forwarded
 // management port.
-func boot(t *testing.T, img string, uefi bool) (*VM, string) {
+func boot(t *testing.T, img string, uefi bool, opts ...func(*Options)) (*VM, string) {
 	t.Helper()
 	ports := make([]int, 3)
 	for i := range ports {
@@ -107,8 +107,12 @@ func boot(t *testing.T, img string, uefi bool) (*VM, string) {
 	}
 	serial := filepath.Join(t.TempDir(), "serial.log")
 	ctx, cancel := context.WithCancel(context.Background())
-	v, err := Start(ctx, Options{Image: img, UEFI: uefi, DataNICs: 4, StatusPort: ports[0], UpdatePort: ports[1],
-		Forwards: map[int]int{ports[2]: 8081}, SerialLog: serial, Snapshot: true}, os.Stderr)
+	o := Options{Image: img, UEFI: uefi, DataNICs: 4, StatusPort: ports[0], UpdatePort: ports[1],
+		Forwards: map[int]int{ports[2]: 8081}, SerialLog: serial, Snapshot: true}
+	for _, f := range opts {
+		f(&o)
+	}
+	v, err := Start(ctx, o, os.Stderr)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -132,18 +136,27 @@ func boot(t *testing.T, img string, uefi bool) (*VM, string) {
 	return v, serial
 }
 
+// system reads /api/v1/system, on a fresh connection (the box may have
+// rebooted since the last one) and with a few retries, since QEMU's user
+// networking and a loaded host can drop a request now and then.
 func system(t *testing.T, v *VM) *web.System {
 	t.Helper()
-	resp, err := http.Get(v.StatusURL() + "api/v1/system")
-	if err != nil {
-		t.Fatal(err)
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var err error
+	for try := 0; try < 5; try++ {
+		var resp *http.Response
+		if resp, err = c.Get(v.StatusURL() + "api/v1/system"); err == nil {
+			var s web.System
+			err = json.NewDecoder(resp.Body).Decode(&s)
+			resp.Body.Close()
+			if err == nil {
+				return &s
+			}
+		}
+		time.Sleep(2 * time.Second)
 	}
-	defer resp.Body.Close()
-	var s web.System
-	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
-		t.Fatal(err)
-	}
-	return &s
+	t.Fatal(err)
+	return nil
 }
 
 func checkBooted(t *testing.T, v *VM) *web.System {

@@ -36,6 +36,7 @@ type Options struct {
 	StatusPort int         // host port forwarded to the guest's statusd (80)
 	UpdatePort int         // host port forwarded to gokrazy's web/update port (8080); 0 = none
 	Forwards   map[int]int // more host port -> guest port forwards (tests)
+	ExtraDisks []string    // more raw disks (IDE), e.g. an internal CF card
 	SerialLog  string      // file for the serial console; "" = this terminal
 	Snapshot   bool        // discard disk writes when QEMU exits
 	StateDir   string      // where UEFI variables are kept; "" = a temporary folder
@@ -53,6 +54,11 @@ func (o *Options) defaults() {
 // Args returns QEMU's command line for o (without the binary).
 func Args(o Options, varsFile string) []string {
 	o.defaults()
+	snapshot := ""
+	if o.Snapshot {
+		// Only the boot disk: extra disks are targets whose writes count.
+		snapshot = ",snapshot=on"
+	}
 	args := []string{
 		// -nodefaults drops QEMU's CD-ROM and default NIC; the VGA card
 		// is added back for the VGA console.
@@ -60,13 +66,13 @@ func Args(o Options, varsFile string) []string {
 		"-machine", "pc,accel=tcg",
 		"-smp", strconv.Itoa(o.CPUs),
 		"-m", strconv.Itoa(o.MemoryMB),
-		"-drive", "file=" + o.Image + ",format=raw,if=ide,index=0,media=disk",
+		"-drive", "file=" + o.Image + ",format=raw,if=ide,index=0,media=disk" + snapshot,
 		"-display", "none",
 		"-device", "i6300esb,id=watchdog,addr=0x10",
 		"-action", "watchdog=reset",
 	}
-	if o.Snapshot {
-		args = append(args, "-snapshot")
+	for i, d := range o.ExtraDisks {
+		args = append(args, "-drive", fmt.Sprintf("file=%s,format=raw,if=ide,index=%d,media=disk", d, i+1))
 	}
 	fwd := fmt.Sprintf("user,id=mgmt,hostfwd=tcp:127.0.0.1:%d-:80", o.StatusPort)
 	if o.UpdatePort != 0 {

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -66,17 +67,22 @@ func waitPastGrace(t *testing.T, v *VM) *web.System {
 // than before, and returns the new snapshot and when the new boot started.
 func waitReboot(t *testing.T, v *VM, since time.Time, within time.Duration) (*web.System, time.Time) {
 	t.Helper()
-	c := &http.Client{Timeout: 2 * time.Second}
+	// A fresh connection each time: the box goes away under our feet.
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(time.Second) {
 		resp, err := c.Get(v.StatusURL() + "api/v1/system")
 		if err != nil {
 			continue
 		}
+		var s web.System
+		err = json.NewDecoder(resp.Body).Decode(&s)
 		resp.Body.Close()
-		s := system(t, v)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			continue
+		}
 		booted := time.Now().Add(-time.Duration(s.UptimeSeconds * float64(time.Second)))
 		if booted.After(since) {
-			return s, booted
+			return &s, booted
 		}
 	}
 	t.Fatalf("no reboot within %v", within)

@@ -27,6 +27,8 @@ type Server struct {
 	Bypass   BypassController // nil: ask bypassd on its socket
 	Rebooter Rebooter         // nil: reboot answers 503
 	Syslog   *events.Sender   // optional, for its counters in /metrics
+	// Installer offers install to internal disk; nil answers 503.
+	Installer Installer
 }
 
 // NewHandler serves c read-only with the default monitor: no password,
@@ -83,6 +85,10 @@ func (s *Server) Handler() http.Handler {
 	})
 	control("POST /api/v1/control/bypass", s.handleBypass)
 	control("POST /api/v1/control/reboot", s.handleReboot)
+	// Listing disks and the job needs the password too: it is the
+	// first step of a destructive action.
+	control("GET /api/v1/install", s.handleInstallInfo)
+	control("POST /api/v1/control/install", s.handleInstall)
 	return securityHeaders(mux)
 }
 
@@ -90,7 +96,8 @@ func (s *Server) Handler() http.Handler {
 var apiIndex = []string{
 	"GET /api/v1/status?history=N", "GET /api/v1/system", "GET /api/v1/ports?history=N",
 	"GET /api/v1/segments", "GET /api/v1/watchdog", "GET /api/v1/host", "GET /api/v1/events?limit=N",
-	"GET /api/v1/selftest", "POST /api/v1/control/bypass", "POST /api/v1/control/reboot", "GET /metrics",
+	"GET /api/v1/selftest", "POST /api/v1/control/bypass", "POST /api/v1/control/reboot",
+	"GET /api/v1/install", "POST /api/v1/control/install", "GET /metrics",
 }
 
 // status is the latest snapshot with this request's view: the chart

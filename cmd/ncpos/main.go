@@ -20,11 +20,12 @@ var commands = map[string]struct {
 	"update":  {runUpdate, "update a running appliance over the network (test boot, then permanent)"},
 	"install": {runInstall, "write an image onto a USB stick, CF card or DOM (keeps its /perm)"},
 	"lab":     {runLab, "network-namespace lab: up, down, bench (needs root)"},
+	"bench":   {runBench, "RFC 2544 self-test over AF_XDP in the lab: throughput, latency, loss, back-to-back"},
 }
 
 func usage() {
 	fmt.Fprintf(os.Stderr, "usage: ncpos <command> [flags]\n\ncommands:\n")
-	for _, name := range []string{"build", "vm", "install", "update", "lab"} {
+	for _, name := range []string{"build", "vm", "install", "update", "lab", "bench"} {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintf(os.Stderr, "\nRun ncpos <command> -h for its flags.\n")

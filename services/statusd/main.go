@@ -84,6 +84,8 @@ func run(ctx context.Context, ifname string, port int, cfgPath string, interval 
 		Auth:     web.Auth{Password: pw, Source: source, AuthRead: cfg.Status.AuthRead},
 		Rebooter: web.GokrazyRebooter{RunDir: ipc.Dir(), Records: watchdog.Records{Dir: watchdog.DefaultRecordDir}},
 		Syslog:   sender,
+		// Install to internal disk, e.g. from a box booted off a USB stick.
+		Installer: &installer{},
 	}
 	go mon.Run(ctx)
 

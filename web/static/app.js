@@ -289,11 +289,38 @@ async function poll() {
   setTimeout(poll, POLL_MS);
 }
 
-async function post(path, body) {
-  const out = $('c-result');
+function authHeaders() {
   const pw = $('c-password').value;
   const headers = { 'Content-Type': 'application/json' };
   if (pw) headers.Authorization = 'Basic ' + btoa(unescape(encodeURIComponent($('c-user').value + ':' + pw)));
+  return headers;
+}
+
+// Install to internal disk: list the disks (needs the password), start,
+// then follow the job until it ends.
+async function installInfo() {
+  const out = $('i-status');
+  try {
+    const r = await fetch('/api/v1/install', { headers: authHeaders(), credentials: 'same-origin' });
+    const j = await r.json().catch(() => ({}));
+    if (!r.ok) { out.textContent = `refused (${r.status}): ${j.error || r.statusText}`; out.className = 'bad'; return null; }
+    return j;
+  } catch (e) { out.textContent = 'failed: ' + e.message; out.className = 'bad'; return null; }
+}
+
+function showJob(job) {
+  const out = $('i-status');
+  if (!job || job.state === 'idle') { out.textContent = ''; return; }
+  const pct = job.total_bytes ? Math.floor(100 * job.done_bytes / job.total_bytes) : 0;
+  out.textContent = job.state === 'running' ? `${job.phase || 'starting'} ${job.target}: ${pct} %`
+    : job.state === 'done' ? `installed onto ${job.target}: ${job.result}` : `install onto ${job.target} failed: ${job.error}`;
+  out.className = job.state === 'failed' ? 'bad' : job.state === 'done' ? 'good' : '';
+  if (job.state === 'running') setTimeout(async () => { const j = await installInfo(); if (j) showJob(j.job); }, 2000);
+}
+
+async function post(path, body) {
+  const out = $('c-result');
+  const headers = authHeaders();
   out.className = '';
   out.textContent = 'sending…';
   try {
@@ -319,6 +346,28 @@ document.addEventListener('DOMContentLoaded', () => {
     if (confirm(`Reboot ${last ? last.system.hostname : 'the appliance'} now? Segments with relays go to bypass while it restarts.`)) {
       post('/api/v1/control/reboot', { reason: $('c-reboot-reason').value });
     }
+  });
+  $('i-find').addEventListener('click', async () => {
+    const j = await installInfo();
+    if (!j) return;
+    const sel = $('i-disk');
+    sel.textContent = '';
+    for (const d of j.disks) {
+      const o = document.createElement('option');
+      o.value = d.path;
+      o.disabled = !d.eligible;
+      o.textContent = `${d.path} ${d.model || ''} ${(d.size_bytes / 1e9).toFixed(1)} GB ${d.transport}` + (d.eligible ? '' : ` (${d.why_not})`);
+      sel.appendChild(o);
+    }
+    $('i-status').textContent = `running from ${j.source}`;
+    showJob(j.job);
+  });
+  $('i-start').addEventListener('click', async () => {
+    const dev = $('i-disk').value;
+    if (!dev || !confirm(`Overwrite ${dev} with this appliance's system?`)) return;
+    await post('/api/v1/control/install', { device: dev, confirm: $('i-confirm').value, wipe_perm: $('i-wipe').checked });
+    const j = await installInfo();
+    if (j) showJob(j.job);
   });
   setTimeout(poll, POLL_MS);
 });

@@ -1,0 +1,300 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"encoding/xml"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLineRate(t *testing.T) {
+	for _, c := range []struct {
+		size int
+		bps  float64
+		want uint64
+	}{
+		{64, 1e9, 1488095}, {128, 1e9, 844594}, {256, 1e9, 452898}, {512, 1e9, 234962},
+		{1024, 1e9, 119731}, {1280, 1e9, 96153}, {1518, 1e9, 81274},
+		{64, 10e9, 14880952}, {1518, 10e9, 812743}, {64, 100e6, 148809},
+	} {
+		if got := LinePPSInt(c.size, c.bps); got != c.want {
+			t.Errorf("LinePPSInt(%d, %g) = %d, want %d", c.size, c.bps, got, c.want)
+		}
+	}
+	// 1,488,095 64-byte frames/s are 761.9 Mb/s of frames (API.md's example).
+	if got := BitsPerSecond(1488095, 64) / 1e6; math.Abs(got-761.9) > 0.05 {
+		t.Errorf("BitsPerSecond(1488095, 64) = %.2f Mb/s, want 761.9", got)
+	}
+	if got := PercentOfLine(LinePPS(512, 1e9)/2, 512, 1e9); math.Abs(got-50) > 1e-9 {
+		t.Errorf("PercentOfLine = %v, want 50", got)
+	}
+}
+
+func TestCheckArguments(t *testing.T) {
+	for _, c := range []struct {
+		size  int
+		jumbo bool
+		ok    bool
+		msg   string
+	}{
+		{63, false, false, "below the Ethernet minimum"}, {64, false, true, ""}, {1518, false, true, ""},
+		{1519, false, false, "need -jumbo"}, {9000, true, true, ""}, {9019, true, false, "jumbo maximum"},
+	} {
+		err := CheckSize(c.size, c.jumbo)
+		if (err == nil) != c.ok || (err != nil && !strings.Contains(err.Error(), c.msg)) {
+			t.Errorf("CheckSize(%d, %v) = %v", c.size, c.jumbo, err)
+		}
+	}
+	if err := CheckRate(LinePPS(64, 1e9), 64, 1e9); err != nil {
+		t.Errorf("line rate refused: %v", err)
+	}
+	if err := CheckRate(1488097, 64, 1e9); err == nil || !strings.Contains(err.Error(), "above the line rate") {
+		t.Errorf("CheckRate above line rate = %v", err)
+	}
+	if err := (Options{MaxRate: 101}).Check(); err == nil {
+		t.Error("max rate 101% accepted")
+	}
+	if err := (Options{AcceptableLoss: -1}).Check(); err == nil {
+		t.Error("negative loss accepted")
+	}
+}
+
+func TestFrames(t *testing.T) {
+	for _, size := range RFC2544Sizes {
+		b, err := NewBuilder(FrameSpec{Size: size, Flows: 1000, Stream: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 2048)
+		seen := map[string]bool{}
+		for seq := uint32(0); seq < 2000; seq++ {
+			f := b.Write(buf, 7, seq, uint64(seq)*1000)
+			if len(f) != size-4 {
+				t.Fatalf("%d: frame of %d bytes", size, len(f))
+			}
+			if ipChecksum(f[14:34]) != 0 {
+				t.Fatalf("%d: bad IPv4 checksum", size)
+			}
+			if got := int(f[16])<<8 | int(f[17]); got != size-4-14 {
+				t.Fatalf("%d: IP length %d", size, got)
+			}
+			st, err := ParseStamp(f)
+			if err != nil || st != (Stamp{Trial: 7, Seq: seq, Time: uint64(seq) * 1000, Stream: 3}) {
+				t.Fatalf("%d: stamp %+v, %v", size, st, err)
+			}
+			seen[string(f[26:38])] = true // addresses and ports
+		}
+		if len(seen) != 1000 {
+			t.Errorf("%d: %d distinct flows, want 1000", size, len(seen))
+		}
+	}
+	if _, err := ParseStamp(make([]byte, 60)); err == nil {
+		t.Error("zero frame parsed")
+	}
+	if _, err := NewBuilder(FrameSpec{Size: 60}); err == nil {
+		t.Error("60-byte frames built")
+	}
+}
+
+func TestLatency(t *testing.T) {
+	var ds []time.Duration
+	for i := 100; i >= 1; i-- {
+		ds = append(ds, time.Duration(i)*time.Microsecond)
+	}
+	got := Latency(ds)
+	want := LatencyStats{Samples: 100, Min: time.Microsecond, Max: 100 * time.Microsecond, Mean: 50500 * time.Nanosecond, P99: 99 * time.Microsecond}
+	if got != want {
+		t.Errorf("Latency = %+v, want %+v", got, want)
+	}
+	if (Latency(nil) != LatencyStats{}) {
+		t.Error("empty latency not zero")
+	}
+}
+
+// TestThroughputSearch: against simulated devices of known capacity the
+// search lands within the resolution below it.
+func TestThroughputSearch(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		dev       SimDevice
+		opts      Options
+		wantPct   float64 // expected throughput, % of line rate
+		limited   bool
+		wantZeros bool
+	}{
+		{"line rate", SimDevice{CapacityPPS: 1e9}, Options{}, 100, false, false},
+		{"37.3% capacity", SimDevice{CapacityPPS: 0.373 * LinePPS(64, 1e9)}, Options{Resolution: 0.1}, 37.3, false, false},
+		{"half, resolution 2", SimDevice{CapacityPPS: 0.5 * LinePPS(64, 1e9)}, Options{Resolution: 2}, 50, false, false},
+		{"two streams", SimDevice{CapacityPPS: 0.62 * LinePPS(64, 1e9), Streams: 2}, Options{Resolution: 0.5, Streams: 2}, 62, false, false},
+		{"0.5% random loss, none accepted", SimDevice{CapacityPPS: 1e9, LossPercent: 0.5}, Options{}, 0, false, true},
+		{"0.5% random loss, 1% accepted", SimDevice{CapacityPPS: 0.8 * LinePPS(64, 1e9), LossPercent: 0.5}, Options{AcceptableLoss: 1, Resolution: 0.25}, 80.4, false, false},
+		{"generator limited", SimDevice{CapacityPPS: 1e9, GeneratorPPS: 0.7 * LinePPS(64, 1e9)}, Options{}, 70, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.dev.LineBPS = 1e9
+			c.opts.LossSteps = []float64{}
+			r := &Runner{T: &c.dev, O: c.opts}
+			sr, err := r.Size(context.Background(), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.O.defaults()
+			got := sr.PercentLine
+			if c.wantZeros {
+				if got > r.O.Resolution {
+					t.Errorf("throughput %.3f%%, want about 0", got)
+				}
+				return
+			}
+			// Loss accepted up to 1 % lets the device pass slightly
+			// above its capacity: (1-x/c)... within the resolution of
+			// the expected figure either way.
+			if math.Abs(got-c.wantPct) > r.O.Resolution+0.01 {
+				t.Errorf("throughput %.3f%% of line rate, want %.3f%% ± %.3g", got, c.wantPct, r.O.Resolution)
+			}
+			if sr.GeneratorLimited != c.limited {
+				t.Errorf("generator limited = %v", sr.GeneratorLimited)
+			}
+			if !c.limited && got > c.wantPct+0.01 && c.opts.AcceptableLoss == 0 {
+				t.Errorf("throughput %.3f%% above the capacity %.3f%%", got, c.wantPct)
+			}
+			// Binary search: about log2(100/res)+1 trials.
+			if maxTrials := int(math.Ceil(math.Log2(r.O.MaxRate/r.O.Resolution))) + 2; c.dev.Trials > maxTrials {
+				t.Errorf("%d trials, want at most %d", c.dev.Trials, maxTrials)
+			}
+		})
+	}
+}
+
+func TestLossSweepLatencyBackToBack(t *testing.T) {
+	line := LinePPS(256, 1e9)
+	dev := &SimDevice{LineBPS: 1e9, CapacityPPS: 0.6 * line, BufferFrames: 500, Latency: 12 * time.Microsecond}
+	r := &Runner{T: dev, O: Options{Latency: true, B2BMax: 20000, B2BRepeat: 2, Trial: time.Second}}
+	sr, err := r.Size(context.Background(), 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sr.FrameLoss) != 10 || sr.FrameLoss[0].RatePercent != 100 || sr.FrameLoss[9].RatePercent != 10 {
+		t.Fatalf("frame-loss steps %+v", sr.FrameLoss)
+	}
+	for _, p := range sr.FrameLoss {
+		want := 0.0
+		if p.RatePercent > 60 {
+			want = 100 * (1 - 60/p.RatePercent)
+		}
+		if math.Abs(p.LossPercent-want) > 0.01 {
+			t.Errorf("loss at %.0f%% = %.3f%%, want %.3f%%", p.RatePercent, p.LossPercent, want)
+		}
+	}
+	if sr.Latency == nil || sr.Latency.Min != 12*time.Microsecond || sr.Latency.P99 < sr.Latency.Mean || sr.Latency.Max < sr.Latency.P99 {
+		t.Errorf("latency %+v", sr.Latency)
+	}
+	// A burst of n frames at line rate passes while n*(1-0.6) <= 500:
+	// the longest is 1250 frames.
+	if b := sr.BackToBack; b == nil || b.Frames < 1250-200 || b.Frames > 1250 {
+		t.Errorf("back-to-back %+v, want 1250 frames within 200 (1%% of 20000)", sr.BackToBack)
+	}
+}
+
+func sampleReports() []*Report {
+	var out []*Report
+	for segs := 1; segs <= 2; segs++ {
+		dev := &SimDevice{LineBPS: 1e9, CapacityBPS: 600e6 / float64(segs), Streams: segs, Latency: 9 * time.Microsecond}
+		r := &Runner{T: dev, O: Options{Streams: segs, Resolution: 0.5, LossSteps: []float64{}, Latency: true}}
+		rep := &Report{Target: "sim", Segments: segs, Directions: 1, LineBPS: 1e9, Flows: 1, Trial: 2 * time.Second, Resolution: 0.5,
+			Started: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), Finished: time.Date(2026, 5, 1, 12, 5, 0, 0, time.UTC)}
+		for _, size := range RFC2544Sizes {
+			sr, err := r.Size(context.Background(), size)
+			if err != nil {
+				panic(err)
+			}
+			rep.Results = append(rep.Results, sr)
+		}
+		out = append(out, rep)
+	}
+	return out
+}
+
+func TestReports(t *testing.T) {
+	reps := sampleReports()
+	var tab bytes.Buffer
+	if err := WriteTable(&tab, reps...); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", tab.String())
+	for _, want := range []string{"sim, 1 segment;", "sim, 2 segments;", "1488095", "81274", "% line", "Gbps", "Mpps", "Throughput by configuration"} {
+		if !strings.Contains(tab.String(), want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+	// 1518 bytes: a device of 600 Mb/s of frames forwards 49407 fps,
+	// 60.79% of 81274; the 64-byte row is 100% (600 Mb/s > 761.9 Mb/s? no: 1171875 fps, 78.75%).
+	r1518 := reps[0].find(1518)
+	if math.Abs(r1518.PercentLine-60.79) > 0.5 || math.Abs(r1518.Mbps-600) > 6 {
+		t.Errorf("1518: %.2f%%, %.1f Mb/s", r1518.PercentLine, r1518.Mbps)
+	}
+	var js bytes.Buffer
+	if err := WriteJSON(&js, reps...); err != nil {
+		t.Fatal(err)
+	}
+	var back struct{ Reports []*Report }
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Reports) != 2 || len(back.Reports[1].Results) != 7 {
+		t.Fatalf("JSON round trip: %v", err)
+	}
+	var cs bytes.Buffer
+	if err := WriteCSV(&cs, reps...); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&cs).ReadAll()
+	if err != nil || len(rows) != 1+14 || len(rows[1]) != len(CSVHeader) {
+		t.Fatalf("CSV: %d rows, %v", len(rows), err)
+	}
+	var svg bytes.Buffer
+	if err := WriteSVG(&svg, reps...); err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(svg.Bytes(), new(struct{})); err != nil {
+		t.Fatalf("SVG is not XML: %v", err)
+	}
+	if n := strings.Count(svg.String(), "<polyline"); n != 2 {
+		t.Errorf("%d lines in the chart, want 2", n)
+	}
+}
+
+func TestSelfTest(t *testing.T) {
+	rep := sampleReports()[0]
+	st := NewSelfTest(rep, []string{"seg1"}, nil)
+	path := filepath.Join(t.TempDir(), "selftest", "latest.json")
+	if err := WriteSelfTest(path, st); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"started", "finished", "passed", "summary", "results"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("no %q in %s", k, b)
+		}
+	}
+	res := m["results"].([]any)[0].(map[string]any)
+	for _, k := range []string{"segment", "frame_size", "throughput_pps", "throughput_mbps", "loss_percent", "latency_us"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("no %q in a result", k)
+		}
+	}
+	if !st.Passed || st.Summary != "RFC 2544 throughput on seg1" || len(st.Results) != 7 || st.Results[0].LatencyUS != 14 { // 9 µs + a mean queue of 5 µs
+		t.Errorf("self-test %+v", st)
+	}
+}

@@ -1,0 +1,163 @@
+package bench
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Test frames are Ethernet/IPv4/UDP, from 198.18.0.0/16 to 198.19.0.0/16
+// (the range RFC 2544 reserves for benchmarks), with a stamp at the start
+// of the UDP payload:
+//
+//	0  magic   uint16  0x4e42 ("NB")
+//	2  trial   uint16  which trial sent it (late frames of an earlier trial are not counted)
+//	4  seq     uint32  per stream, from 0
+//	8  time    uint64  nanoseconds on the sender's clock (Clock)
+//	16 stream  uint16  which stream (direction, segment) sent it
+//
+// 18 bytes fit the smallest frame: 64 bytes with FCS are 60 on the wire
+// side of the NIC, 42 of them headers.
+const (
+	Magic       = 0x4e42
+	HeaderLen   = 14 + 20 + 8
+	StampLen    = 18
+	StampOffset = HeaderLen
+	fcsLen      = 4
+)
+
+// Stamp is what a test frame carries.
+type Stamp struct {
+	Trial  uint16
+	Seq    uint32
+	Time   uint64
+	Stream uint16
+}
+
+// FrameSpec describes the frames of one stream.
+type FrameSpec struct {
+	Size     int // with FCS, as RFC 2544 counts; the frame built is Size-4 bytes
+	Flows    int // distinct address and port combinations, cycled frame by frame; 1 when 0
+	SrcMAC   [6]byte
+	DstMAC   [6]byte
+	Stream   uint16 // varies the addresses too, so streams never share a flow
+	Reversed bool   // from 198.19 to 198.18, for the other direction
+}
+
+// Builder writes the frames of a stream: headers per flow are made once,
+// each frame costs a copy of 42 bytes and the stamp.
+type Builder struct {
+	spec    FrameSpec
+	headers [][]byte
+}
+
+// NewBuilder prepares the frames of spec.
+func NewBuilder(spec FrameSpec) (*Builder, error) {
+	if err := CheckSize(spec.Size, true); err != nil {
+		return nil, err
+	}
+	if spec.Flows <= 0 {
+		spec.Flows = 1
+	}
+	if spec.Flows > 1<<16 {
+		return nil, fmt.Errorf("%d flows: at most 65536", spec.Flows)
+	}
+	b := &Builder{spec: spec}
+	for i := 0; i < spec.Flows; i++ {
+		b.headers = append(b.headers, header(spec, i))
+	}
+	return b, nil
+}
+
+// FlowAddrs gives flow i's addresses and ports: sources and destinations
+// vary in their last two bytes, ports over 1024-... and 7-....
+func FlowAddrs(spec FrameSpec, i int) (src, dst [4]byte, sport, dport uint16) {
+	s := uint16(spec.Stream)
+	src = [4]byte{198, 18, byte(s<<4) | byte(i>>12&0x0f), byte(i >> 4)}
+	dst = [4]byte{198, 19, byte(s<<4) | byte(i>>8&0x0f), byte(i)}
+	sport = 1024 + uint16(i)
+	dport = 7 + uint16(i%16)
+	if spec.Reversed {
+		src, dst = dst, src
+		sport, dport = dport, sport
+	}
+	return
+}
+
+func header(spec FrameSpec, flow int) []byte {
+	h := make([]byte, HeaderLen)
+	copy(h[0:6], spec.DstMAC[:])
+	copy(h[6:12], spec.SrcMAC[:])
+	binary.BigEndian.PutUint16(h[12:], 0x0800)
+	ip := h[14:34]
+	ip[0] = 0x45
+	binary.BigEndian.PutUint16(ip[2:], uint16(spec.Size-fcsLen-14))
+	ip[8] = 64
+	ip[9] = 17
+	src, dst, sport, dport := FlowAddrs(spec, flow)
+	copy(ip[12:16], src[:])
+	copy(ip[16:20], dst[:])
+	binary.BigEndian.PutUint16(ip[10:], ipChecksum(ip))
+	udp := h[34:42]
+	binary.BigEndian.PutUint16(udp[0:], sport)
+	binary.BigEndian.PutUint16(udp[2:], dport)
+	binary.BigEndian.PutUint16(udp[4:], uint16(spec.Size-fcsLen-34))
+	return h
+}
+
+// Len is the length of each frame as handed to the NIC (no FCS).
+func (b *Builder) Len() int { return b.spec.Size - fcsLen }
+
+// Flows is the number of flows cycled.
+func (b *Builder) Flows() int { return len(b.headers) }
+
+// Write puts frame number seq of the stream into buf (at least Len bytes,
+// whose bytes after the stamp are left as they are: the caller zeroes them
+// once) and returns the frame.
+func (b *Builder) Write(buf []byte, trial uint16, seq uint32, now uint64) []byte {
+	f := buf[:b.Len()]
+	copy(f, b.headers[int(seq%uint32(len(b.headers)))])
+	PutStamp(f, Stamp{Trial: trial, Seq: seq, Time: now, Stream: b.spec.Stream})
+	return f
+}
+
+// PutStamp writes st into a frame.
+func PutStamp(f []byte, st Stamp) {
+	p := f[StampOffset:]
+	binary.BigEndian.PutUint16(p[0:], Magic)
+	binary.BigEndian.PutUint16(p[2:], st.Trial)
+	binary.BigEndian.PutUint32(p[4:], st.Seq)
+	binary.BigEndian.PutUint64(p[8:], st.Time)
+	binary.BigEndian.PutUint16(p[16:], st.Stream)
+}
+
+var errNotTest = errors.New("not a test frame")
+
+// ParseStamp reads the stamp of a test frame; frames that are not IPv4
+// UDP test frames are an error.
+func ParseStamp(f []byte) (Stamp, error) {
+	if len(f) < StampOffset+StampLen || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[14] != 0x45 || f[23] != 17 {
+		return Stamp{}, errNotTest
+	}
+	p := f[StampOffset:]
+	if binary.BigEndian.Uint16(p) != Magic {
+		return Stamp{}, errNotTest
+	}
+	return Stamp{
+		Trial:  binary.BigEndian.Uint16(p[2:]),
+		Seq:    binary.BigEndian.Uint32(p[4:]),
+		Time:   binary.BigEndian.Uint64(p[8:]),
+		Stream: binary.BigEndian.Uint16(p[16:]),
+	}, nil
+}
+
+func ipChecksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(binary.BigEndian.Uint16(b[i:]))
+	}
+	for sum > 0xffff {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}

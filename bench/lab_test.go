@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/ncpos/ncpos/lab"
+)
+
+// requireLab skips unless root; with NCPOS_REQUIRE_LAB=1 it fails instead.
+func requireLab(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("NCPOS_REQUIRE_LAB") == "1" {
+		t.Fatal("lab tests need root (NCPOS_REQUIRE_LAB=1)")
+	}
+	t.Skip("lab tests need root")
+}
+
+// TestLabBench runs a short RFC 2544 throughput search (two sizes, short
+// trials, coarse resolution) over AF_XDP through forwarderd and through a
+// Linux bridge, and checks every trial's analyzer count against the
+// receiving veth's kernel counter: within 5 %. The figures are printed,
+// not asserted.
+func TestLabBench(t *testing.T) {
+	requireLab(t)
+	bin, err := lab.BuildForwarderd(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []*Report
+	for _, target := range []string{TargetForwarder, TargetBridge} {
+		t.Run(target, func(t *testing.T) {
+			lt, err := NewLab(LabOptions{Target: target, Forwarderd: bin, RunDir: t.TempDir(), Flows: 256})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := lt.Close(); err != nil {
+					t.Errorf("closing the lab: %v", err)
+				}
+			})
+			var log bytes.Buffer
+			o := Options{Trial: 300 * time.Millisecond, Resolution: 12.5, LossSteps: []float64{}, Latency: true, Streams: lt.Streams(), Log: &log}
+			r := &Runner{T: lt, O: o}
+			rep := &Report{Target: target, Segments: 1, Directions: 1, LineBPS: DefaultLineBPS, Flows: 256, Trial: o.Trial, Resolution: o.Resolution, Started: time.Now()}
+			for _, size := range []int{64, 1518} {
+				sr, err := r.Size(context.Background(), size)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep.Results = append(rep.Results, sr)
+				for _, tr := range sr.Trials {
+					if tr.AgreementPct == nil {
+						t.Errorf("%d B trial at %.1f%%: no independent count", size, tr.RatePercent)
+						continue
+					}
+					// A trial where the analyzer's own socket dropped
+					// (the CPU is shared) must still account for every
+					// frame the sink counted: received + dropped.
+					if tr.TesterDrops > 0 {
+						acc := float64(tr.Received + tr.TesterDrops)
+						if d := 100 * math.Abs(float64(*tr.Independent)-acc) / acc; d > 5 {
+							t.Errorf("%d B %s trial at %.1f%%: analyzer %d + dropped %d, %s %d: %.2f%% apart",
+								size, tr.Test, tr.RatePercent, tr.Received, tr.TesterDrops, tr.IndependentName, *tr.Independent, d)
+						}
+						continue
+					}
+					if *tr.AgreementPct > 5 || math.IsNaN(*tr.AgreementPct) {
+						t.Errorf("%d B %s trial at %.1f%%: analyzer %d, %s %d: %.2f%% apart (limit 5%%)",
+							size, tr.Test, tr.RatePercent, tr.Received, tr.IndependentName, *tr.Independent, *tr.AgreementPct)
+					}
+					if tr.Sent == 0 {
+						t.Errorf("%d B trial sent nothing", size)
+					}
+				}
+			}
+			rep.Finished = time.Now()
+			t.Logf("trials (analyzer count vs %s):\n%s", IndependentName, log.String())
+			reports = append(reports, rep)
+		})
+	}
+	var tab bytes.Buffer
+	WriteTable(&tab, reports...)
+	t.Logf("\n%s", tab.String())
+}

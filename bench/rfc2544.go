@@ -1,0 +1,341 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"time"
+)
+
+// Options are the parameters of the RFC 2544 procedures.
+type Options struct {
+	LineBPS        float64       // nominal line rate of each port; 1 Gb/s when 0
+	Trial          time.Duration // length of a throughput trial; 2 s when 0 (RFC 2544: 60 s)
+	Resolution     float64       // search stops when the interval is this narrow, in % of line rate; 1 when 0
+	AcceptableLoss float64       // % of frames a passing trial may lose; 0 = none (RFC 2544)
+	MaxRate        float64       // highest rate tried, % of line rate; 100 when 0
+	Streams        int           // streams a trial sends (directions × segments); 1 when 0
+	// LossSteps are the rates of the frame-loss test in % of line rate,
+	// from the highest; 100, 90, ... 10 when nil.
+	LossSteps []float64
+	// BackToBack: the longest burst tried (frames), the number of bursts
+	// the result must pass (RFC 2544: 50); no back-to-back test when
+	// B2BMax is 0.
+	B2BMax, B2BRepeat int
+	Latency           bool // measure latency at the throughput rate
+	LatencyTrials     int  // RFC 2544: 20; 1 when 0
+	// GeneratorTolerance is how far (in %) the generator may fall short of
+	// the rate asked before the result is marked generator-limited; 3 when 0.
+	GeneratorTolerance float64
+	Log                io.Writer // progress, trial by trial; nothing when nil
+}
+
+func (o *Options) defaults() {
+	if o.LineBPS <= 0 {
+		o.LineBPS = DefaultLineBPS
+	}
+	if o.Trial <= 0 {
+		o.Trial = 2 * time.Second
+	}
+	if o.Resolution <= 0 {
+		o.Resolution = 1
+	}
+	if o.MaxRate <= 0 {
+		o.MaxRate = 100
+	}
+	if o.Streams <= 0 {
+		o.Streams = 1
+	}
+	if o.LossSteps == nil {
+		for r := 100.0; r >= 10; r -= 10 {
+			o.LossSteps = append(o.LossSteps, r)
+		}
+	}
+	if o.LatencyTrials <= 0 {
+		o.LatencyTrials = 1
+	}
+	if o.GeneratorTolerance <= 0 {
+		o.GeneratorTolerance = 3
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+}
+
+// Check validates options before any traffic.
+func (o Options) Check() error {
+	o.defaults()
+	switch {
+	case o.MaxRate > 100:
+		return fmt.Errorf("maximum rate %.4g%% is above line rate", o.MaxRate)
+	case o.Resolution >= o.MaxRate:
+		return fmt.Errorf("resolution %.4g%% is not below the maximum rate %.4g%%", o.Resolution, o.MaxRate)
+	case o.AcceptableLoss < 0 || o.AcceptableLoss >= 100:
+		return fmt.Errorf("acceptable loss %.4g%% is not in [0, 100)", o.AcceptableLoss)
+	}
+	for _, s := range o.LossSteps {
+		if s <= 0 || s > 100 {
+			return fmt.Errorf("frame-loss rate %.4g%% is not in (0, 100] of line rate", s)
+		}
+	}
+	return nil
+}
+
+// TrialRecord is one trial as the report keeps it.
+type TrialRecord struct {
+	Test        string  `json:"test"` // throughput, latency, loss, b2b
+	RatePercent float64 `json:"rate_percent"`
+	RatePPS     float64 `json:"rate_pps"`    // asked, per stream
+	OfferedPPS  float64 `json:"offered_pps"` // achieved, per stream
+	Burst       int     `json:"burst,omitempty"`
+	Sent        uint64  `json:"sent"`
+	Received    uint64  `json:"received"`
+	LossPercent float64 `json:"loss_percent"`
+	Passed      bool    `json:"passed"`
+	// Independent count of the received frames, and how far it is from
+	// Received in %; absent without one.
+	Independent     *int64   `json:"independent,omitempty"`
+	IndependentName string   `json:"independent_name,omitempty"`
+	AgreementPct    *float64 `json:"agreement_percent,omitempty"`
+	TesterDrops     uint64   `json:"tester_drops,omitempty"`
+}
+
+// SizeResult is every figure measured at one frame size.
+type SizeResult struct {
+	Size             int           `json:"frame_size"`
+	LinePPS          float64       `json:"line_pps"`
+	ThroughputPPS    float64       `json:"throughput_pps"` // per stream, as offered in the best passing trial
+	PercentLine      float64       `json:"percent_line"`
+	Mbps             float64       `json:"throughput_mbps"`
+	LossPercent      float64       `json:"loss_percent"` // of the trial that gave the throughput
+	GeneratorLimited bool          `json:"generator_limited,omitempty"`
+	Latency          *LatencyStats `json:"latency,omitempty"`
+	FrameLoss        []LossPoint   `json:"frame_loss,omitempty"`
+	BackToBack       *BackToBack   `json:"back_to_back,omitempty"`
+	Trials           []TrialRecord `json:"trials"`
+
+	asked float64 // the rate asked of the generator in the trial that gave the throughput
+}
+
+// LossPoint is one rate of the frame-loss test.
+type LossPoint struct {
+	RatePercent float64 `json:"rate_percent"`
+	LossPercent float64 `json:"loss_percent"`
+}
+
+// BackToBack is the longest burst at line rate passed without loss.
+type BackToBack struct {
+	Frames  int     `json:"frames"`
+	Seconds float64 `json:"seconds"` // its length on the wire
+	Repeats int     `json:"repeats"`
+}
+
+// Runner runs the procedures of RFC 2544 against a Trial.
+type Runner struct {
+	T     Trial
+	O     Options
+	trial uint16
+}
+
+func (r *Runner) record(sr *SizeResult, test string, spec TrialSpec, res TrialResult, passed bool) TrialRecord {
+	rec := TrialRecord{
+		Test: test, RatePPS: spec.RatePPS, OfferedPPS: res.OfferedPPS(r.O.Streams), Burst: spec.Burst,
+		RatePercent: PercentOfLine(spec.RatePPS, spec.Size, r.O.LineBPS),
+		Sent:        res.Sent, Received: res.Received, LossPercent: res.LossPercent(), Passed: passed,
+		TesterDrops: res.TesterDrops,
+	}
+	if res.Independent >= 0 {
+		n, a := res.Independent, res.Agreement()
+		rec.Independent, rec.AgreementPct, rec.IndependentName = &n, &a, res.IndependentName
+	}
+	sr.Trials = append(sr.Trials, rec)
+	ind := ""
+	if rec.Independent != nil {
+		ind = fmt.Sprintf("  %s %d (%.2f%% apart)", rec.IndependentName, *rec.Independent, *rec.AgreementPct)
+	}
+	if rec.TesterDrops > 0 {
+		ind += fmt.Sprintf("  analyzer dropped %d", rec.TesterDrops)
+	}
+	verdict := "fail"
+	if passed {
+		verdict = "pass"
+	}
+	if spec.Burst > 0 {
+		fmt.Fprintf(r.O.Log, "  %4d B  %-10s burst %7d          sent %9d  received %9d  loss %6.3f%%  %s%s\n",
+			spec.Size, test, spec.Burst, rec.Sent, rec.Received, rec.LossPercent, verdict, ind)
+	} else {
+		fmt.Fprintf(r.O.Log, "  %4d B  %-10s %6.2f%% (%9.0f fps, offered %9.0f)  sent %9d  received %9d  loss %6.3f%%  %s%s\n",
+			spec.Size, test, rec.RatePercent, spec.RatePPS, rec.OfferedPPS, rec.Sent, rec.Received, rec.LossPercent, verdict, ind)
+	}
+	return rec
+}
+
+func (r *Runner) run(ctx context.Context, spec TrialSpec) (TrialResult, error) {
+	if err := ctx.Err(); err != nil {
+		return TrialResult{}, err
+	}
+	res, err := r.T.Run(ctx, spec)
+	if err != nil {
+		return res, fmt.Errorf("trial at %.0f frames/s of %d bytes: %w", spec.RatePPS, spec.Size, err)
+	}
+	return res, nil
+}
+
+func (r *Runner) passes(res TrialResult) bool {
+	return res.Sent > 0 && res.LossPercent() <= r.O.AcceptableLoss
+}
+
+// Size runs every procedure the options ask for at one frame size.
+func (r *Runner) Size(ctx context.Context, size int) (*SizeResult, error) {
+	r.O.defaults()
+	if err := CheckSize(size, true); err != nil {
+		return nil, err
+	}
+	line := LinePPS(size, r.O.LineBPS)
+	sr := &SizeResult{Size: size, LinePPS: line}
+	if err := r.throughput(ctx, sr); err != nil {
+		return sr, err
+	}
+	if r.O.Latency && sr.ThroughputPPS > 0 {
+		var all []time.Duration
+		for i := 0; i < r.O.LatencyTrials; i++ {
+			spec := TrialSpec{Size: size, RatePPS: r.rateAsked(sr), Duration: r.O.Trial, Latency: true}
+			res, err := r.run(ctx, spec)
+			if err != nil {
+				return sr, err
+			}
+			r.record(sr, "latency", spec, res, r.passes(res))
+			all = append(all, res.Latencies...)
+		}
+		st := Latency(all)
+		sr.Latency = &st
+	}
+	for _, pct := range r.O.LossSteps {
+		if pct > r.O.MaxRate {
+			continue
+		}
+		spec := TrialSpec{Size: size, RatePPS: line * pct / 100, Duration: r.O.Trial}
+		res, err := r.run(ctx, spec)
+		if err != nil {
+			return sr, err
+		}
+		r.record(sr, "frame-loss", spec, res, r.passes(res))
+		sr.FrameLoss = append(sr.FrameLoss, LossPoint{RatePercent: pct, LossPercent: res.LossPercent()})
+	}
+	if r.O.B2BMax > 0 {
+		b, err := r.backToBack(ctx, sr)
+		if err != nil {
+			return sr, err
+		}
+		sr.BackToBack = b
+	}
+	return sr, nil
+}
+
+// rateAsked is the rate that gave the throughput, as asked of the
+// generator.
+func (r *Runner) rateAsked(sr *SizeResult) float64 {
+	if sr.asked > 0 {
+		return sr.asked
+	}
+	return sr.ThroughputPPS
+}
+
+// throughput is RFC 2544 §26.1: the highest rate at which no more than
+// the acceptable loss occurs. It tries the maximum rate first, then
+// halves the interval between the highest rate passed and the lowest
+// failed until it is narrower than the resolution. The throughput is
+// the rate the generator achieved in the best passing trial, so that a
+// generator that falls short never inflates it; such a result is marked
+// generator-limited.
+func (r *Runner) throughput(ctx context.Context, sr *SizeResult) error {
+	line := sr.LinePPS
+	lo, hi := 0.0, r.O.MaxRate
+	try := func(pct float64) (bool, error) {
+		spec := TrialSpec{Size: sr.Size, RatePPS: line * pct / 100, Duration: r.O.Trial}
+		res, err := r.run(ctx, spec)
+		if err != nil {
+			return false, err
+		}
+		ok := r.passes(res)
+		rec := r.record(sr, "throughput", spec, res, ok)
+		if ok && rec.OfferedPPS >= sr.ThroughputPPS {
+			sr.ThroughputPPS = rec.OfferedPPS
+			sr.LossPercent = rec.LossPercent
+			sr.asked = spec.RatePPS
+			sr.GeneratorLimited = rec.OfferedPPS < spec.RatePPS*(1-r.O.GeneratorTolerance/100)
+		}
+		return ok, nil
+	}
+	ok, err := try(hi)
+	if err != nil {
+		return err
+	}
+	if ok {
+		lo = hi
+	}
+	for hi-lo > r.O.Resolution {
+		mid := (lo + hi) / 2
+		ok, err := try(mid)
+		if err != nil {
+			return err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	// Never report more than line rate (a generator's clock may run a
+	// hair fast over a short trial).
+	sr.ThroughputPPS = math.Min(sr.ThroughputPPS, line)
+	sr.PercentLine = PercentOfLine(sr.ThroughputPPS, sr.Size, r.O.LineBPS)
+	sr.Mbps = BitsPerSecond(sr.ThroughputPPS, sr.Size) / 1e6
+	return nil
+}
+
+// backToBack is RFC 2544 §26.4: the longest burst at line rate the device
+// takes without loss, by binary search on the burst length, each length
+// repeated B2BRepeat times.
+func (r *Runner) backToBack(ctx context.Context, sr *SizeResult) (*BackToBack, error) {
+	reps := max(r.O.B2BRepeat, 1)
+	burst := func(n int) (bool, error) {
+		for i := 0; i < reps; i++ {
+			spec := TrialSpec{Size: sr.Size, RatePPS: sr.LinePPS, Burst: n}
+			res, err := r.run(ctx, spec)
+			if err != nil {
+				return false, err
+			}
+			ok := res.Sent == uint64(n)*uint64(r.O.Streams) && res.Received >= res.Sent
+			r.record(sr, "b2b", spec, res, ok)
+			if !ok {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	lo, hi := 0, r.O.B2BMax
+	ok, err := burst(hi)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		lo = hi
+	}
+	// Resolution: one frame, or 1 % of the longest burst tried.
+	step := max(1, r.O.B2BMax/100)
+	for hi-lo > step {
+		mid := (lo + hi) / 2
+		ok, err := burst(mid)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return &BackToBack{Frames: lo, Seconds: float64(lo) / sr.LinePPS, Repeats: reps}, nil
+}

@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"slices"
+	"time"
+)
+
+// Trial sends one trial's frames through the device under test and counts
+// what comes back. The simulated device of the unit tests and the AF_XDP
+// traffic of the lab both implement it.
+type Trial interface {
+	Run(ctx context.Context, spec TrialSpec) (TrialResult, error)
+}
+
+// TrialSpec is one trial: frames of Size bytes at RatePPS (per stream,
+// the streams being every direction of every segment) for Duration; or,
+// when Burst > 0, one burst of Burst frames at line rate per stream.
+type TrialSpec struct {
+	Size     int
+	RatePPS  float64
+	Duration time.Duration
+	Burst    int
+	Latency  bool // keep per-frame latencies
+}
+
+// TrialResult is what a trial counted, over all streams.
+type TrialResult struct {
+	Sent     uint64        // frames the generator handed to the port
+	Received uint64        // frames of this trial the analyzer got back
+	Elapsed  time.Duration // from the first frame sent to the last
+	// Independent is a second count of the frames that arrived, by
+	// other means than the analyzer (the receiving interface's kernel
+	// counters, an XDP counter); negative when there is none.
+	Independent     int64
+	IndependentName string
+	Latencies       []time.Duration // when asked, a sample of them
+	// TesterDrops are frames the analyzer itself could not take (its
+	// socket's ring full): counted as lost, and reported, since a
+	// tester that drops makes the figure a floor.
+	TesterDrops uint64
+}
+
+// OfferedPPS is the rate the generator achieved, per stream.
+func (r TrialResult) OfferedPPS(streams int) float64 {
+	if r.Elapsed <= 0 || streams <= 0 {
+		return 0
+	}
+	return float64(r.Sent) / r.Elapsed.Seconds() / float64(streams)
+}
+
+// LossPercent is the share of sent frames that did not arrive.
+func (r TrialResult) LossPercent() float64 {
+	if r.Sent == 0 {
+		return 0
+	}
+	if r.Received >= r.Sent {
+		return 0
+	}
+	return 100 * float64(r.Sent-r.Received) / float64(r.Sent)
+}
+
+// Agreement is how far the independent count is from the analyzer's, in
+// percent of the analyzer's (0 when both are 0), or NaN without one.
+func (r TrialResult) Agreement() float64 {
+	if r.Independent < 0 {
+		return math.NaN()
+	}
+	if r.Received == 0 {
+		if r.Independent == 0 {
+			return 0
+		}
+		return 100
+	}
+	return 100 * math.Abs(float64(r.Independent)-float64(r.Received)) / float64(r.Received)
+}
+
+// LatencyStats summarise latencies.
+type LatencyStats struct {
+	Samples int           `json:"samples"`
+	Min     time.Duration `json:"min_ns"`
+	Mean    time.Duration `json:"mean_ns"`
+	Max     time.Duration `json:"max_ns"`
+	P99     time.Duration `json:"p99_ns"`
+}
+
+// Latency computes min, mean, max and the 99th percentile (nearest rank)
+// of ds; the zero value when ds is empty. ds is sorted in place.
+func Latency(ds []time.Duration) LatencyStats {
+	if len(ds) == 0 {
+		return LatencyStats{}
+	}
+	slices.Sort(ds)
+	var sum float64
+	for _, d := range ds {
+		sum += float64(d)
+	}
+	rank := int(math.Ceil(0.99*float64(len(ds)))) - 1
+	return LatencyStats{
+		Samples: len(ds),
+		Min:     ds[0],
+		Max:     ds[len(ds)-1],
+		Mean:    time.Duration(sum / float64(len(ds))),
+		P99:     ds[max(rank, 0)],
+	}
+}

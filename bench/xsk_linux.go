@@ -1,0 +1,267 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asavie/xdp"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// The generator and the analyzer are AF_XDP sockets (github.com/asavie/xdp)
+// on the traffic ends of a segment: the generator writes each frame into
+// its UMEM (headers of the flow, the stamp) and hands it to the TX ring,
+// paced batch by batch; the analyzer's socket gets every frame arriving at
+// the other end from asavie's XSKMAP program and checks its stamp.
+
+// epoch is the clock of the stamps: both ends run in this process.
+var epoch = time.Now()
+
+func nanotime() uint64 { return uint64(time.Since(epoch)) }
+
+var xskOptions = xdp.SocketOptions{
+	NumFrames:              4096,
+	FrameSize:              2048,
+	FillRingNumDescs:       2048,
+	CompletionRingNumDescs: 2048,
+	RxRingNumDescs:         2048,
+	TxRingNumDescs:         2048,
+}
+
+// analyzerOptions are larger: the analyzer must never be the one that
+// drops (the generator sends in batches, the analyzer reads in bursts).
+var analyzerOptions = xdp.SocketOptions{
+	NumFrames:              16384,
+	FrameSize:              2048,
+	FillRingNumDescs:       8192,
+	CompletionRingNumDescs: 64,
+	RxRingNumDescs:         8192,
+	TxRingNumDescs:         64,
+}
+
+// xskBindMu guards xdp.DefaultSocketFlags, asavie's global.
+var xskBindMu sync.Mutex
+
+func newXSK(ifindex int, o *xdp.SocketOptions) (*xdp.Socket, error) {
+	xskBindMu.Lock()
+	defer xskBindMu.Unlock()
+	xdp.DefaultSocketFlags = unix.XDP_COPY // veth has no zero-copy
+	defer func() { xdp.DefaultSocketFlags = 0 }()
+	return xdp.NewSocket(ifindex, 0, o)
+}
+
+// generator sends one stream.
+type generator struct {
+	xsk   *xdp.Socket
+	frame FrameSpec
+}
+
+// genResult is what one run of a generator did.
+type genResult struct {
+	sent    uint64 // frames the kernel completed
+	elapsed time.Duration
+}
+
+// run sends frames of b at pps for d (or, with burst > 0, burst frames as
+// fast as it can) and returns when the kernel has completed them all.
+func (g *generator) run(b *Builder, trial uint16, pps float64, d time.Duration, burst int) (res genResult, err error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer func() {
+		// asavie's Transmit panics on an unexpected sendto error.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("AF_XDP transmit: %v", r)
+		}
+	}()
+	const batch = 64
+	var (
+		queued uint64 // handed to the TX ring
+		total  = uint64(burst)
+		start  = time.Now()
+	)
+	complete := func() {
+		if n := g.xsk.NumCompleted(); n > 0 {
+			g.xsk.Complete(n)
+			res.sent += uint64(n)
+		}
+	}
+	for {
+		complete()
+		elapsed := time.Since(start)
+		var due uint64
+		if burst > 0 {
+			if queued >= total {
+				break
+			}
+			due = total - queued
+		} else {
+			if elapsed >= d {
+				break
+			}
+			want := uint64(pps * elapsed.Seconds())
+			if want <= queued {
+				// Sleep until the next frame is due, at most 200 µs.
+				next := time.Duration(float64(queued+1) / pps * float64(time.Second))
+				time.Sleep(min(next-elapsed, 200*time.Microsecond))
+				continue
+			}
+			due = want - queued
+		}
+		n := min(int(due), batch, g.xsk.NumFreeTxSlots())
+		if n == 0 {
+			// TX ring full: kick the kernel and wait for completions.
+			g.kick()
+			continue
+		}
+		descs := g.xsk.GetDescs(n)
+		if len(descs) == 0 {
+			g.kick()
+			continue
+		}
+		now := nanotime()
+		for i := range descs {
+			f := b.Write(g.xsk.GetFrame(descs[i]), trial, uint32(queued)+uint32(i), now)
+			descs[i].Len = uint32(len(f))
+		}
+		queued += uint64(g.xsk.Transmit(descs))
+	}
+	end := time.Now()
+	// Let the kernel finish what is queued.
+	for deadline := time.Now().Add(2 * time.Second); g.xsk.NumTransmitted() > 0 && time.Now().Before(deadline); {
+		g.kick()
+		complete()
+	}
+	res.elapsed = end.Sub(start)
+	return res, nil
+}
+
+// kick asks the kernel to send what the TX ring holds (copy mode sends in
+// sendto) and gives it a moment.
+func (g *generator) kick() {
+	unix.Syscall6(unix.SYS_SENDTO, uintptr(g.xsk.FD()), 0, 0, uintptr(unix.MSG_DONTWAIT), 0, 0)
+	if g.xsk.NumCompleted() == 0 {
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// analyzer receives one stream.
+type analyzer struct {
+	xsk  *xdp.Socket
+	prog *xdp.Program
+	lk   link.Link
+
+	trial    atomic.Uint32 // the trial being counted; others are ignored
+	received atomic.Uint64
+	foreign  atomic.Uint64 // not test frames, or of another trial
+	keepLat  atomic.Bool
+	mu       sync.Mutex
+	lat      []time.Duration
+	buf      []time.Duration // the loop's, reused
+	stop     atomic.Bool
+	done     chan error
+}
+
+const maxLatencySamples = 1 << 20
+
+func (a *analyzer) start() {
+	a.done = make(chan error, 1)
+	go func() { a.done <- a.loop() }()
+}
+
+func (a *analyzer) loop() (err error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	a.xsk.Fill(a.xsk.GetDescs(a.xsk.NumFreeFillSlots()))
+	fds := []unix.PollFd{{Fd: int32(a.xsk.FD()), Events: unix.POLLIN}}
+	for !a.stop.Load() {
+		n := a.xsk.NumReceived()
+		if n == 0 {
+			if _, err := unix.Poll(fds, 10); err != nil && err != unix.EINTR {
+				return fmt.Errorf("AF_XDP poll: %w", err)
+			}
+			continue
+		}
+		descs := a.xsk.Receive(n)
+		trial := uint16(a.trial.Load())
+		keep := a.keepLat.Load()
+		now := nanotime()
+		var got uint64
+		lats := a.buf[:0]
+		for _, d := range descs {
+			st, err := ParseStamp(a.xsk.GetFrame(d))
+			if err != nil || st.Trial != trial {
+				a.foreign.Add(1)
+				continue
+			}
+			got++
+			if keep {
+				lats = append(lats, time.Duration(now-st.Time))
+			}
+		}
+		a.received.Add(got)
+		if len(lats) > 0 {
+			a.mu.Lock()
+			if len(a.lat) < maxLatencySamples {
+				a.lat = append(a.lat, lats...)
+			}
+			a.mu.Unlock()
+		}
+		// Give the frames just read back to the kernel (asavie's
+		// GetDescs scans the whole UMEM).
+		for i := range descs {
+			descs[i].Addr &^= uint64(analyzerOptions.FrameSize - 1)
+		}
+		a.xsk.Fill(descs)
+		a.buf = lats
+	}
+	return nil
+}
+
+// reset starts counting trial.
+func (a *analyzer) reset(trial uint16, latency bool) {
+	a.trial.Store(uint32(trial))
+	a.received.Store(0)
+	a.foreign.Store(0)
+	a.keepLat.Store(latency)
+	a.mu.Lock()
+	a.lat = nil
+	a.mu.Unlock()
+}
+
+// drops is what the analyzer's socket could not take (its RX ring full,
+// no fill descriptor): frames lost by the tester, not the device.
+func (a *analyzer) drops() uint64 {
+	st, err := a.xsk.Stats()
+	if err != nil {
+		return 0
+	}
+	return st.KernelStats.Rx_dropped + st.KernelStats.Rx_ring_full
+}
+
+func (a *analyzer) latencies() []time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lat
+}
+
+func (a *analyzer) close() error {
+	a.stop.Store(true)
+	var err error
+	if a.done != nil {
+		err = <-a.done
+	}
+	if a.lk != nil {
+		a.lk.Close()
+	}
+	if a.prog != nil {
+		a.prog.Close()
+	}
+	if a.xsk != nil {
+		a.xsk.Close()
+	}
+	return err
+}

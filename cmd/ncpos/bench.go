@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ncpos/ncpos/bench"
+	"github.com/ncpos/ncpos/lab"
+)
+
+// benchArgs is `ncpos bench`'s command line, checked before any traffic.
+type benchArgs struct {
+	target        string
+	configs       []int // segments per configuration
+	ports         []int // segments that carry traffic; all when nil
+	sizes         []int
+	lineBPS       float64
+	maxPct        float64
+	opts          bench.Options
+	flows         int
+	directions    int
+	json, csv     string
+	svg, selftest string
+}
+
+func parseBenchArgs(args []string, stderr io.Writer) (*benchArgs, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	target := fs.String("target", bench.TargetForwarder, "what forwards between the test ports: forwarder (ncpos forwarderd, xdp engine), bridge (Linux bridge) or sim (simulated device, no traffic)")
+	segments := fs.String("segments", "1", "configurations to measure, by number of segments: 1 or 1,2,3")
+	ports := fs.String("ports", "", "segments that carry traffic, e.g. seg0,seg1 (default: all of each configuration)")
+	sizes := fs.String("sizes", "64,128,256,512,1024,1280,1518", "frame sizes in bytes with FCS, comma-separated")
+	jumbo := fs.Bool("jumbo", false, "allow frame sizes above 1518 (up to 9018)")
+	trial := fs.Duration("trial", 2*time.Second, "length of each trial (RFC 2544: 60s)")
+	resolution := fs.Float64("resolution", 1, "throughput search resolution, % of line rate")
+	loss := fs.Float64("loss", 0, "acceptable frame loss in %")
+	lineRate := fs.String("line-rate", "1G", "nominal line rate of each port (on veth it is virtual): 100M, 1G, 10G, ...")
+	maxRate := fs.String("max-rate", "100%", "highest rate tried: % of line rate, or frames/s at the smallest size")
+	flows := fs.Int("flows", 256, "flows per stream (addresses and ports varied)")
+	directions := fs.Int("directions", 1, "1 (a to b) or 2 (both)")
+	latency := fs.Bool("latency", true, "measure latency at the throughput rate")
+	frameLoss := fs.Bool("frame-loss", false, "frame-loss test from 100% down to 10% of line rate")
+	b2b := fs.Int("b2b", 0, "back-to-back test: longest burst tried, frames (0: no test)")
+	b2bRepeat := fs.Int("b2b-repeat", 5, "bursts each back-to-back length must pass (RFC 2544: 50)")
+	jsonOut := fs.String("json", "", "write the full report (every trial) as JSON to this file")
+	csvOut := fs.String("csv", "", "write the results as CSV to this file")
+	svgOut := fs.String("svg", "", "write the throughput chart as SVG to this file")
+	selftestOut := fs.String("selftest", "", "write the first configuration as statusd's self-test report (latest.json) to this file")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	a := &benchArgs{target: *target, flows: *flows, directions: *directions,
+		json: *jsonOut, csv: *csvOut, svg: *svgOut, selftest: *selftestOut}
+	switch a.target {
+	case bench.TargetForwarder, bench.TargetBridge, bench.TargetSim:
+	default:
+		return nil, fmt.Errorf("-target %q: want forwarder, bridge or sim", a.target)
+	}
+	maxSegs := 0
+	for _, s := range strings.Split(*segments, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 8 {
+			return nil, fmt.Errorf("-segments: %q is not a number of segments from 1 to 8", s)
+		}
+		a.configs = append(a.configs, n)
+		maxSegs = max(maxSegs, n)
+	}
+	if *ports != "" {
+		for _, p := range strings.Split(*ports, ",") {
+			p = strings.TrimSpace(p)
+			n, err := strconv.Atoi(strings.TrimPrefix(p, "seg"))
+			if !strings.HasPrefix(p, "seg") || err != nil || n < 0 || n >= maxSegs {
+				return nil, fmt.Errorf("-ports: unknown port %q: the lab's test ports are seg0 to seg%d", p, maxSegs-1)
+			}
+			a.ports = append(a.ports, n)
+		}
+		for _, c := range a.configs {
+			for _, p := range a.ports {
+				if p >= c {
+					return nil, fmt.Errorf("-ports: unknown port seg%d in the %d-segment configuration (seg0 to seg%d)", p, c, c-1)
+				}
+			}
+		}
+	}
+	for _, s := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("-sizes: %q is not a frame size", s)
+		}
+		if err := bench.CheckSize(n, *jumbo); err != nil {
+			return nil, fmt.Errorf("-sizes: %w", err)
+		}
+		if n > 1518 && a.target != bench.TargetSim {
+			return nil, fmt.Errorf("-sizes: %d: the lab's veths have an MTU of 1500, so jumbo frames only run against -target sim", n)
+		}
+		a.sizes = append(a.sizes, n)
+	}
+	var err error
+	if a.lineBPS, err = parseBPS(*lineRate); err != nil {
+		return nil, fmt.Errorf("-line-rate: %w", err)
+	}
+	if a.maxPct, err = parseMaxRate(*maxRate, a.sizes, a.lineBPS); err != nil {
+		return nil, fmt.Errorf("-max-rate: %w", err)
+	}
+	if a.flows < 1 || a.flows > 65536 {
+		return nil, fmt.Errorf("-flows %d: want 1 to 65536", a.flows)
+	}
+	if a.directions != 1 && a.directions != 2 {
+		return nil, fmt.Errorf("-directions %d: want 1 or 2", a.directions)
+	}
+	if a.directions == 2 && a.target != bench.TargetSim {
+		return nil, errors.New("-directions 2: both directions are not implemented in the lab driver yet (one AF_XDP socket per traffic end)")
+	}
+	if *trial < 10*time.Millisecond {
+		return nil, fmt.Errorf("-trial %v: at least 10ms", *trial)
+	}
+	if *b2b < 0 || *b2bRepeat < 1 {
+		return nil, errors.New("-b2b must be 0 or more and -b2b-repeat at least 1")
+	}
+	a.opts = bench.Options{LineBPS: a.lineBPS, Trial: *trial, Resolution: *resolution, AcceptableLoss: *loss,
+		MaxRate: a.maxPct, Latency: *latency, B2BMax: *b2b, B2BRepeat: *b2bRepeat, LossSteps: []float64{}}
+	if *frameLoss {
+		a.opts.LossSteps = nil
+	}
+	if err := a.opts.Check(); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// parseBPS reads 100M, 1G, 2.5G, 10G or a plain number of bits per second.
+func parseBPS(s string) (float64, error) {
+	mult := 1.0
+	t := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(strings.TrimSpace(s)), "B/S"), "BPS")
+	switch {
+	case strings.HasSuffix(t, "G"):
+		mult, t = 1e9, strings.TrimSuffix(t, "G")
+	case strings.HasSuffix(t, "M"):
+		mult, t = 1e6, strings.TrimSuffix(t, "M")
+	case strings.HasSuffix(t, "K"):
+		mult, t = 1e3, strings.TrimSuffix(t, "K")
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("%q is not a line rate (100M, 1G, 10G ...)", s)
+	}
+	if v*mult > 400e9 {
+		return 0, fmt.Errorf("%q is above 400 Gb/s", s)
+	}
+	return v * mult, nil
+}
+
+// parseMaxRate reads "N%" or frames per second at the smallest size, and
+// refuses anything above line rate.
+func parseMaxRate(s string, sizes []int, lineBPS float64) (float64, error) {
+	s = strings.TrimSpace(s)
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		v, err := strconv.ParseFloat(p, 64)
+		if err != nil || v <= 0 {
+			return 0, fmt.Errorf("%q is not a percentage of line rate", s)
+		}
+		if v > 100 {
+			return 0, fmt.Errorf("%s is above line rate", s)
+		}
+		return v, nil
+	}
+	fps, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is neither N%% nor frames/s", s)
+	}
+	smallest := sizes[0]
+	for _, z := range sizes {
+		smallest = min(smallest, z)
+	}
+	if err := bench.CheckRate(fps, smallest, lineBPS); err != nil {
+		return 0, err
+	}
+	return bench.PercentOfLine(fps, smallest, lineBPS), nil
+}
+
+func runBench(ctx context.Context, args []string) error {
+	a, err := parseBenchArgs(args, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var bin, dir string
+	if a.target == bench.TargetForwarder {
+		if os.Geteuid() != 0 {
+			return errors.New("the lab needs root (network namespaces, XDP, AF_XDP); -target sim runs without")
+		}
+		if dir, err = os.MkdirTemp("", "ncpos-bench"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		fmt.Println("building forwarderd ...")
+		if bin, err = lab.BuildForwarderd(dir); err != nil {
+			return err
+		}
+	} else if a.target == bench.TargetBridge && os.Geteuid() != 0 {
+		return errors.New("the lab needs root (network namespaces, XDP, AF_XDP); -target sim runs without")
+	}
+	var reports []*bench.Report
+	var runErr error
+	for _, segs := range a.configs {
+		rep, err := benchConfig(ctx, a, segs, bin, dir)
+		if rep != nil {
+			reports = append(reports, rep)
+		}
+		if err != nil {
+			runErr = fmt.Errorf("%d-segment configuration: %w", segs, err)
+			break
+		}
+	}
+	fmt.Println()
+	bench.WriteTable(os.Stdout, reports...)
+	if err := writeBenchOutputs(a, reports, runErr); err != nil {
+		return errors.Join(runErr, err)
+	}
+	return runErr
+}
+
+func benchConfig(ctx context.Context, a *benchArgs, segs int, bin, dir string) (*bench.Report, error) {
+	ports := a.ports
+	if ports == nil {
+		for i := 0; i < segs; i++ {
+			ports = append(ports, i)
+		}
+	}
+	rep := &bench.Report{Target: a.target, Segments: len(ports), Directions: a.directions, LineBPS: a.lineBPS, Flows: a.flows,
+		Trial: a.opts.Trial, Resolution: a.opts.Resolution, AcceptableLoss: a.opts.AcceptableLoss, Started: time.Now()}
+	o := a.opts
+	o.Streams = rep.Streams()
+	o.Log = os.Stdout
+	var trial bench.Trial
+	switch a.target {
+	case bench.TargetSim:
+		// A device of 800 Mb/s of frames with a 2000-frame buffer.
+		trial = &bench.SimDevice{LineBPS: a.lineBPS, CapacityBPS: 0.8 * a.lineBPS, BufferFrames: 2000,
+			Latency: 8 * time.Microsecond, Streams: o.Streams}
+		rep.Notes = append(rep.Notes, "simulated device (800 Mb/s of frames per stream, 2000-frame buffer): no traffic was sent")
+	default:
+		lt, err := bench.NewLab(bench.LabOptions{Target: a.target, Segments: segs, Ports: ports, Flows: a.flows,
+			Forwarderd: bin, RunDir: dir, Log: os.Stdout})
+		if err != nil {
+			return nil, err
+		}
+		defer lt.Close()
+		trial = lt
+		rep.Notes = append(rep.Notes, fmt.Sprintf("veth lab (%s): the line rate is nominal; the generator, target and analyzer share the host's CPUs; independent count: %s of the receiving veth", lt.Lab.Name("*"), bench.IndependentName))
+	}
+	fmt.Printf("%s: %d stream(s), %s per port\n", rep.Label(), o.Streams, bench.FormatBPS(a.lineBPS))
+	r := &bench.Runner{T: trial, O: o}
+	for _, size := range a.sizes {
+		sr, err := r.Size(ctx, size)
+		if sr != nil {
+			rep.Results = append(rep.Results, sr)
+		}
+		if err != nil {
+			rep.Finished = time.Now()
+			return rep, err
+		}
+	}
+	rep.Finished = time.Now()
+	return rep, nil
+}
+
+func writeBenchOutputs(a *benchArgs, reports []*bench.Report, runErr error) error {
+	write := func(path string, fn func(io.Writer, ...*bench.Report) error) error {
+		if path == "" {
+			return nil
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := fn(f, reports...); err != nil {
+			f.Close()
+			return err
+		}
+		fmt.Printf("wrote %s\n", path)
+		return f.Close()
+	}
+	err := errors.Join(write(a.json, bench.WriteJSON), write(a.csv, bench.WriteCSV), write(a.svg, bench.WriteSVG))
+	if a.selftest != "" && len(reports) > 0 {
+		if e := bench.WriteSelfTest(a.selftest, bench.NewSelfTest(reports[0], nil, runErr)); e != nil {
+			err = errors.Join(err, e)
+		} else {
+			fmt.Printf("wrote %s\n", a.selftest)
+		}
+	}
+	return err
+}

@@ -1,0 +1,171 @@
+package install
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ncpos/ncpos/sysinfo"
+)
+
+// BootDisk is the whole disk the running system booted from, e.g. /dev/sdb
+// when an appliance runs from a USB stick.
+func BootDisk(root string) (string, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(root, &st); err != nil {
+		return "", fmt.Errorf("stat %s: %w", root, err)
+	}
+	disk, err := sysinfo.DiskOf(root, unix.Major(st.Dev), unix.Minor(st.Dev))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "dev", disk), nil
+}
+
+// SelfOptions says where an appliance installs itself.
+type SelfOptions struct {
+	Target   string // internal disk, e.g. /dev/sda
+	WipePerm bool   // do not keep the target's /perm when it holds ncpos
+	Progress func(phase string, done, total int64)
+}
+
+// SelfInstall copies the running appliance's own disk (a USB stick, say)
+// onto an internal disk (a CF card or DOM), so a box can be installed
+// without a second computer. It runs every check `ncpos install` runs, then
+// makes the copy a box of its own: a new disk signature (with the old one,
+// root=PARTUUID= could find the stick's partitions when both are present),
+// the boot command lines following it, and, when /perm was copied rather
+// than kept, no machine id or reset records of the stick's.
+func SelfInstall(ctx context.Context, o SelfOptions) (*Result, error) {
+	src, err := BootDisk("/")
+	if err != nil {
+		return nil, fmt.Errorf("finding the disk this system runs from: %w", err)
+	}
+	unix.Sync() // the copy of /perm is read from the live disk
+	res, err := Install(ctx, Options{Image: src, Target: o.Target, WipePerm: o.WipePerm, Yes: true, Progress: o.Progress})
+	if err != nil {
+		return nil, err
+	}
+	if err := personalize(o.Target, !res.KeptPerm); err != nil {
+		return res, &WriteError{Target: o.Target, Phase: "personalizing", Done: res.Written, Total: res.Written, PermKept: res.KeptPerm, Err: err}
+	}
+	res.Notes = append(res.Notes, "new disk signature, boot command lines updated")
+	return res, nil
+}
+
+// personalize gives the freshly written disk its own disk signature and,
+// with cleanPerm, removes the source's identity from the copied /perm.
+func personalize(target string, cleanPerm bool) error {
+	f, err := os.OpenFile(target, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tab, ok, err := readMBR(f)
+	if err != nil || !ok {
+		return fmt.Errorf("reading back the partition table: %v", err)
+	}
+	var b [4]byte
+	var sig uint32
+	for sig == 0 || sig == tab.DiskSig {
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		sig = binary.LittleEndian.Uint32(b[:])
+	}
+	binary.LittleEndian.PutUint32(b[:], sig)
+	if _, err := f.WriteAt(b[:], 440); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	rereadPartitions(f)
+
+	old := fmt.Sprintf("root=PARTUUID=%08x-", tab.DiskSig)
+	neu := fmt.Sprintf("root=PARTUUID=%08x-", sig)
+	if err := withMount(partitionPath(target, 1), "vfat", func(dir string) error {
+		for _, name := range []string{"cmdline.txt", "loader/entries/gokrazy.conf"} {
+			if err := replaceInFile(filepath.Join(dir, name), old, neu); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("boot partition: %w", err)
+	}
+	if !cleanPerm {
+		return nil
+	}
+	return withMount(partitionPath(target, 4), "ext4", func(dir string) error {
+		for _, name := range []string{"machine-id", "ncpos/watchdog", "ncpos/bypass.log"} {
+			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// replaceInFile replaces old by neu (of the same length) in place, so the
+// file keeps its size and clusters.
+func replaceInFile(path, old, neu string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(string(b), old) {
+		return fmt.Errorf("%s does not name %s", path, old)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.WriteAt([]byte(strings.ReplaceAll(string(b), old, neu)), 0); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// partitionPath names partition n of disk the kernel's way (sda1,
+// nvme0n1p1, mmcblk0p1).
+func partitionPath(disk string, n int) string {
+	if last := disk[len(disk)-1]; last >= '0' && last <= '9' {
+		return fmt.Sprintf("%sp%d", disk, n)
+	}
+	return fmt.Sprintf("%s%d", disk, n)
+}
+
+// withMount mounts dev (waiting for its node after the partition table was
+// re-read), runs fn and unmounts.
+func withMount(dev, fstype string, fn func(dir string) error) error {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := os.Stat(dev); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not appear: %w", dev, err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "ncpos-install-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(dir)
+	if err := unix.Mount(dev, dir, fstype, 0, ""); err != nil {
+		return fmt.Errorf("mounting %s: %w", dev, err)
+	}
+	ferr := fn(dir)
+	if err := unix.Unmount(dir, 0); err != nil {
+		return errors.Join(ferr, fmt.Errorf("unmounting %s: %w", dev, err))
+	}
+	return ferr
+}

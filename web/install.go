@@ -1,0 +1,92 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/ipc"
+)
+
+// InstallDisk is a disk the appliance could install itself onto.
+type InstallDisk struct {
+	Path      string `json:"path"`
+	Model     string `json:"model"`
+	SizeBytes int64  `json:"size_bytes"`
+	Transport string `json:"transport"`
+	Removable bool   `json:"removable"`
+	Eligible  bool   `json:"eligible"`
+	Why       string `json:"why_not,omitempty"` // why it is not eligible
+}
+
+// InstallJob is the state of the install-to-internal-disk job.
+type InstallJob struct {
+	State   string `json:"state"` // idle, running, done, failed
+	Target  string `json:"target,omitempty"`
+	Phase   string `json:"phase,omitempty"` // writing, verifying
+	Done    int64  `json:"done_bytes"`
+	Total   int64  `json:"total_bytes"`
+	Result  string `json:"result,omitempty"`
+	Error   string `json:"error,omitempty"`
+	By      string `json:"by,omitempty"`
+	Started string `json:"started,omitempty"`
+}
+
+// Installer installs the running appliance onto an internal disk (package
+// install does it; statusd wires it in).
+type Installer interface {
+	Disks() ([]InstallDisk, string, error) // candidates and the disk the system runs from
+	Start(target string, wipePerm bool, by string) error
+	Job() InstallJob
+}
+
+// InstallRequest is the body of POST /api/v1/control/install. Confirm
+// must repeat the target, as a person typing it would.
+type InstallRequest struct {
+	Device   string `json:"device"`
+	Confirm  string `json:"confirm"`
+	WipePerm bool   `json:"wipe_perm"`
+}
+
+func (s *Server) handleInstallInfo(w http.ResponseWriter, r *http.Request) {
+	if s.Installer == nil {
+		apiError(w, http.StatusServiceUnavailable, "install to internal disk is not available here")
+		return
+	}
+	disks, source, err := s.Installer.Disks()
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	ipc.WriteJSON(w, map[string]any{"source": source, "disks": disks, "job": s.Installer.Job()})
+}
+
+func (s *Server) handleInstall(w http.ResponseWriter, r *http.Request) {
+	var req InstallRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	if s.Installer == nil {
+		apiError(w, http.StatusServiceUnavailable, "install to internal disk is not available here")
+		return
+	}
+	if !strings.HasPrefix(req.Device, "/dev/") || strings.Contains(req.Device, "..") {
+		apiError(w, http.StatusBadRequest, fmt.Sprintf("device %q: want a disk under /dev, e.g. /dev/sda", req.Device))
+		return
+	}
+	if req.Confirm != req.Device {
+		apiError(w, http.StatusBadRequest, "confirm must repeat the device name: everything on it will be overwritten")
+		return
+	}
+	by := who(r)
+	if err := s.Installer.Start(req.Device, req.WipePerm, by); err != nil {
+		apiError(w, http.StatusConflict, err.Error())
+		return
+	}
+	s.event(events.Warning, events.KindControl, []string{"action", "install", "device", req.Device, "by", by},
+		fmt.Sprintf("install to internal disk %s started by %s", req.Device, by))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	ipc.WriteJSON(w, s.Installer.Job())
+}
