@@ -84,7 +84,7 @@ func TestInstallToInternalDisk(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("install: %s", resp.Status)
 	}
-	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(2 * time.Second) {
+	for deadline := time.Now().Add(15 * time.Minute); ; time.Sleep(2 * time.Second) {
 		resp := controlRequest(t, v, "GET", "api/v1/install", nil)
 		json.NewDecoder(resp.Body).Decode(&info)
 		resp.Body.Close()

@@ -475,7 +475,7 @@ func shutdownLog(serial string) string {
 		return "(no shutdown on the serial console)"
 	}
 	s = s[i:]
-	if j := strings.Index(s, bootBanner); j >= 0 {
+	if j := strings.Index(s, "Linux version"); j >= 0 { // the next boot
 		s = s[:j]
 	}
 	return string(tail([]byte(s), 4000))

@@ -112,6 +112,7 @@ type VM struct {
 	Cmd     *exec.Cmd
 	Options Options
 	tmp     string
+	events  events
 }
 
 // Start launches QEMU. Stop it with Kill; it also dies with ctx.
@@ -124,15 +125,16 @@ func Start(ctx context.Context, o Options, stdout io.Writer) (*VM, error) {
 		return nil, fmt.Errorf("qemu-system-x86_64 not found: apt-get install qemu-system-x86 ovmf")
 	}
 	v := &VM{Options: o}
+	tmp, err := os.MkdirTemp("", "ncpos-vm-")
+	if err != nil {
+		return nil, err
+	}
+	v.tmp = tmp
 	varsFile := ""
 	if o.UEFI {
 		dir := o.StateDir
 		if dir == "" {
-			tmp, err := os.MkdirTemp("", "ncpos-vm-")
-			if err != nil {
-				return nil, err
-			}
-			v.tmp, dir = tmp, tmp
+			dir = tmp
 		}
 		varsFile = filepath.Join(dir, "OVMF_VARS.fd")
 		if _, err := os.Stat(varsFile); err != nil {
@@ -145,7 +147,9 @@ func Start(ctx context.Context, o Options, stdout io.Writer) (*VM, error) {
 			}
 		}
 	}
-	v.Cmd = exec.CommandContext(ctx, "qemu-system-x86_64", Args(o, varsFile)...)
+	qmp := filepath.Join(tmp, "qmp.sock")
+	args := append(Args(o, varsFile), "-qmp", "unix:"+qmp+",server=on,wait=off")
+	v.Cmd = exec.CommandContext(ctx, "qemu-system-x86_64", args...)
 	v.Cmd.Stdout, v.Cmd.Stderr = stdout, stdout
 	if o.SerialLog == "" {
 		v.Cmd.Stdin = os.Stdin
@@ -153,6 +157,10 @@ func Start(ctx context.Context, o Options, stdout io.Writer) (*VM, error) {
 	if err := v.Cmd.Start(); err != nil {
 		v.cleanup()
 		return nil, fmt.Errorf("starting qemu: %w", err)
+	}
+	if err := v.events.followQMP(qmp); err != nil {
+		v.Kill()
+		return nil, err
 	}
 	return v, nil
 }

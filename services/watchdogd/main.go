@@ -112,15 +112,6 @@ func run(fdPid, fd int, device string, timeout, interval, grace time.Duration, r
 	defer stop()
 	sup := watchdog.NewSupervisor(dev, gate, rec, interval, base)
 	go sup.Run(ctx)
-	go func() {
-		// gokrazy stops its services with SIGTERM before a reboot or
-		// poweroff: record it as planned. (If nobody reboots, the hardware
-		// fires later and the watchdog record wins.)
-		<-ctx.Done()
-		if err := rec.WritePlanned("reboot", time.Now()); err != nil {
-			log.Print(err)
-		}
-	}()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(watchdog.Collector{S: sup})
@@ -136,6 +127,11 @@ func run(fdPid, fd int, device string, timeout, interval, grace time.Duration, r
 	}
 	mux := ipc.Handler(health, func() any { return sup.Status() }, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	err = ipc.Serve(ctx, ipc.Dir(), "watchdogd", mux)
-	time.Sleep(100 * time.Millisecond) // let the planned record be written
+	// Serve returns on SIGTERM, which gokrazy sends before a reboot or
+	// poweroff: record it as planned before exiting. (If nobody reboots,
+	// the hardware fires later and the watchdog record wins.)
+	if werr := rec.WritePlanned("reboot", time.Now()); werr != nil {
+		log.Print(werr)
+	}
 	return err
 }
