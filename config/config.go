@@ -24,6 +24,7 @@ type Config struct {
 	Forwarder  Forwarder  `toml:"forwarder"`
 	Segments   []Segment  `toml:"segment"`
 	Syslog     Syslog     `toml:"syslog"`
+	SelfTest   SelfTest   `toml:"selftest"`
 
 	profile *Profile // set by validation
 }
@@ -71,6 +72,23 @@ type Segment struct {
 // Syslog configures remote logging, which keeps log writes off the flash.
 type Syslog struct {
 	Target string `toml:"target"` // "udp://host:port" or "tcp://host:port"; "" = off
+}
+
+// SelfTest configures the RFC 2544 self-test the appliance runs on itself:
+// which spare (test) ports are cabled to which segment ports. A trial sends
+// from the test port cabled to a segment's first port, through the
+// forwarder, to the test port cabled to its second port.
+type SelfTest struct {
+	Ports    []TestCable `toml:"ports"`     // the cabling; none = no self-test
+	Sizes    []int       `toml:"sizes"`     // frame sizes in bytes, FCS included
+	Trial    Duration    `toml:"trial"`     // length of one throughput trial
+	LineRate string      `toml:"line_rate"` // nominal rate of the ports: "100M", "1G", "2.5G", "10G"
+}
+
+// TestCable is one cable from a test port to a segment port.
+type TestCable struct {
+	Test        string `toml:"test"`         // front-panel name of the test port
+	SegmentPort string `toml:"segment_port"` // front-panel name of the segment port
 }
 
 // DefaultFile is the name the default configuration reports in messages.

@@ -10,6 +10,9 @@ var serviceNames = []string{"forwarderd", "bypassd", "watchdogd", "statusd"}
 // defaultServices are the daemons a default appliance runs: all of them.
 var defaultServices = []string{"forwarderd", "bypassd", "watchdogd", "statusd"}
 
+// defaultSelfTestSizes are the Ethernet frame sizes of RFC 2544 §9.1.
+var defaultSelfTestSizes = []int{64, 128, 256, 512, 1024, 1280, 1518}
+
 // ServiceNames returns the names allowed in services, in start order.
 func ServiceNames() []string {
 	return append([]string(nil), serviceNames...)
@@ -39,6 +42,12 @@ func defaults() *Config {
 			Mode:          "forward",
 			Cores:         0,
 			FlowTableSize: 1000000,
+		},
+		SelfTest: SelfTest{
+			Ports:    []TestCable{}, // no cabling: no self-test
+			Sizes:    append([]int(nil), defaultSelfTestSizes...),
+			Trial:    Seconds(2),
+			LineRate: "1G",
 		},
 	}
 }

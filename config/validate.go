@@ -64,6 +64,7 @@ func (c *Config) validate(src *source) []FieldError {
 	c.validateForwarder(add)
 	c.validateSegments(add, prof)
 	c.validateSyslog(add)
+	c.validateSelfTest(add, prof)
 
 	if len(errs) == 0 {
 		c.profile = prof

@@ -29,6 +29,8 @@ type Server struct {
 	Syslog   *events.Sender   // optional, for its counters in /metrics
 	// Installer offers install to internal disk; nil answers 503.
 	Installer Installer
+	// SelfTest runs the RFC 2544 self-test on request; nil answers 503.
+	SelfTest *SelfTestJobs
 }
 
 // NewHandler serves c read-only with the default monitor: no password,
@@ -89,6 +91,8 @@ func (s *Server) Handler() http.Handler {
 	// first step of a destructive action.
 	control("GET /api/v1/install", s.handleInstallInfo)
 	control("POST /api/v1/control/install", s.handleInstall)
+	read("GET /api/v1/selftest/job", s.handleSelfTestJob)
+	control("POST /api/v1/control/selftest", s.handleSelfTest)
 	return securityHeaders(mux)
 }
 
@@ -97,7 +101,8 @@ var apiIndex = []string{
 	"GET /api/v1/status?history=N", "GET /api/v1/system", "GET /api/v1/ports?history=N",
 	"GET /api/v1/segments", "GET /api/v1/watchdog", "GET /api/v1/host", "GET /api/v1/events?limit=N",
 	"GET /api/v1/selftest", "POST /api/v1/control/bypass", "POST /api/v1/control/reboot",
-	"GET /api/v1/install", "POST /api/v1/control/install", "GET /metrics",
+	"GET /api/v1/install", "POST /api/v1/control/install", "GET /api/v1/selftest/job",
+	"POST /api/v1/control/selftest", "GET /metrics",
 }
 
 // status is the latest snapshot with this request's view: the chart

@@ -86,6 +86,7 @@ func run(ctx context.Context, ifname string, port int, cfgPath string, interval 
 		Syslog:   sender,
 		// Install to internal disk, e.g. from a box booted off a USB stick.
 		Installer: &installer{},
+		SelfTest:  newSelfTest(ctx, cfg, selfTest), // RFC 2544 between the [selftest] test ports
 	}
 	go mon.Run(ctx)
 

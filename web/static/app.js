@@ -318,6 +318,29 @@ function showJob(job) {
   if (job.state === 'running') setTimeout(async () => { const j = await installInfo(); if (j) showJob(j.job); }, 2000);
 }
 
+// Self-test: start a run between the configured test ports, then follow
+// the job; the report panel shows the result once the run has written it.
+async function selfTestJob() {
+  const out = $('s-status');
+  try {
+    const r = await fetch('/api/v1/selftest/job', { headers: authHeaders(), cache: 'no-store', credentials: 'same-origin' });
+    const j = await r.json().catch(() => ({}));
+    if (!r.ok) { out.textContent = `unavailable (${r.status}): ${j.error || r.statusText}`; out.className = 'bad'; return null; }
+    return j;
+  } catch (e) { out.textContent = 'failed: ' + e.message; out.className = 'bad'; return null; }
+}
+
+function showSelfTest(j) {
+  const out = $('s-status');
+  const job = j.job;
+  if (!job || job.state === 'idle') { out.textContent = j.unavailable || ''; out.className = j.unavailable ? 'muted' : ''; return; }
+  out.textContent = job.state === 'running'
+    ? (job.size ? `running: ${job.size} B frames (${job.done_sizes + 1} of ${job.total_sizes})` : 'running…')
+    : job.state === 'done' ? `finished ${utc(job.finished)} UTC: ${job.result}` : `failed: ${job.error}`;
+  out.className = job.state === 'failed' ? 'bad' : job.state === 'done' ? 'good' : '';
+  if (job.state === 'running') setTimeout(async () => { const n = await selfTestJob(); if (n) showSelfTest(n); }, 2000);
+}
+
 async function post(path, body) {
   const out = $('c-result');
   const headers = authHeaders();
@@ -368,6 +391,14 @@ document.addEventListener('DOMContentLoaded', () => {
     await post('/api/v1/control/install', { device: dev, confirm: $('i-confirm').value, wipe_perm: $('i-wipe').checked });
     const j = await installInfo();
     if (j) showJob(j.job);
+  });
+  $('s-run').addEventListener('click', async () => {
+    const text = $('s-sizes').value.trim();
+    const body = text ? { sizes: text.split(/[\s,]+/).filter(Boolean).map(Number) } : {};
+    if (!confirm('Run the RFC 2544 self-test now? It sends test traffic through the cabled segments for a few minutes.')) return;
+    await post('/api/v1/control/selftest', body);
+    const j = await selfTestJob();
+    if (j) showSelfTest(j);
   });
   setTimeout(poll, POLL_MS);
 });

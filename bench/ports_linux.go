@@ -1,0 +1,234 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/asavie/xdp"
+	"github.com/cilium/ebpf/link"
+	"github.com/vishvananda/netlink"
+
+	"github.com/ncpos/ncpos/lab"
+)
+
+// PortEnd is one end of a stream: an interface, in the current network
+// namespace or (in the lab) in NS.
+type PortEnd struct {
+	Ifname string
+	NS     *lab.Netns // nil: the current namespace (the appliance)
+}
+
+// PortStream is one direction through the device under test: the
+// generator on Sender, the analyzer on Receiver (on the appliance, the
+// test ports cabled to a segment's two ports).
+type PortStream struct {
+	Name             string // the segment measured
+	Sender, Receiver PortEnd
+}
+
+// PortTarget is the Trial of the appliance's self-test: AF_XDP generators
+// and analyzers on plain interfaces, every trial checked against the
+// receiving interface's kernel counter as the lab does.
+type PortTarget struct {
+	streams []*portStream
+	trial   uint16
+}
+
+type portStream struct {
+	PortStream
+	rxIndex int
+	gen     *generator
+	an      *analyzer
+	spec    FrameSpec
+}
+
+// do runs fn in the end's namespace.
+func (e PortEnd) do(fn func() error) error {
+	if e.NS == nil {
+		return fn()
+	}
+	return e.NS.Do(fn)
+}
+
+func (e PortEnd) link() (netlink.Link, error) {
+	if e.NS == nil {
+		return netlink.LinkByName(e.Ifname)
+	}
+	return e.NS.Link(e.Ifname)
+}
+
+// NewPorts opens the generators and analyzers of streams (flows per
+// stream; 1 when 0), bringing the interfaces up. Close releases them.
+func NewPorts(streams []PortStream, flows int) (_ *PortTarget, err error) {
+	if len(streams) == 0 {
+		return nil, errors.New("no streams: no segment has both ports cabled to test ports")
+	}
+	t := &PortTarget{}
+	defer func() {
+		if err != nil {
+			t.Close()
+		}
+	}()
+	for i, ps := range streams {
+		s := &portStream{PortStream: ps}
+		var ends [2]netlink.Link
+		for k, e := range []PortEnd{ps.Sender, ps.Receiver} {
+			l, err := e.link()
+			if err != nil {
+				return nil, fmt.Errorf("test port %s: %w", e.Ifname, err)
+			}
+			if err := e.do(func() error { return netlink.LinkSetUp(l) }); err != nil {
+				return nil, fmt.Errorf("bringing %s up: %w", e.Ifname, err)
+			}
+			ends[k] = l
+		}
+		s.spec = FrameSpec{Flows: max(flows, 1), Stream: uint16(i)}
+		copy(s.spec.SrcMAC[:], macOr(ends[0].Attrs().HardwareAddr, lab.MACA[:]))
+		copy(s.spec.DstMAC[:], macOr(ends[1].Attrs().HardwareAddr, lab.MACB[:]))
+		s.rxIndex = ends[1].Attrs().Index
+		// Analyzer first, as in the lab.
+		if s.an, err = newPortAnalyzer(ps.Receiver, s.rxIndex); err != nil {
+			return nil, fmt.Errorf("analyzer on %s: %w", ps.Receiver.Ifname, err)
+		}
+		s.an.start()
+		t.streams = append(t.streams, s)
+		err = ps.Sender.do(func() error {
+			x, err := newXSK(ends[0].Attrs().Index, &xskOptions)
+			if err == nil {
+				s.gen = &generator{xsk: x, frame: s.spec}
+			}
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("generator on %s: %w", ps.Sender.Ifname, err)
+		}
+	}
+	return t, nil
+}
+
+func macOr(hw net.HardwareAddr, def []byte) []byte {
+	if len(hw) == 6 {
+		return hw
+	}
+	return def
+}
+
+// newPortAnalyzer is newAnalyzer on any interface: native XDP when the
+// driver has it, generic XDP otherwise.
+func newPortAnalyzer(e PortEnd, ifindex int) (a *analyzer, err error) {
+	a = &analyzer{}
+	err = e.do(func() error {
+		if a.xsk, err = newXSK(ifindex, &analyzerOptions); err != nil {
+			return err
+		}
+		if a.prog, err = xdp.NewProgram(1); err != nil {
+			return err
+		}
+		if err = a.prog.Register(0, a.xsk.FD()); err != nil {
+			return err
+		}
+		a.lk, err = link.AttachXDP(link.XDPOptions{Program: a.prog.Program, Interface: ifindex, Flags: link.XDPDriverMode})
+		if err != nil {
+			a.lk, err = link.AttachXDP(link.XDPOptions{Program: a.prog.Program, Interface: ifindex, Flags: link.XDPGenericMode})
+		}
+		return err
+	})
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// Streams is the number of streams a trial sends.
+func (t *PortTarget) Streams() int { return len(t.streams) }
+
+func (s *portStream) rxPackets() (uint64, error) {
+	l, err := s.Receiver.link()
+	if err != nil {
+		return 0, err
+	}
+	if l.Attrs().Statistics == nil {
+		return 0, fmt.Errorf("no statistics for %s", s.Receiver.Ifname)
+	}
+	return l.Attrs().Statistics.RxPackets, nil
+}
+
+// Run is one trial on every stream at once.
+func (t *PortTarget) Run(ctx context.Context, spec TrialSpec) (TrialResult, error) {
+	if err := ctx.Err(); err != nil {
+		return TrialResult{}, err
+	}
+	t.trial++
+	res := TrialResult{IndependentName: "receiver rx_packets"}
+	rx0 := make([]uint64, len(t.streams))
+	drops0 := make([]uint64, len(t.streams))
+	builders := make([]*Builder, len(t.streams))
+	for i, s := range t.streams {
+		fs := s.spec
+		fs.Size = spec.Size
+		b, err := NewBuilder(fs)
+		if err != nil {
+			return res, err
+		}
+		builders[i] = b
+		s.an.reset(t.trial, spec.Latency)
+		drops0[i] = s.an.drops()
+		if rx0[i], err = s.rxPackets(); err != nil {
+			return res, err
+		}
+	}
+	var (
+		wg   sync.WaitGroup
+		gens = make([]genResult, len(t.streams))
+		errs = make([]error, len(t.streams))
+	)
+	for i, s := range t.streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			gens[i], errs[i] = s.gen.run(builders[i], t.trial, spec.RatePPS, spec.Duration, spec.Burst)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return res, err
+	}
+	time.Sleep(drain)
+	var independent uint64
+	for i, s := range t.streams {
+		res.Sent += gens[i].sent
+		res.Elapsed = max(res.Elapsed, gens[i].elapsed)
+		res.Received += s.an.received.Load()
+		rx, err := s.rxPackets()
+		if err != nil {
+			return res, err
+		}
+		independent += rx - rx0[i]
+		res.TesterDrops += s.an.drops() - drops0[i]
+		if spec.Latency {
+			res.Latencies = append(res.Latencies, s.an.latencies()...)
+		}
+	}
+	res.Independent = int64(independent)
+	return res, nil
+}
+
+// Close releases the sockets and detaches the analyzers' programs.
+func (t *PortTarget) Close() error {
+	var errs []error
+	for _, s := range t.streams {
+		if s.an != nil {
+			errs = append(errs, s.an.close())
+		}
+		if s.gen != nil && s.gen.xsk != nil {
+			errs = append(errs, s.gen.xsk.Close())
+		}
+	}
+	t.streams = nil
+	return errors.Join(errs...)
+}

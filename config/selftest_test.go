@@ -1,0 +1,89 @@
+package config
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cabled is a valid segment with both ports cabled to the spare ports.
+const cabled = "[[segment]]\nname = \"s\"\nports = [\"LAN1\", \"LAN2\"]\n[selftest]\n"
+
+func TestSelfTestRules(t *testing.T) {
+	tests := []struct {
+		name string
+		text string
+		want []string
+	}{
+		{"cabled", cabled + "ports = [{test = \"LAN3\", segment_port = \"LAN1\"}, {test = \"LAN4\", segment_port = \"LAN2\"}]\n", nil},
+		{"as array of tables", cabled + "[[selftest.ports]]\ntest = \"LAN3\"\nsegment_port = \"LAN1\"\n[[selftest.ports]]\ntest = \"LAN4\"\nsegment_port = \"LAN2\"\n", nil},
+		{"test port unknown", cabled + "ports = [\n  {test = \"LAN3\", segment_port = \"LAN1\"},\n  {test = \"LAN9\", segment_port = \"LAN2\"},\n]\n", []string{
+			`ncpos.toml:7: selftest.ports[1].test: unknown port "LAN9" (platform "qemu" has MGMT, LAN1, LAN2, LAN3, LAN4)`}},
+		{"test port is management", cabled + "ports = [{test = \"LAN3\", segment_port = \"LAN1\"}, {test = \"MGMT\", segment_port = \"LAN2\"}]\n", []string{
+			`ncpos.toml:5: selftest.ports[1].test: "MGMT" is the management port, want a spare data port`}},
+		{"test port in a segment", cabled + "ports = [{test = \"LAN3\", segment_port = \"LAN1\"}, {test = \"LAN1\", segment_port = \"LAN2\"}]\n", []string{
+			`ncpos.toml:5: selftest.ports[1].test: port "LAN1" is in segment "s", want a spare port that no segment uses`}},
+		{"segment port in no segment", cabled + "ports = [{test = \"LAN3\", segment_port = \"LAN4\"}]\n", []string{
+			`ncpos.toml:5: selftest.ports[0].segment_port: port "LAN4" is in no segment, want a port of a [[segment]]`}},
+		{"test port twice", cabled + "ports = [{test = \"LAN3\", segment_port = \"LAN1\"}, {test = \"LAN3\", segment_port = \"LAN2\"}]\n", []string{
+			`ncpos.toml:5: selftest.ports[1].test: port "LAN3" is already cabled in selftest.ports[0], want at most one cable per port`}},
+		{"segment port twice", cabled + "ports = [{test = \"LAN3\", segment_port = \"LAN1\"}, {test = \"LAN4\", segment_port = \"LAN1\"}]\n", []string{
+			`ncpos.toml:5: selftest.ports[1].segment_port: port "LAN1" is already cabled in selftest.ports[0], want at most one cable per port`,
+			`ncpos.toml:5: selftest.ports[0].segment_port: the other port of segment "s", LAN2, is not cabled, want a test port cabled to each of its two ports`}},
+		{"one side only", cabled + "ports = [{test = \"LAN3\", segment_port = \"LAN2\"}]\n", []string{
+			`ncpos.toml:5: selftest.ports[0].segment_port: the other port of segment "s", LAN1, is not cabled, want a test port cabled to each of its two ports`}},
+		{"missing fields", cabled + "ports = [{test = \"LAN3\"}, {segment_port = \"LAN2\"}]\n", []string{
+			`ncpos.toml:5: selftest.ports[0].segment_port: missing, want the front-panel name of the segment port the test port is cabled to`,
+			`ncpos.toml:5: selftest.ports[1].test: missing, want the front-panel name of a spare port cabled to segment_port`,
+			`ncpos.toml:5: selftest.ports[1].segment_port: the other port of segment "s", LAN1, is not cabled, want a test port cabled to each of its two ports`}},
+		{"sizes", cabled + "sizes = [64, 63, 9019]\n", []string{
+			`ncpos.toml:5: selftest.sizes[1]: 63 is out of range, want a frame size between 64 and 9018 bytes`,
+			`ncpos.toml:5: selftest.sizes[2]: 9019 is out of range, want a frame size between 64 and 9018 bytes`}},
+		{"no sizes", cabled + "sizes = []\n", []string{
+			`ncpos.toml:5: selftest.sizes: no frame sizes, want e.g. [64, 128, 256, 512, 1024, 1280, 1518]`}},
+		{"trial", cabled + "trial = \"2m\"\n", []string{
+			`ncpos.toml:5: selftest.trial: "120s" is out of range, want between 100ms and 60s`}},
+		{"line rate", cabled + "line_rate = \"fast\"\n", []string{
+			`ncpos.toml:5: selftest.line_rate: "fast" is not a line rate, want a number with M or G such as "100M", "1G" or "10G"`}},
+		{"unknown cable key", cabled + "ports = [{test = \"LAN3\", to = \"LAN1\"}]\n", nil}, // checked below
+	}
+	for _, tt := range tests[:len(tests)-1] {
+		t.Run(tt.name, func(t *testing.T) {
+			got := problems(t, tt.text)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+	got := strings.Join(problems(t, tests[len(tests)-1].text), "\n")
+	if !strings.Contains(got, "selftest.ports[0].to: unknown key") {
+		t.Errorf("unknown key in a cable: %s", got)
+	}
+}
+
+func TestSelfTestDefaultsAndPaths(t *testing.T) {
+	c, err := Parse("t.toml", []byte(cabled+"ports = [{test = \"LAN4\", segment_port = \"LAN2\"}, {test = \"LAN3\", segment_port = \"LAN1\"}]\nline_rate = \"2.5G\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.SelfTest.Sizes, []int{64, 128, 256, 512, 1024, 1280, 1518}) || c.SelfTest.Trial.Duration != 2*time.Second {
+		t.Errorf("defaults: %+v", c.SelfTest)
+	}
+	if c.SelfTest.LineBPS() != 2.5e9 {
+		t.Errorf("LineBPS = %g, want 2.5e9", c.SelfTest.LineBPS())
+	}
+	paths := c.SelfTestPaths()
+	want := []SelfTestPath{{Segment: "s", From: "LAN1", To: "LAN2", Sender: "LAN3", Receiver: "LAN4", SenderCable: 1, ReceiverCable: 0}}
+	if !slices.Equal(paths, want) {
+		t.Errorf("paths = %+v, want %+v", paths, want)
+	}
+	if p := Default().SelfTestPaths(); len(p) != 0 {
+		t.Errorf("the default cables nothing, got %+v", p)
+	}
+	for in, want := range map[string]float64{"100M": 1e8, "1G": 1e9, "10G": 1e10, "G": 0, "1g": 0, "-1G": 0, "1T": 0} {
+		if got, _ := ParseLineRate(in); got != want {
+			t.Errorf("ParseLineRate(%q) = %g, want %g", in, got, want)
+		}
+	}
+}

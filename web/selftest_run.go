@@ -1,0 +1,232 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/ipc"
+)
+
+// SelfTestJob is the state of the self-test job (GET /api/v1/selftest/job).
+type SelfTestJob struct {
+	State    string `json:"state"`           // idle, running, done, failed
+	Sizes    []int  `json:"sizes,omitempty"` // frame sizes of the run
+	Size     int    `json:"size,omitempty"`  // the size being measured
+	Done     int    `json:"done_sizes"`      // sizes finished
+	Total    int    `json:"total_sizes"`
+	Result   string `json:"result,omitempty"`
+	Error    string `json:"error,omitempty"`
+	By       string `json:"by,omitempty"`
+	Started  string `json:"started,omitempty"`
+	Finished string `json:"finished,omitempty"`
+}
+
+// SelfTestFunc runs the self-test (RFC 2544 between the configured test
+// ports) at sizes, nil meaning the configured ones, calls progress before
+// each size and returns a one-line result. statusd wires it in; the
+// report itself goes to the self-test file.
+type SelfTestFunc func(ctx context.Context, sizes []int, progress func(size, index, total int)) (string, error)
+
+// ErrSelfTestRunning is Start's answer while a run is under way.
+var ErrSelfTestRunning = errors.New("a self-test is already running")
+
+// SelfTestJobs runs the self-test in the background, one run at a time,
+// and keeps the state of the last one.
+type SelfTestJobs struct {
+	// Ready says why the self-test cannot run here (no [selftest]
+	// cabling), or nil; nil Ready means ready.
+	Ready func() error
+	Run   SelfTestFunc
+	// Context bounds every run; context.Background when nil.
+	Context context.Context
+	Now     func() time.Time // time.Now when nil
+
+	mu   sync.Mutex
+	job  SelfTestJob
+	done chan struct{} // closed when the running job ends
+}
+
+func (j *SelfTestJobs) now() time.Time {
+	if j.Now != nil {
+		return j.Now()
+	}
+	return time.Now()
+}
+
+func (j *SelfTestJobs) ready() error {
+	if j.Run == nil {
+		return errors.New("the self-test is not available here")
+	}
+	if j.Ready != nil {
+		return j.Ready()
+	}
+	return nil
+}
+
+// Start begins a run at sizes (nil: the configured sizes) for by;
+// ErrSelfTestRunning while one runs.
+func (j *SelfTestJobs) Start(sizes []int, by string) error {
+	if err := j.ready(); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.job.State == "running" {
+		return ErrSelfTestRunning
+	}
+	j.job = SelfTestJob{State: "running", Sizes: slices.Clone(sizes), Total: len(sizes), By: by,
+		Started: j.now().UTC().Format(time.RFC3339)}
+	j.done = make(chan struct{})
+	ctx := j.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	go j.run(ctx, sizes, j.done)
+	return nil
+}
+
+func (j *SelfTestJobs) run(ctx context.Context, sizes []int, done chan struct{}) {
+	defer close(done)
+	progress := func(size, index, total int) {
+		j.mu.Lock()
+		j.job.Size, j.job.Done, j.job.Total = size, index, total
+		j.mu.Unlock()
+	}
+	var (
+		result string
+		err    error
+	)
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("self-test crashed: %v", r)
+			}
+		}()
+		result, err = j.Run(ctx, sizes, progress)
+	}()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.job.Size = 0
+	j.job.Result = result
+	j.job.Finished = j.now().UTC().Format(time.RFC3339)
+	if err != nil {
+		j.job.State, j.job.Error = "failed", err.Error()
+		return
+	}
+	j.job.State, j.job.Done = "done", j.job.Total
+}
+
+// Job is the state of the current or last run.
+func (j *SelfTestJobs) Job() SelfTestJob {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	job := j.job
+	job.Sizes = slices.Clone(job.Sizes)
+	if job.State == "" {
+		job.State = "idle"
+	}
+	return job
+}
+
+// Wait blocks until the running job (if any) ends, or ctx does.
+func (j *SelfTestJobs) Wait(ctx context.Context) error {
+	j.mu.Lock()
+	done := j.done
+	j.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// SelfTestRequest is the body of POST /api/v1/control/selftest; the body
+// and sizes are optional.
+type SelfTestRequest struct {
+	Sizes []int `json:"sizes"`
+}
+
+// Limits of a self-test request.
+const (
+	maxSelfTestSizes = 16
+	minSelfTestFrame = 64
+	maxSelfTestFrame = 9018
+)
+
+func checkSelfTestSizes(sizes []int) error {
+	if len(sizes) > maxSelfTestSizes {
+		return fmt.Errorf("%d sizes, want at most %d", len(sizes), maxSelfTestSizes)
+	}
+	for _, n := range sizes {
+		if n < minSelfTestFrame || n > maxSelfTestFrame {
+			return fmt.Errorf("frame size %d: want %d to %d bytes", n, minSelfTestFrame, maxSelfTestFrame)
+		}
+	}
+	return nil
+}
+
+func (s *Server) handleSelfTestJob(w http.ResponseWriter, r *http.Request) {
+	if s.SelfTest == nil {
+		apiError(w, http.StatusServiceUnavailable, "the self-test is not available here")
+		return
+	}
+	job := s.SelfTest.Job()
+	ready := ""
+	if err := s.SelfTest.ready(); err != nil {
+		ready = err.Error()
+	}
+	ipc.WriteJSON(w, map[string]any{"job": job, "unavailable": ready})
+}
+
+func (s *Server) handleSelfTest(w http.ResponseWriter, r *http.Request) {
+	var req SelfTestRequest
+	if r.ContentLength != 0 && !decodeJSON(w, r, &req) {
+		return
+	}
+	if s.SelfTest == nil {
+		apiError(w, http.StatusServiceUnavailable, "the self-test is not available here")
+		return
+	}
+	if err := checkSelfTestSizes(req.Sizes); err != nil {
+		apiError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err := s.SelfTest.ready(); err != nil {
+		apiError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	by := who(r)
+	if err := s.SelfTest.Start(req.Sizes, by); err != nil {
+		code := http.StatusServiceUnavailable
+		if errors.Is(err, ErrSelfTestRunning) {
+			code = http.StatusConflict
+		}
+		apiError(w, code, err.Error())
+		return
+	}
+	sizes := "configured sizes"
+	if len(req.Sizes) > 0 {
+		strs := make([]string, len(req.Sizes))
+		for i, n := range req.Sizes {
+			strs[i] = strconv.Itoa(n)
+		}
+		sizes = strings.Join(strs, ",") + " bytes"
+	}
+	s.event(events.Notice, events.KindControl, []string{"action", "selftest", "by", by},
+		fmt.Sprintf("self-test (%s) started by %s", sizes, by))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	ipc.WriteJSON(w, s.SelfTest.Job())
+}
