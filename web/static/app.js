@@ -234,7 +234,24 @@ function renderDaemons(s) {
       h('td', { class: 'num' }, `${r.loss_percent} %`), h('td', { class: 'num' }, r.latency_us ? `${r.latency_us} µs` : '—')));
   }
   $('selftest').replaceChildren(
-    h('p', {}, h('span', { class: t.passed ? 'good' : 'bad', 'data-field': 'selftest' }, t.passed ? 'PASSED' : 'FAILED'), ` ${utc(t.finished)} UTC — ${t.summary}`), tbl);
+    h('p', {}, h('span', { class: t.passed ? 'good' : 'bad', 'data-field': 'selftest' }, t.passed ? 'PASSED' : 'FAILED'), ` ${utc(t.finished)} UTC — ${t.summary}`),
+    throughputChart(t.results || []), tbl);
+}
+
+// throughputChart draws throughput (bit/s) against frame size, the
+// seed articles' chart, as inline SVG.
+function throughputChart(results) {
+  const W = 320, H = 120, L = 4, B = 16;
+  const svg = h('svg', { class: 'chart', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img', 'data-field': 'selftest-chart' });
+  if (!results.length) return svg;
+  const max = Math.max(...results.map(r => r.throughput_mbps), 1);
+  const x = i => L + (results.length === 1 ? (W - 2 * L) / 2 : i * (W - 2 * L) / (results.length - 1));
+  const y = v => (H - B) - v / max * (H - B - 12);
+  svg.append(h('polyline', { class: 'rx', points: results.map((r, i) => `${x(i).toFixed(1)},${y(r.throughput_mbps).toFixed(1)}`).join(' ') }));
+  results.forEach((r, i) => svg.append(h('text', { x: Math.min(Math.max(x(i) - 8, 0), W - 28), y: H - 3 }, `${r.frame_size}`)));
+  svg.append(h('text', { x: 4, y: 10 }, 'throughput vs frame size, max ' + si(max * 1e6, 'bit/s')));
+  svg.setAttribute('aria-label', 'self-test throughput against frame size');
+  return svg;
 }
 
 function renderEvents(s) {
