@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
-	"time"
 
 	"github.com/asavie/xdp"
 	"github.com/cilium/ebpf/link"
@@ -164,58 +162,11 @@ func (t *PortTarget) Run(ctx context.Context, spec TrialSpec) (TrialResult, erro
 		return TrialResult{}, err
 	}
 	t.trial++
-	res := TrialResult{IndependentName: "receiver rx_packets"}
-	rx0 := make([]uint64, len(t.streams))
-	drops0 := make([]uint64, len(t.streams))
-	builders := make([]*Builder, len(t.streams))
+	streams := make([]trialStream, len(t.streams))
 	for i, s := range t.streams {
-		fs := s.spec
-		fs.Size = spec.Size
-		b, err := NewBuilder(fs)
-		if err != nil {
-			return res, err
-		}
-		builders[i] = b
-		s.an.reset(t.trial, spec.Latency)
-		drops0[i] = s.an.drops()
-		if rx0[i], err = s.rxPackets(); err != nil {
-			return res, err
-		}
+		streams[i] = trialStream{gen: s.gen, an: s.an, spec: s.spec, rx: s.rxPackets}
 	}
-	var (
-		wg   sync.WaitGroup
-		gens = make([]genResult, len(t.streams))
-		errs = make([]error, len(t.streams))
-	)
-	for i, s := range t.streams {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			gens[i], errs[i] = s.gen.run(builders[i], t.trial, spec.RatePPS, spec.Duration, spec.Burst)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return res, err
-	}
-	time.Sleep(drain)
-	var independent uint64
-	for i, s := range t.streams {
-		res.Sent += gens[i].sent
-		res.Elapsed = max(res.Elapsed, gens[i].elapsed)
-		res.Received += s.an.received.Load()
-		rx, err := s.rxPackets()
-		if err != nil {
-			return res, err
-		}
-		independent += rx - rx0[i]
-		res.TesterDrops += s.an.drops() - drops0[i]
-		if spec.Latency {
-			res.Latencies = append(res.Latencies, s.an.latencies()...)
-		}
-	}
-	res.Independent = int64(independent)
-	return res, nil
+	return runTrial(ctx, t.trial, spec, streams, "receiver rx_packets")
 }
 
 // Close releases the sockets and detaches the analyzers' programs.
