@@ -14,12 +14,8 @@ package bypasslab
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/ncpos/ncpos/bypass"
@@ -28,14 +24,7 @@ import (
 
 // BuildBypassd compiles services/bypassd into dir and returns the binary.
 // It must run inside the ncpos module.
-func BuildBypassd(dir string) (string, error) {
-	out := filepath.Join(dir, "bypassd")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/ncpos/ncpos/services/bypassd")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("bypasslab: building bypassd: %w\n%s", err, b)
-	}
-	return out, nil
-}
+func BuildBypassd(dir string) (string, error) { return lab.BuildDaemon(dir, "bypassd") }
 
 // PairName is the sim pair of segment i.
 func PairName(i int) string { return fmt.Sprintf("pair%d", i) }
@@ -50,60 +39,29 @@ func SimPairArgs(l *lab.Lab) []string {
 	return args
 }
 
-// Bypassd is a bypassd running in the lab's forwarder namespace.
+// Bypassd is a bypassd running in the lab's forwarder namespace. Its
+// Stop (SIGTERM) has bypassd set every pair to bypass before it exits.
 type Bypassd struct {
-	RunDir string // shared with forwarderd: bypassd finds forwarderd.sock there
-	Log    string
-	cmd    *exec.Cmd
-	done   chan error
-	Ctl    *bypass.Control
+	*lab.Process // RunDir is shared with forwarderd: bypassd finds forwarderd.sock there
+	Ctl          *bypass.Control
 }
 
 // StartBypassd runs bin in the forwarder namespace with a sim relay per
 // segment and extra flags, and waits until it answers /status. runDir
 // must be forwarderd's run folder.
 func StartBypassd(l *lab.Lab, bin, runDir string, extra ...string) (*Bypassd, error) {
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return nil, err
+	ctl := bypass.NewControl(runDir, 2*time.Second)
+	args := append([]string{"-log", filepath.Join(runDir, "bypass-transitions.log")}, SimPairArgs(l)...)
+	ready := func() error {
+		_, err := ctl.Status(context.Background())
+		return err
 	}
-	logPath := filepath.Join(runDir, "bypassd.log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	p, err := l.StartProcess("bypassd", bin, runDir, append(args, extra...), ready, 15*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	defer logf.Close()
-	args := append([]string{"netns", "exec", l.FW.Name, bin, "-log", filepath.Join(runDir, "bypass-transitions.log")}, SimPairArgs(l)...)
-	args = append(args, extra...)
-	cmd := exec.Command("ip", args...)
-	cmd.Env = append(os.Environ(), "NCPOS_RUN_DIR="+runDir)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("bypasslab: starting bypassd: %w", err)
-	}
-	d := &Bypassd{RunDir: runDir, Log: logPath, cmd: cmd, done: make(chan error, 1), Ctl: bypass.NewControl(runDir, 2*time.Second)}
-	go func() { d.done <- cmd.Wait() }()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		_, err := d.Ctl.Status(context.Background())
-		if err == nil {
-			return d, nil
-		}
-		select {
-		case werr := <-d.done:
-			b, _ := os.ReadFile(logPath)
-			return nil, fmt.Errorf("bypasslab: bypassd exited (%v):\n%s", werr, b)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			d.Kill()
-			return nil, fmt.Errorf("bypasslab: bypassd did not answer in 15s: %w", err)
-		}
-	}
+	return &Bypassd{Process: p, Ctl: ctl}, nil
 }
-
-// Pid is bypassd's process id.
-func (d *Bypassd) Pid() int { return d.cmd.Process.Pid }
 
 // Status fetches bypassd's /status.
 func (d *Bypassd) Status() (bypass.Status, error) { return d.Ctl.Status(context.Background()) }
@@ -134,31 +92,6 @@ func (d *Bypassd) WaitPair(i int, state bypass.State, timeout time.Duration) (by
 			return p, fmt.Errorf("bypasslab: %s is %s (wanted %s, cause %q) after %v: %v", PairName(i), p.State, state, p.Cause, timeout, err)
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// Kill sends SIGKILL and waits for the process to go.
-func (d *Bypassd) Kill() error {
-	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
-	}
-	err := <-d.done
-	d.done <- err
-	return nil
-}
-
-// Stop sends SIGTERM (bypassd sets every pair to bypass and exits) and
-// waits up to 10s.
-func (d *Bypassd) Stop() error {
-	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return err
-	}
-	select {
-	case err := <-d.done:
-		d.done <- err
-		return err
-	case <-time.After(10 * time.Second):
-		return d.Kill()
 	}
 }
 
