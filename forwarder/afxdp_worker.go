@@ -16,7 +16,42 @@ import (
 type afxdpEnd struct {
 	port     *port
 	xsk      *xdp.Socket
+	tx       txFrames
 	counters goCounters
+}
+
+// complete takes back the frames the kernel has sent from this end.
+func (e *afxdpEnd) complete() {
+	if n := e.xsk.NumCompleted(); n > 0 {
+		e.xsk.Complete(n)
+		e.tx.free += n
+	}
+}
+
+// txFrames hands out the UMEM frames a socket sends from, the upper part
+// of its UMEM (the lower part receives, see afxdpRxFrames), in order, and
+// takes them back in the same order: the kernel consumes the TX ring in
+// order and reports completions in that order, so a counter is the whole
+// bookkeeping. asavie's GetDescs would scan its frame table for each batch.
+type txFrames struct {
+	head, free int
+	descs      []xdp.Desc // reused for each batch
+}
+
+func newTXFrames() txFrames {
+	return txFrames{free: afxdpTxFrames, descs: make([]xdp.Desc, 0, afxdpTxFrames)}
+}
+
+// take returns k frames (k <= free) to copy into and send.
+func (t *txFrames) take(k int) []xdp.Desc {
+	d := t.descs[:k]
+	size := uint64(afxdpSocketOptions.FrameSize)
+	for i := range d {
+		d[i].Addr = uint64(afxdpRxFrames+(t.head+i)%afxdpTxFrames) * size
+	}
+	t.head = (t.head + k) % afxdpTxFrames
+	t.free -= k
+	return d
 }
 
 // goCounters are portCounters written by one worker and read by the
@@ -77,10 +112,7 @@ func (w *afxdpWorker) run() {
 		for i := range w.ends {
 			// Frames the kernel has sent go back to the pool even when
 			// nothing flows towards this end any more.
-			if n := w.ends[i].xsk.NumCompleted(); n > 0 {
-				w.ends[i].xsk.Complete(n)
-			}
-			refill(w.ends[i].xsk)
+			w.ends[i].complete()
 			fds[i].Events = unix.POLLIN
 			if w.ends[i].xsk.NumTransmitted() > 0 {
 				fds[i].Events |= unix.POLLOUT
@@ -108,38 +140,37 @@ func (w *afxdpWorker) run() {
 	}
 }
 
-// refill gives the kernel free frames to receive into, once a quarter of
-// the fill ring is empty (GetDescs scans the frame table, so not for every
-// frame).
-func refill(s *xdp.Socket) {
-	if n := s.NumFreeFillSlots(); n >= afxdpSocketOptions.FillRingNumDescs/4 {
-		s.Fill(s.GetDescs(n))
-	}
-}
-
 // forward moves what src received to dst: one copy per frame into dst's
-// UMEM, bytes unchanged, then one sendto for the whole batch.
+// UMEM, bytes unchanged, then one sendto for the whole batch. It takes
+// only as many frames as dst can send and leaves the rest in src's RX
+// ring for the next round, so that a burst waits rather than being
+// dropped; only when dst can send nothing at all (its link is down, its
+// ring is stuck) are the received frames dropped, so that the worker does
+// not spin on them. The received frames go straight back to src's fill
+// ring, forwarded or not.
 func (w *afxdpWorker) forward(src, dst *afxdpEnd, c *portCounters, now time.Duration) {
 	n := src.xsk.NumReceived()
 	if n == 0 {
 		return
 	}
-	rx := src.xsk.Receive(n)
-	if done := dst.xsk.NumCompleted(); done > 0 {
-		dst.xsk.Complete(done)
+	dst.complete()
+	if k := min(dst.tx.free, dst.xsk.NumFreeTxSlots()); k > 0 {
+		n = min(n, k)
 	}
-	k := min(len(rx), dst.xsk.NumFreeTxSlots())
-	tx := dst.xsk.GetDescs(k)
+	rx := src.xsk.Receive(n)
+	tx := dst.tx.take(min(len(rx), dst.tx.free, dst.xsk.NumFreeTxSlots()))
 	if w.flows != nil {
 		w.flows.mu.Lock()
 	}
 	for i := range tx {
 		in := src.xsk.GetFrame(rx[i])
-		p := ParseFrame(in)
-		c.countMalformed(p.Malformed)
-		if w.flows != nil && p.HasKey {
-			p.Key.Port = uint8(src.port.index)
-			w.flows.track(p.Key, uint64(len(in)), p.TCPFlags, now)
+		// Malformations were counted by port_xsk; only service mode
+		// needs the frame parsed.
+		if w.flows != nil {
+			if p := ParseFrame(in); p.HasKey {
+				p.Key.Port = uint8(src.port.index)
+				w.flows.track(p.Key, uint64(len(in)), p.TCPFlags, now)
+			}
 		}
 		tx[i].Len = uint32(len(in))
 		copy(dst.xsk.GetFrame(tx[i]), in)
@@ -148,6 +179,7 @@ func (w *afxdpWorker) forward(src, dst *afxdpEnd, c *portCounters, now time.Dura
 		w.flows.mu.Unlock()
 	}
 	c.Drops[dropTxRingFull] += uint64(len(rx) - len(tx))
+	src.xsk.Fill(rx)
 	if len(tx) == 0 {
 		return
 	}

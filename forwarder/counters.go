@@ -39,16 +39,3 @@ func (c *portCounters) merge(o *portCounters) {
 		c.Reasons[i] += o.Reasons[i]
 	}
 }
-
-// countMalformed records a parsed frame's malformations.
-func (c *portCounters) countMalformed(mask uint32) {
-	if mask == 0 {
-		return
-	}
-	c.Malformed++
-	for i := range c.Reasons {
-		if mask&(1<<i) != 0 {
-			c.Reasons[i]++
-		}
-	}
-}

@@ -134,7 +134,7 @@ type sample struct {
 
 // handed is what a port's datapath gave on to its peer port.
 func handed(c *portCounters) uint64 {
-	return c.Passed - c.Drops[dropTxRingFull] - c.Drops[dropSendError]
+	return c.Passed - c.Drops[dropTxRingFull] - c.Drops[dropSendError] - c.Drops[dropXSKRx]
 }
 
 // accountLost carries egress_lost forward from prev: per port, what its

@@ -56,6 +56,7 @@ var DropReasons = []string{
 	// counter deltas (e.g. XDP redirect into a veth whose peer has no XDP
 	// program, which kernel 6.18 counts nowhere).
 	"egress_lost",
+	"xsk_rx", // afxdp: the kernel dropped a frame meant for the socket (receive ring full, no free frame)
 }
 
 const (
@@ -66,6 +67,7 @@ const (
 	dropKernelRx
 	dropKernelTx
 	dropEgressLost
+	dropXSKRx
 	numDrops
 )
 

@@ -8,8 +8,8 @@
 //   port_forward  forward mode: count, check the frame, redirect it to the
 //                 segment peer through the egress DEVMAP, unmodified.
 //   port_service  service mode: the same plus a 5-tuple flow table (LRU).
-//   port_xsk      afxdp engine: count and hand the frame to the AF_XDP
-//                 socket of its receive queue.
+//   port_xsk      afxdp engine: count, check the frame and hand it to the
+//                 AF_XDP socket of its receive queue.
 //
 // Malformed frames are counted and still forwarded: the box is a wire, and a
 // bypass relay would pass them too, so dropping them would make "normal" and
@@ -449,6 +449,12 @@ int port_xsk(struct xdp_md *ctx)
 {
 	__u64 len;
 	struct port_stats *st = count_rx(ctx, &len);
+	/* Checked here, as port_forward does, so that both engines count
+	 * malformations with the same code and the workers parse only in
+	 * service mode. */
+	struct parsed p = {};
+	parse(ctx, NULL, &p, 0);
+	count_malformed(st, p.malformed);
 	int act = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_DROP);
 	if (st) {
 		if (act == XDP_REDIRECT)
