@@ -27,6 +27,7 @@ type Generator struct {
 	ifindex int
 	prog    *ebpf.Program
 	seq     *ebpf.Map
+	spin    uint32
 }
 
 // bpfFTestXDPLiveFrames is BPF_F_TEST_XDP_LIVE_FRAMES.
@@ -58,7 +59,7 @@ func (l *Lab) ThrottledGenerator(seg, side int, flows int, spin uint32) (*Genera
 		return nil, err
 	}
 	s := l.Segments[seg]
-	return &Generator{ns: s.Hosts[side], ifindex: s.HostIndex[side], prog: prog, seq: seq}, nil
+	return &Generator{ns: s.Hosts[side], ifindex: s.HostIndex[side], prog: prog, seq: seq, spin: spin}, nil
 }
 
 // xdpMD is the XDP context BPF_PROG_RUN takes (struct xdp_md).
@@ -93,6 +94,11 @@ func (g *Generator) run(frame []byte, n uint32) error {
 func (g *Generator) Run(ctx context.Context, frame []byte, d time.Duration, pps float64, cpu int) (uint64, error) {
 	const threads = 4
 	chunk := uint32(1 << 16)
+	if g.spin > 0 {
+		// A throttled generator is slow: smaller calls keep Sent,
+		// and so the offered rate of a window, current.
+		chunk = 1 << 13
+	}
 	if pps > 0 {
 		chunk = uint32(max(1<<14, pps/threads*0.03))
 	}

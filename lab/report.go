@@ -21,7 +21,7 @@ func (r *BenchReport) find(setup string, size int) float64 {
 func (r *BenchReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "ncpos lab bench: veth lab, %d CPUs, generator on CPU %d, best 0.5 s window of %v, best of %d rounds\n", r.CPUs, r.GenCPU, r.Duration, r.Rounds)
 	fmt.Fprintf(w, "(on veth the generator, the datapath and the sink share one core's softirq: ns/frame is the honest figure)\n\n")
-	fmt.Fprintf(w, "%5s  %-32s %8s %9s %10s %9s %9s\n", "bytes", "setup", "Mpps", "ns/frame", "+ns/frame", "x bridge", "x ref")
+	fmt.Fprintf(w, "%5s  %-32s %8s %9s %10s %9s %9s  %s\n", "bytes", "setup", "Mpps", "ns/frame", "+ns/frame", "x bridge", "x ref", "sink")
 	sizes := []int{}
 	for _, row := range r.Rows {
 		if len(sizes) == 0 || sizes[len(sizes)-1] != row.Size {
@@ -36,16 +36,16 @@ func (r *BenchReport) Print(w io.Writer) {
 			if row.Size != size {
 				continue
 			}
-			fmt.Fprintf(w, "%5d  %-32s %8.2f %9s %10s %9s %9s\n", size, row.Setup, row.PPS/1e6,
-				nsPer(row.PPS), added(row.PPS, ceil), ratio(row.PPS, bridge), ratio(row.PPS, ref))
+			fmt.Fprintf(w, "%5d  %-32s %8.2f %9s %10s %9s %9s  %s\n", size, row.Setup, row.PPS/1e6,
+				nsPer(row.PPS), added(row.PPS, ceil), ratio(row.PPS, bridge), ratio(row.PPS, ref), row.Sink)
 		}
 		fmt.Fprintln(w)
 	}
-	if s := r.Saturation; s != nil && s.Max > 0 {
-		fmt.Fprintf(w, "overload, %d bytes, datapath and sink on the forwarding core (threaded NAPI), generator on CPU %d:\n", s.Size, r.GenCPU)
-		s.print(w, "ncpos xdp forward")
-		if s.Reference != nil && s.Reference.Max > 0 {
-			s.Reference.print(w, "devmap reference")
+	fmt.Fprintf(w, "(sink: where the far end counted; the Linux bridge and afxdp transmit socket buffers and are measured at both, the better kept: see SinkTC)\n\n")
+	if len(r.Overload) > 0 {
+		fmt.Fprintf(w, "overload, %d bytes, each datapath with the forwarding core to itself (xdp: its NAPI in a thread there), generator on CPU %d:\n", r.Overload[0].Size, r.GenCPU)
+		for _, s := range r.Overload {
+			s.print(w)
 		}
 		fmt.Fprintln(w)
 	}
@@ -54,16 +54,34 @@ func (r *BenchReport) Print(w io.Writer) {
 		fwd := r.find(SetupXDPForward, size)
 		target := func(what string, got, base, want float64) {
 			verdict := "met"
-			if base == 0 || got/base < want {
+			if base == 0 || got == 0 {
+				verdict = "not measured"
+			} else if got/base < want {
 				verdict = "NOT met"
 			}
-			fmt.Fprintf(w, "  %5d bytes  %-40s %5s (want >= %.1fx) %s\n", size, what, ratio(got, base), want, verdict)
+			r := ratio(got, base)
+			if got == 0 {
+				r = "-"
+			}
+			fmt.Fprintf(w, "  %5d bytes  %-42s %5s (want >= %.1fx) %s\n", size, what, r, want, verdict)
 		}
 		target("xdp forward / devmap reference", fwd, r.find(SetupReference, size), 0.9)
 		target("xdp forward / Linux bridge", fwd, r.find(SetupBridge, size), 3)
 		target("xdp service 1 flow / xdp forward", r.find(SetupXDPSvc1, size), fwd, 0.6)
 		target("xdp service 10000 flows / xdp forward", r.find(SetupXDPSvc10k, size), fwd, 0.6)
 		target("afxdp forward / xdp forward", r.find(SetupAFXDP, size), fwd, 0.2)
+	}
+	for _, s := range r.Overload {
+		verdict := "met"
+		switch {
+		case s.Max <= 0:
+			verdict = "not measured"
+		case !s.Offered150():
+			verdict = fmt.Sprintf("not offered (%.0f %% at most)", 100*s.Offered/s.Max)
+		case s.Forwarded < 0.9*s.Max:
+			verdict = "NOT met"
+		}
+		fmt.Fprintf(w, "  %5d bytes  %-42s %5s (want >= 0.9x at 150 %% offered) %s\n", s.Size, s.Setup+", overload / max", ratio(s.Forwarded, s.Max), verdict)
 	}
 }
 
@@ -88,18 +106,23 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2fx", a/b)
 }
 
-func (s *Saturation) print(w io.Writer, what string) {
+func (s *Saturation) print(w io.Writer) {
+	if s.Max <= 0 {
+		fmt.Fprintf(w, "  %s: nothing forwarded\n", s.Setup)
+		return
+	}
 	fmt.Fprintf(w, "  %s: max %.2f Mpps; offered %.2f Mpps (%.0f %% of max) -> forwarded %.2f Mpps (%.0f %% of max)\n",
-		what, s.Max/1e6, s.Offered/1e6, 100*s.Offered/s.Max, s.Forwarded/1e6, 100*s.Forwarded/s.Max)
+		s.Setup, s.Max/1e6, s.Offered/1e6, 100*s.Offered/s.Max, s.Forwarded/1e6, 100*s.Forwarded/s.Max)
 	fmt.Fprintf(w, "    load curve, offered -> forwarded Mpps:")
-	var top float64
 	for _, p := range s.Curve {
 		fmt.Fprintf(w, "  %.2f->%.2f", p.Offered/1e6, p.Forwarded/1e6)
-		top = max(top, p.Offered)
 	}
 	fmt.Fprintln(w)
-	if top < 1.4*s.Max {
-		fmt.Fprintf(w, "    (the generator's own ceiling, %.2f Mpps, is only %.0f %% of the maximum: 150 %% cannot be offered from one core)\n",
-			top/1e6, 100*top/s.Max)
+	if !s.Offered150() {
+		fmt.Fprintf(w, "    (flat out, one core offers only %.0f %% of this maximum: 150 %% cannot be offered)\n", 100*s.Offered/s.Max)
 	}
 }
+
+// Offered150 reports whether the overload point was offered at least 140 %
+// of the maximum, near enough the 150 % asked for to count.
+func (s *Saturation) Offered150() bool { return s.Max > 0 && s.Offered >= 1.4*s.Max }

@@ -126,6 +126,37 @@ func (s *Sinks) attach(ns *Netns, ifname string, id int) (link.Link, error) {
 	return lk, nil
 }
 
+// SKBSink swaps the XDP sink of a traffic end for the same count at tc
+// ingress, until the returned function puts the XDP sink back. Frames a
+// datapath transmits as socket buffers then reach the count without the
+// veth copying each into an XDP buffer first. Frames redirected by XDP are
+// dropped by the veth meanwhile (no XDP program on its peer).
+func (s *Sinks) SKBSink(seg, side int) (restore func() error, err error) {
+	sg := s.lab.Segments[seg]
+	ns, ifname, id := sg.Hosts[side], sg.HostIfs[side], SinkID(seg, side)
+	prog, err := loadProgram(s.spec, bpf.LabProgSinkSkb, map[string]*ebpf.Map{bpf.LabMapSinkCounts: s.counts}, map[string]any{bpf.LabVarSinkId: uint32(id)})
+	if err != nil {
+		return nil, err
+	}
+	s.progs = append(s.progs, prog)
+	l, err := ns.Link(ifname)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Detach(seg, side); err != nil {
+		return nil, err
+	}
+	var lk link.Link
+	err = ns.Do(func() (err error) {
+		lk, err = link.AttachTCX(link.TCXOptions{Program: prog, Interface: l.Attrs().Index, Attach: ebpf.AttachTCXIngress})
+		return err
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("lab: attaching the tc sink to %s: %w", ifname, err), s.Attach(seg, side))
+	}
+	return func() error { return errors.Join(lk.Close(), s.Attach(seg, side)) }, nil
+}
+
 // loadProgram loads one program of spec with the given shared maps and
 // constants, leaving everything else out.
 func loadProgram(spec *ebpf.CollectionSpec, name string, maps map[string]*ebpf.Map, consts map[string]any) (*ebpf.Program, error) {

@@ -112,7 +112,24 @@ func labBench(ctx context.Context, args []string) error {
 	dur := fs.Duration("duration", 2*time.Second, "measuring time per figure")
 	sizes := fs.String("sizes", "64,1518", "frame sizes with FCS, comma-separated")
 	rounds := fs.Int("rounds", 2, "measure everything this many times and keep each setup's best")
+	only := fs.String("only", "", "comma-separated words: measure only the setups whose names contain one ("+strings.Join(lab.Setups, "; ")+")")
 	fs.Parse(args)
+	var words []string
+	for _, w := range strings.Split(*only, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			words = append(words, w)
+		}
+	}
+	if len(words) > 0 {
+		o := lab.BenchOptions{Only: words}
+		var known bool
+		for _, s := range lab.Setups {
+			known = known || o.Wants(s)
+		}
+		if !known {
+			return fmt.Errorf("-only %q names no setup; setups are: %s", *only, strings.Join(lab.Setups, "; "))
+		}
+	}
 	var sz []int
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -131,7 +148,7 @@ func labBench(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	rep, err := lab.RunBench(ctx, lab.BenchOptions{Forwarderd: bin, RunDir: dir, Duration: *dur, Sizes: sz, Rounds: *rounds, Out: os.Stdout})
+	rep, err := lab.RunBench(ctx, lab.BenchOptions{Forwarderd: bin, RunDir: dir, Duration: *dur, Sizes: sz, Rounds: *rounds, Only: words, Out: os.Stdout})
 	if err != nil {
 		return err
 	}

@@ -2,13 +2,15 @@
 
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 //
-// The lab's own XDP programs, attached only inside lab namespaces:
+// The lab's own BPF programs, attached only inside lab namespaces:
 //
 //   sink       on a traffic namespace's end of a port veth: counts what
 //              arrives and drops it. A veth drops frames redirected into it
 //              unless its peer has an XDP program; this is that program.
-//   capture    the same, and copies each frame into a ring buffer so that
-//              tests compare it byte for byte with what was sent.
+//   sink_skb   the same count at tc ingress, for datapaths that transmit
+//              socket buffers (see below).
+//   capture    the same as sink, and copies each frame into a ring buffer
+//              so that tests compare it byte for byte with what was sent.
 //   gen        the traffic generator: run with BPF_PROG_RUN in live-frame
 //              mode on a traffic end, it transmits its input frame
 //              (XDP_TX), optionally cycling the UDP source port over
@@ -71,14 +73,19 @@ static long spin_once(__u32 i, void *ctx)
 	return 0;
 }
 
-static __always_inline void count(struct xdp_md *ctx)
+static __always_inline void count_bytes(__u64 bytes)
 {
 	__u32 id = sink_id;
 	struct sink_stats *s = bpf_map_lookup_elem(&sink_counts, &id);
 	if (s) {
 		s->packets++;
-		s->bytes += ctx->data_end - ctx->data;
+		s->bytes += bytes;
 	}
+}
+
+static __always_inline void count(struct xdp_md *ctx)
+{
+	count_bytes(ctx->data_end - ctx->data);
 }
 
 SEC("xdp")
@@ -86,6 +93,17 @@ int sink(struct xdp_md *ctx)
 {
 	count(ctx);
 	return XDP_DROP;
+}
+
+/* The same count at tc ingress, for frames a datapath transmits as
+ * socket buffers (a Linux bridge, AF_XDP in copy mode): with no XDP program
+ * on the veth they skip the copy into an XDP buffer that the veth makes for
+ * an XDP program, a cost of the harness that a NIC does not have. */
+SEC("tc")
+int sink_skb(struct __sk_buff *skb)
+{
+	count_bytes(skb->len);
+	return 2; /* TC_ACT_SHOT */
 }
 
 SEC("xdp")

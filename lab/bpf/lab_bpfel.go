@@ -31,6 +31,7 @@ const (
 	LabProgGen       = "gen"
 	LabProgReference = "reference"
 	LabProgSink      = "sink"
+	LabProgSinkSkb   = "sink_skb"
 	LabVarFlows      = "flows"
 	LabVarSinkId     = "sink_id"
 	LabVarSpin       = "spin"
@@ -83,6 +84,7 @@ type LabProgramSpecs struct {
 	Gen       *ebpf.ProgramSpec `ebpf:"gen"`
 	Reference *ebpf.ProgramSpec `ebpf:"reference"`
 	Sink      *ebpf.ProgramSpec `ebpf:"sink"`
+	SinkSkb   *ebpf.ProgramSpec `ebpf:"sink_skb"`
 }
 
 // LabMapSpecs contains maps before they are loaded into the kernel.
@@ -158,6 +160,7 @@ type LabPrograms struct {
 	Gen       *ebpf.Program `ebpf:"gen"`
 	Reference *ebpf.Program `ebpf:"reference"`
 	Sink      *ebpf.Program `ebpf:"sink"`
+	SinkSkb   *ebpf.Program `ebpf:"sink_skb"`
 }
 
 func (p *LabPrograms) Close() error {
@@ -166,6 +169,7 @@ func (p *LabPrograms) Close() error {
 		p.Gen,
 		p.Reference,
 		p.Sink,
+		p.SinkSkb,
 	)
 }
 

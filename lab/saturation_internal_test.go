@@ -1,0 +1,85 @@
+package lab
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestSpinFor(t *testing.T) {
+	// A generator whose time per frame is 100 ns plus 10 ns per spin.
+	offered := func(spin uint32) float64 { return 1e9 / (100 + 10*float64(spin)) }
+	measured := func(spins ...uint32) func(func(uint32, float64) bool) {
+		return func(yield func(uint32, float64) bool) {
+			for _, s := range spins {
+				if !yield(s, offered(s)) {
+					return
+				}
+			}
+		}
+	}
+	for _, c := range []struct {
+		target float64
+		spin   uint32
+		ok     bool
+	}{
+		{offered(37), 37, true}, // between 25 and 50
+		{offered(0), 0, true},   // flat out exactly
+		{offered(400), 400, true},
+		{2 * offered(0), 0, false}, // beyond flat out
+		{offered(1000), 400, true}, // slower than the slowest measured
+	} {
+		spin, ok := spinFor(c.target, offered(0), measured(400, 200, 100, 50, 25, 10, 0))
+		if spin != c.spin || ok != c.ok {
+			t.Errorf("spinFor(%.0f) = %d, %v; want %d, %v", c.target, spin, ok, c.spin, c.ok)
+		}
+	}
+}
+
+func TestReportVerdicts(t *testing.T) {
+	r := &BenchReport{CPUs: 2, Rounds: 1, Rows: []BenchRow{
+		{Setup: SetupCeiling, Size: 64, PPS: 8e6, Sink: SinkXDP},
+		{Setup: SetupBridge, Size: 64, PPS: 1.2e6, Sink: SinkXDP},
+		{Setup: SetupReference, Size: 64, PPS: 5e6, Sink: SinkXDP},
+		{Setup: SetupXDPForward, Size: 64, PPS: 4.8e6, Sink: SinkXDP},
+		{Setup: SetupAFXDP, Size: 64, PPS: 0.9e6, Sink: SinkTC},
+	}, Overload: []*Saturation{
+		{Setup: SetupXDPForward, Size: 64, Max: 5e6, Offered: 6e6, Forwarded: 5e6},   // 120 %: not offered
+		{Setup: SetupReference, Size: 64, Max: 5e6, Offered: 7.5e6, Forwarded: 4e6},  // 80 %
+		{Setup: SetupAFXDP, Size: 64, Max: 1.2e6, Offered: 1.8e6, Forwarded: 1.19e6}, // kept
+	}}
+	var b bytes.Buffer
+	r.Print(&b)
+	out := b.String()
+	flat := strings.Join(strings.Fields(out), " ")
+	for _, want := range []string{
+		"xdp forward / devmap reference            0.96x (want >= 0.9x) met",
+		"xdp forward / Linux bridge                4.00x (want >= 3.0x) met",
+		"xdp service 1 flow / xdp forward             - (want >= 0.6x) not measured",
+		"afxdp forward / xdp forward               0.19x (want >= 0.2x) NOT met",
+		"ncpos xdp forward, overload / max         1.00x (want >= 0.9x at 150 % offered) not offered (120 % at most)",
+		"devmap redirect reference, overload / max 0.80x (want >= 0.9x at 150 % offered) NOT met",
+		"ncpos afxdp forward, overload / max       0.99x (want >= 0.9x at 150 % offered) met",
+	} {
+		if !strings.Contains(flat, strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(flat, "ncpos afxdp forward 0.90 1111.1 +986.1 0.75x 0.18x tc") {
+		t.Errorf("report lacks the afxdp row with its tc sink:\n%s", out)
+	}
+}
+
+func TestBenchOptionsWants(t *testing.T) {
+	all := BenchOptions{}
+	some := BenchOptions{Only: []string{"afxdp", "overload"}}
+	for _, s := range Setups {
+		if !all.Wants(s) {
+			t.Errorf("no -only: %q not measured", s)
+		}
+		want := s == SetupAFXDP || s == SetupOverload
+		if some.Wants(s) != want {
+			t.Errorf("-only afxdp,overload: Wants(%q) = %v", s, !want)
+		}
+	}
+}
