@@ -121,6 +121,23 @@ func (s *Saturation) print(w io.Writer) {
 	if !s.Offered150() {
 		fmt.Fprintf(w, "    (flat out, one core offers only %.0f %% of this maximum: 150 %% cannot be offered)\n", 100*s.Offered/s.Max)
 	}
+	if worst, n := s.beyond(1.5); n > 0 {
+		fmt.Fprintf(w, "    at the %d load(s) offered beyond 150 %% of max: forwarded at least %.0f %% of max\n", n, 100*worst/s.Max)
+	}
+}
+
+// beyond returns the least forwarded over the points offered at least f
+// times the maximum, and how many there are.
+func (s *Saturation) beyond(f float64) (worst float64, n int) {
+	for _, p := range s.Curve {
+		if p.Offered >= f*s.Max {
+			if n == 0 || p.Forwarded < worst {
+				worst = p.Forwarded
+			}
+			n++
+		}
+	}
+	return worst, n
 }
 
 // Offered150 reports whether the overload point was offered at least 140 %

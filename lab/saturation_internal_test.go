@@ -36,6 +36,26 @@ func TestSpinFor(t *testing.T) {
 	}
 }
 
+func TestOverloadPoint(t *testing.T) {
+	curve := []LoadPoint{{1, 1}, {2, 1.9}, {3, 2}, {4.1, 1.8}, {5.5, 1.5}, {8, 1}}
+	// Max 2: 150 % is 3, offered 2.8 or more counts; 3 itself is there.
+	if p := overloadPoint(curve, 2); p != (LoadPoint{3, 2}) {
+		t.Errorf("max 2: %+v, want the point offered 3", p)
+	}
+	// Max 2.5: nothing at 3.75; of those offered 3.5 or more, 4.1 is nearest.
+	if p := overloadPoint(curve, 2.5); p != (LoadPoint{4.1, 1.8}) {
+		t.Errorf("max 2.5: %+v, want the point offered 4.1", p)
+	}
+	// Max 6: nothing offered 8.4 or more: the most offered.
+	if p := overloadPoint(curve, 6); p != (LoadPoint{8, 1}) {
+		t.Errorf("max 6: %+v, want the point offered 8", p)
+	}
+	s := &Saturation{Max: 2, Curve: curve}
+	if worst, n := s.beyond(1.5); worst != 1 || n != 4 {
+		t.Errorf("beyond 150 %%: %v over %d points, want 1 over 4", worst, n)
+	}
+}
+
 func TestReportVerdicts(t *testing.T) {
 	r := &BenchReport{CPUs: 2, Rounds: 1, Rows: []BenchRow{
 		{Setup: SetupCeiling, Size: 64, PPS: 8e6, Sink: SinkXDP},
