@@ -105,7 +105,13 @@ func (s *Sinks) Detach(seg, side int) error {
 // attach loads another sink numbered id on interface ifname of ns; closing
 // the returned link detaches it.
 func (s *Sinks) attach(ns *Netns, ifname string, id int) (link.Link, error) {
-	prog, err := loadProgram(s.spec, s.name, s.maps, map[string]any{bpf.LabVarSinkId: uint32(id)})
+	return s.attachAt(ns, ifname, id, s.name, false)
+}
+
+// attachAt loads program name as sink id and attaches it to ifname of ns,
+// at tc ingress when tc, as the veth's XDP program otherwise.
+func (s *Sinks) attachAt(ns *Netns, ifname string, id int, name string, tc bool) (link.Link, error) {
+	prog, err := loadProgram(s.spec, name, s.maps, map[string]any{bpf.LabVarSinkId: uint32(id)})
 	if err != nil {
 		return nil, err
 	}
@@ -116,11 +122,15 @@ func (s *Sinks) attach(ns *Netns, ifname string, id int) (link.Link, error) {
 	}
 	var lk link.Link
 	err = ns.Do(func() (err error) {
-		lk, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: l.Attrs().Index, Flags: link.XDPDriverMode})
+		if tc {
+			lk, err = link.AttachTCX(link.TCXOptions{Program: prog, Interface: l.Attrs().Index, Attach: ebpf.AttachTCXIngress})
+		} else {
+			lk, err = link.AttachXDP(link.XDPOptions{Program: prog, Interface: l.Attrs().Index, Flags: link.XDPDriverMode})
+		}
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("lab: attaching sink to %s: %w", ifname, err)
+		return nil, fmt.Errorf("lab: attaching %s to %s: %w", name, ifname, err)
 	}
 	s.links = append(s.links, lk)
 	return lk, nil
@@ -133,26 +143,12 @@ func (s *Sinks) attach(ns *Netns, ifname string, id int) (link.Link, error) {
 // dropped by the veth meanwhile (no XDP program on its peer).
 func (s *Sinks) SKBSink(seg, side int) (restore func() error, err error) {
 	sg := s.lab.Segments[seg]
-	ns, ifname, id := sg.Hosts[side], sg.HostIfs[side], SinkID(seg, side)
-	prog, err := loadProgram(s.spec, bpf.LabProgSinkSkb, map[string]*ebpf.Map{bpf.LabMapSinkCounts: s.counts}, map[string]any{bpf.LabVarSinkId: uint32(id)})
-	if err != nil {
-		return nil, err
-	}
-	s.progs = append(s.progs, prog)
-	l, err := ns.Link(ifname)
-	if err != nil {
-		return nil, err
-	}
 	if err := s.Detach(seg, side); err != nil {
 		return nil, err
 	}
-	var lk link.Link
-	err = ns.Do(func() (err error) {
-		lk, err = link.AttachTCX(link.TCXOptions{Program: prog, Interface: l.Attrs().Index, Attach: ebpf.AttachTCXIngress})
-		return err
-	})
+	lk, err := s.attachAt(sg.Hosts[side], sg.HostIfs[side], SinkID(seg, side), bpf.LabProgSinkSkb, true)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("lab: attaching the tc sink to %s: %w", ifname, err), s.Attach(seg, side))
+		return nil, errors.Join(err, s.Attach(seg, side))
 	}
 	return func() error { return errors.Join(lk.Close(), s.Attach(seg, side)) }, nil
 }
