@@ -115,6 +115,28 @@ func TestLastReset(t *testing.T) {
 			"planned reboot", "planned reboot (requested at 2026-11-30T12:00:00Z)"},
 		{"watchdog beats planned", func(r Records) { r.WritePlanned("reboot", now); r.WriteFailure(failing, now) }, unix.WDIOF_CARDRESET,
 			"watchdog", ""},
+		{"failure while stopping is the planned stop", func(r Records) {
+			r.WritePlanned("reboot", now.Add(-10*time.Second))
+			r.WriteFailure(failing, now)
+			r.WritePlanned("reboot", now) // watchdogd's SIGTERM: the first record stays
+		}, 0, "planned reboot", "planned reboot (requested at 2026-11-30T11:59:50Z; while stopping: forwarderd /healthz failing since 2026-11-30T11:59:53Z: stalled)"},
+		{"failure before the plan is the watchdog's", func(r Records) {
+			r.WriteFailure(failing, now)
+			r.WritePlanned("reboot", now)
+		}, 0, "watchdog", "watchdog (forwarderd /healthz failing since 2026-11-30T11:59:53Z: stalled; the driver did not report the reset)"},
+		{"a plan long before the failure did not cause it", func(r Records) {
+			r.WritePlanned("reboot", now.Add(-time.Hour))
+			r.WriteFailure(failing, now)
+		}, 0, "watchdog", ""},
+		{"a plan that did not happen is forgotten", func(r Records) {
+			r.WritePlanned("reboot", now.Add(-10*time.Second))
+			r.ClearPlanned()
+			r.WriteFailure(failing, now)
+		}, 0, "watchdog", ""},
+		{"hung while stopping is the watchdog's", func(r Records) {
+			r.WritePlanned("reboot", now.Add(-10*time.Second))
+			r.WriteFailure(failing, now)
+		}, unix.WDIOF_CARDRESET, "watchdog", ""},
 		{"recovered failure is forgotten", func(r Records) { r.WriteFailure(failing, now); r.ClearFailure() }, 0,
 			"power-on", "power-on"},
 	} {

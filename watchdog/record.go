@@ -109,8 +109,27 @@ func (r Records) ClearFailure() error {
 	return nil
 }
 
-// WritePlanned records a planned stop.
+// maxStop bounds how long after a planned stop began a failing check is
+// put down to it: a stop takes well under a minute, even on a loaded box.
+const maxStop = 5 * time.Minute
+
+// ClearPlanned removes the record of a planned stop that did not happen
+// (the request to reboot failed).
+func (r Records) ClearPlanned() error {
+	if err := os.Remove(r.path("planned.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// WritePlanned records a planned stop. A stop already recorded in this
+// boot stays as it is: its time is when the stop began (statusd records a
+// reboot before asking for it, watchdogd again when it gets SIGTERM).
 func (r Records) WritePlanned(what string, now time.Time) error {
+	var prev PlannedRecord
+	if ok, err := r.read("planned.json", &prev); err == nil && ok {
+		return nil
+	}
 	return r.write("planned.json", PlannedRecord{What: what, At: now})
 }
 
@@ -127,9 +146,14 @@ func (r Records) DecideLastReset(bootStatus uint32, bootID string, now time.Time
 	var planned PlannedRecord
 	hasPlanned, perr := r.read("planned.json", &planned)
 
+	// A check that started failing after the stop was planned failed
+	// because of it (the daemons are stopped one by one, and a loaded box
+	// takes a while): unless the hardware reset the box, the stop was the
+	// planned one.
+	stopping := hasPlanned && hasFail && !fail.Since.Before(planned.At) && fail.Since.Sub(planned.At) < maxStop
 	lr := LastReset{BootStatus: bootStatus, BootID: bootID, Decided: now}
 	switch {
-	case bootStatus&unix.WDIOF_CARDRESET != 0 || hasFail:
+	case bootStatus&unix.WDIOF_CARDRESET != 0 || hasFail && !stopping:
 		lr.Kind = "watchdog"
 		lr.Detail = fail.Reason
 		if !hasFail {
@@ -141,6 +165,9 @@ func (r Records) DecideLastReset(bootStatus uint32, bootID string, now time.Time
 	case hasPlanned:
 		lr.Kind = "planned " + planned.What
 		lr.Detail = "requested at " + planned.At.UTC().Format(time.RFC3339)
+		if stopping {
+			lr.Detail += "; while stopping: " + fail.Reason
+		}
 	default:
 		lr.Kind = "power-on"
 	}

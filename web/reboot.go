@@ -36,10 +36,18 @@ type GokrazyRebooter struct {
 }
 
 // Reboot implements Rebooter.
-func (g GokrazyRebooter) Reboot(ctx context.Context, reason string) error {
+func (g GokrazyRebooter) Reboot(ctx context.Context, reason string) (err error) {
 	if err := g.Records.WritePlanned("reboot", time.Now()); err != nil {
 		return fmt.Errorf("recording the planned reboot: %w", err)
 	}
+	defer func() {
+		// No reboot under way: a later failure must not be put down to it.
+		if err != nil {
+			if cerr := g.Records.ClearPlanned(); cerr != nil {
+				log.Printf("statusd: %v", cerr)
+			}
+		}
+	}()
 	if g.RunDir != "" {
 		err := ipc.NewClient(g.RunDir, "bypassd", 15*time.Second).Post(ctx, "/planned", map[string]string{"kind": "reboot", "reason": reason}, nil)
 		if err != nil && !ipc.NotRunning(err) {

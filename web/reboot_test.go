@@ -85,4 +85,9 @@ func TestGokrazyRebooter(t *testing.T) {
 	if err := g.Reboot(context.Background(), "test"); err == nil {
 		t.Fatal("reboot without gokrazy reported success")
 	}
+	// No reboot happened: no planned record may remain to excuse a later
+	// failure.
+	if _, err := os.Stat(filepath.Join(records.Dir, "planned.json")); !os.IsNotExist(err) {
+		t.Errorf("planned record left after failed reboots: %v", err)
+	}
 }
