@@ -43,7 +43,7 @@ func (r *BenchReport) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "(sink: where the far end counted; the Linux bridge and afxdp transmit socket buffers and are measured at both, the better kept: see SinkTC)\n\n")
 	if len(r.Overload) > 0 {
-		fmt.Fprintf(w, "overload, %d bytes, each datapath with the forwarding core to itself (xdp: its NAPI in a thread there), generator on CPU %d:\n", r.Overload[0].Size, r.GenCPU)
+		fmt.Fprintf(w, "overload, %d bytes, each datapath with the forwarding core to itself (xdp: its NAPI in a thread there), generator on CPU %d, best of %d rounds per point:\n", r.Overload[0].Size, r.GenCPU, r.Rounds)
 		for _, s := range r.Overload {
 			s.print(w)
 		}

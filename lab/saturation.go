@@ -134,10 +134,18 @@ func (b *bench) loadCurve(ctx context.Context, frame []byte, setup string) (*Sat
 	}
 	sat := &Saturation{Setup: setup}
 	var pts []point
+	// Each point is measured Rounds times and the best kept, as the rates
+	// are: whatever else runs on the host can only slow a datapath down.
 	for _, spin := range loadCurveSpins {
-		p, err := run(fmt.Sprintf("spin %d", spin), spin)
-		if err != nil {
-			return nil, err
+		var p point
+		for round := 0; round < b.o.Rounds; round++ {
+			q, err := run(fmt.Sprintf("spin %d", spin), spin)
+			if err != nil {
+				return nil, err
+			}
+			if round == 0 || q.fwd > p.fwd {
+				p = q
+			}
 		}
 		pts = append(pts, p)
 		sat.Curve = append(sat.Curve, LoadPoint{Offered: p.off, Forwarded: p.fwd})
