@@ -3,12 +3,15 @@ package vm
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,35 +108,88 @@ func boot(t *testing.T, img string, uefi bool, opts ...func(*Options)) (*VM, str
 		}
 		ports[i] = p
 	}
-	serial := filepath.Join(t.TempDir(), "serial.log")
-	ctx, cancel := context.WithCancel(context.Background())
-	o := Options{Image: img, UEFI: uefi, DataNICs: 4, StatusPort: ports[0], UpdatePort: ports[1],
-		Forwards: map[int]int{ports[2]: 8081}, SerialLog: serial, Snapshot: true}
-	for _, f := range opts {
-		f(&o)
-	}
-	v, err := Start(ctx, o, os.Stderr)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		v.Kill()
-		if t.Failed() {
-			b, _ := os.ReadFile(serial)
-			if len(b) > 8000 {
-				b = b[len(b)-8000:]
-			}
-			t.Logf("serial console (tail):\n%s", b)
+	dir := t.TempDir()
+	for attempt := 1; ; attempt++ {
+		serial := filepath.Join(dir, fmt.Sprintf("serial-%d.log", attempt))
+		ctx, cancel := context.WithCancel(context.Background())
+		o := Options{Image: img, UEFI: uefi, DataNICs: 4, StatusPort: ports[0], UpdatePort: ports[1],
+			Forwards: map[int]int{ports[2]: 8081}, SerialLog: serial, Snapshot: true}
+		for _, f := range opts {
+			f(&o)
 		}
-	})
-	took, err := WaitHealthy(ctx, v.StatusURL(), 6*time.Minute)
-	if err != nil {
-		t.Fatal(err)
+		v, err := Start(ctx, o, os.Stderr)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		took, err := waitBoot(v, serial, 6*time.Minute, 2*time.Minute)
+		if errors.Is(err, errStalled) && attempt == 1 {
+			t.Logf("QEMU stalled during boot (%v), its serial console ending %q: starting it again, once", err, lastLine(serial))
+			cancel()
+			v.Kill()
+			continue
+		}
+		t.Cleanup(func() {
+			cancel()
+			v.Kill()
+			if t.Failed() {
+				b, _ := os.ReadFile(serial)
+				if len(b) > 8000 {
+					b = b[len(b)-8000:]
+				}
+				t.Logf("serial console (tail):\n%s", b)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("boot to /healthz: %v (firmware uefi=%v)", took.Round(100*time.Millisecond), uefi)
+		return v, serial
 	}
-	t.Logf("boot to /healthz: %v (firmware uefi=%v)", took.Round(100*time.Millisecond), uefi)
-	return v, serial
+}
+
+// errStalled is a guest that stopped making progress while booting.
+var errStalled = errors.New("stalled")
+
+// waitBoot waits for /healthz like WaitHealthy, but gives up early, with
+// errStalled, once the serial console has been silent for stall: in CI,
+// with three guests in software emulation on two cores, a guest kernel
+// was once seen to stop for good while probing PCI devices, less than a
+// second into its boot, which no amount of waiting mends. A booting
+// appliance writes to its console every few seconds.
+func waitBoot(v *VM, serial string, timeout, stall time.Duration) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stalled atomic.Bool
+	go func() {
+		size, last := int64(-1), time.Now()
+		for {
+			if fi, err := os.Stat(serial); err == nil && fi.Size() != size {
+				size, last = fi.Size(), time.Now()
+			} else if time.Since(last) > stall {
+				stalled.Store(true)
+				cancel()
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}()
+	took, err := WaitHealthy(ctx, v.StatusURL(), timeout)
+	if err != nil && stalled.Load() {
+		return 0, fmt.Errorf("%w: serial console silent for %v", errStalled, stall)
+	}
+	return took, err
+}
+
+// lastLine returns the last non-empty line of a file.
+func lastLine(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // system reads /api/v1/system, on a fresh connection (the box may have
