@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/asavie/xdp"
-	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
 	"github.com/ncpos/ncpos/lab"
@@ -105,7 +103,7 @@ func NewLab(o LabOptions) (_ *LabTarget, err error) {
 	for i, p := range o.Ports {
 		seg := l.Segments[p]
 		s := &labStream{seg: seg, spec: FrameSpec{Flows: o.Flows, SrcMAC: lab.MACA, DstMAC: lab.MACB, Stream: uint16(i)}}
-		if s.an, err = newAnalyzer(seg.Hosts[1], seg.HostIndex[1]); err != nil {
+		if s.an, err = newPortAnalyzer(PortEnd{Ifname: seg.HostIfs[1], NS: seg.Hosts[1]}, seg.HostIndex[1]); err != nil {
 			return nil, fmt.Errorf("analyzer on %s: %w", seg.HostIfs[1], err)
 		}
 		s.an.start()
@@ -142,30 +140,6 @@ func NewLab(o LabOptions) (_ *LabTarget, err error) {
 		}
 	}
 	return t, nil
-}
-
-func newAnalyzer(ns *lab.Netns, ifindex int) (a *analyzer, err error) {
-	a = &analyzer{}
-	err = ns.Do(func() error {
-		if a.xsk, err = newXSK(ifindex, &analyzerOptions); err != nil {
-			return err
-		}
-		if a.prog, err = xdp.NewProgram(1); err != nil {
-			return err
-		}
-		if err = a.prog.Register(0, a.xsk.FD()); err != nil {
-			return err
-		}
-		// A BPF link, not asavie's netlink attach, so that the program
-		// goes with the process.
-		a.lk, err = link.AttachXDP(link.XDPOptions{Program: a.prog.Program, Interface: ifindex, Flags: link.XDPDriverMode})
-		return err
-	})
-	if err != nil {
-		a.close()
-		return nil, err
-	}
-	return a, nil
 }
 
 // bridge joins every segment's ports with a Linux bridge (STP off, bridge

@@ -115,8 +115,10 @@ func macOr(hw net.HardwareAddr, def []byte) []byte {
 	return def
 }
 
-// newPortAnalyzer is newAnalyzer on any interface: native XDP when the
-// driver has it, generic XDP otherwise.
+// newPortAnalyzer binds the analyzer's AF_XDP socket to an interface and
+// attaches its redirect program through a BPF link (not asavie's netlink
+// attach, so that the program goes with the process): native XDP when the
+// driver has it (veth in the lab), generic XDP otherwise.
 func newPortAnalyzer(e PortEnd, ifindex int) (a *analyzer, err error) {
 	a = &analyzer{}
 	err = e.do(func() error {

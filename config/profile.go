@@ -113,16 +113,9 @@ func LookupProfile(name string) (*Profile, error) {
 
 // ParseProfile decodes and validates a profile; filename is used in messages.
 func ParseProfile(filename string, data []byte) (*Profile, error) {
-	src := &source{file: filename, data: data}
-	p := &Profile{}
-	_, errs, decoded := src.decodeStrict(p)
-	if !decoded {
-		return nil, &ValidationError{Errors: errs}
-	}
-	errs = append(errs, p.validate(src)...)
-	if len(errs) > 0 {
-		sortByLine(errs)
-		return nil, &ValidationError{Errors: errs}
+	p, err := DecodeProfile(filename, data)
+	if err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -28,9 +28,10 @@ import (
 // as send_error, the ring state is consistent by then); its sockets cannot
 // share a UMEM, so a frame is copied once from the receiving socket's UMEM
 // into the sending one's (unmodified: unlike its l2fwd example, no MAC is
-// rewritten), and frames are handed out by the worker's own bookkeeping,
-// not its GetDescs, which scans the whole frame table per call; and its zero-copy choice is a package global, set here per
-// bind, trying XDP_ZEROCOPY first and falling back to copy mode.
+// rewritten), with frames handed out by the worker's own bookkeeping, not
+// its GetDescs, which scans the whole frame table per call; and its
+// zero-copy choice is a package global, set here per bind, trying
+// XDP_ZEROCOPY first and falling back to copy mode.
 type afxdpEngine struct {
 	counts  *ebpf.Map
 	xsks    []*ebpf.Map

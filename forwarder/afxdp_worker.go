@@ -154,11 +154,12 @@ func (w *afxdpWorker) forward(src, dst *afxdpEnd, c *portCounters, now time.Dura
 		return
 	}
 	dst.complete()
-	if k := min(dst.tx.free, dst.xsk.NumFreeTxSlots()); k > 0 {
-		n = min(n, k)
+	room := min(dst.tx.free, dst.xsk.NumFreeTxSlots())
+	if room > 0 {
+		n = min(n, room)
 	}
 	rx := src.xsk.Receive(n)
-	tx := dst.tx.take(min(len(rx), dst.tx.free, dst.xsk.NumFreeTxSlots()))
+	tx := dst.tx.take(min(len(rx), room))
 	if w.flows != nil {
 		w.flows.mu.Lock()
 	}

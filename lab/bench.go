@@ -193,11 +193,9 @@ type bench struct {
 func (b *bench) setups(ctx context.Context, size int) ([]BenchRow, error) {
 	frame := UDPFrame(size-4, 10000, 9)
 	var rows []BenchRow
-	var addSink func(setup, sink string, pps, offered float64, err error) error
-	add := func(setup string, pps, offered float64, err error) error {
-		return addSink(setup, SinkXDP, pps, offered, err)
-	}
-	addSink = func(setup, sink string, pps, offered float64, err error) error {
+	// add records a figure; a second sink's figure for the same setup
+	// replaces the first only when it is better.
+	add := func(setup, sink string, pps, offered float64, err error) error {
 		if err != nil {
 			return fmt.Errorf("%s, %d bytes, %s sink: %w", setup, size, sink, err)
 		}
@@ -220,21 +218,21 @@ func (b *bench) setups(ctx context.Context, size int) ([]BenchRow, error) {
 		}
 		pps, off, err := b.measure(ctx, b.gen1, frame, ceilingSink, 0)
 		lk.Close()
-		if err := add(SetupCeiling, pps, off, err); err != nil {
+		if err := add(SetupCeiling, SinkXDP, pps, off, err); err != nil {
 			return nil, err
 		}
 	}
 	if b.o.Wants(SetupBridge) {
 		for _, sink := range []string{SinkXDP, SinkTC} {
 			pps, off, err := b.withSink(sink, func() (float64, float64, error) { return b.bridge(ctx, b.gen1, frame) })
-			if err := addSink(SetupBridge, sink, pps, off, err); err != nil {
+			if err := add(SetupBridge, sink, pps, off, err); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if b.o.Wants(SetupReference) {
 		pps, off, err := b.reference(ctx, b.gen1, frame)
-		if err := add(SetupReference, pps, off, err); err != nil {
+		if err := add(SetupReference, SinkXDP, pps, off, err); err != nil {
 			return nil, err
 		}
 	}
@@ -254,7 +252,7 @@ func (b *bench) setups(ctx context.Context, size int) ([]BenchRow, error) {
 		}
 		for _, sink := range c.sinks {
 			pps, off, err := b.withSink(sink, func() (float64, float64, error) { return b.forwarderd(ctx, c.gen, frame, c.args...) })
-			if err := addSink(c.setup, sink, pps, off, err); err != nil {
+			if err := add(c.setup, sink, pps, off, err); err != nil {
 				return nil, err
 			}
 		}
@@ -433,13 +431,24 @@ func (b *bench) attachReference() (func(), error) {
 
 // forwarderd measures forwarderd started with args.
 func (b *bench) forwarderd(ctx context.Context, g *Generator, frame []byte, args ...string) (float64, float64, error) {
-	d, err := b.lab.StartForwarderd(b.o.Forwarderd, b.o.RunDir, args...)
+	d, err := b.startForwarderd(args...)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer d.Stop()
-	if err := d.WaitHealthy(10 * time.Second); err != nil {
-		return 0, 0, err
-	}
 	return b.measure(ctx, g, frame, SinkID(0, 1), 0)
+}
+
+// startForwarderd starts forwarderd with args and waits until it is
+// healthy; the caller stops it.
+func (b *bench) startForwarderd(args ...string) (*Daemon, error) {
+	d, err := b.lab.StartForwarderd(b.o.Forwarderd, b.o.RunDir, args...)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.WaitHealthy(10 * time.Second); err != nil {
+		d.Stop()
+		return nil, err
+	}
+	return d, nil
 }

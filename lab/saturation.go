@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -44,14 +44,11 @@ func (b *bench) overload(ctx context.Context, size int) ([]*Saturation, error) {
 		return nil
 	}
 	forwarderd := func(setup string, ownCore bool, args ...string) (*Saturation, error) {
-		d, err := b.lab.StartForwarderd(b.o.Forwarderd, b.o.RunDir, args...)
+		d, err := b.startForwarderd(args...)
 		if err != nil {
 			return nil, err
 		}
 		defer d.Stop()
-		if err := d.WaitHealthy(10 * time.Second); err != nil {
-			return nil, err
-		}
 		if ownCore {
 			return b.ownCore(ctx, frame, setup)
 		}
@@ -75,10 +72,7 @@ func (b *bench) overload(ctx context.Context, size int) ([]*Saturation, error) {
 		return nil, err
 	}
 	err = add(forwarderd(SetupAFXDP, false, "-engine", "afxdp", "-mode", "forward"))
-	if rerr := restore(); err == nil {
-		err = rerr
-	}
-	return out, err
+	return out, errors.Join(err, restore())
 }
 
 // ownCore runs loadCurve with the first port's NAPI in a kernel thread on
@@ -106,6 +100,13 @@ func (b *bench) ownCore(ctx context.Context, frame []byte, setup string) (*Satur
 	return b.loadCurve(ctx, frame, setup)
 }
 
+// point is one measured point of a load curve: the generator's spin, and
+// the rates forwarded and offered.
+type point struct {
+	spin     uint32
+	fwd, off float64
+}
+
 // loadCurveSpins slow the generator from light load to flat out.
 var loadCurveSpins = []uint32{400, 200, 100, 50, 25, 10, 0}
 
@@ -113,10 +114,6 @@ var loadCurveSpins = []uint32{400, 200, 100, 50, 25, 10, 0}
 // curve, then at 150 % of the most it forwarded.
 func (b *bench) loadCurve(ctx context.Context, frame []byte, setup string) (*Saturation, error) {
 	size := len(frame) + 4
-	type point struct {
-		spin     uint32
-		fwd, off float64
-	}
 	run := func(step string, spin uint32) (point, error) {
 		if err := ctx.Err(); err != nil {
 			return point{}, err
@@ -155,13 +152,7 @@ func (b *bench) loadCurve(ctx context.Context, frame []byte, setup string) (*Sat
 	// throttle's rate varies a little from run to run).
 	target := 1.5 * sat.Max
 	for try := 0; try < 3; try++ {
-		spin, ok := spinFor(target, pts[len(loadCurveSpins)-1].off, func(yield func(spin uint32, off float64) bool) {
-			for _, p := range pts {
-				if !yield(p.spin, p.off) {
-					return
-				}
-			}
-		})
+		spin, ok := spinFor(target, pts[len(loadCurveSpins)-1].off, pts)
 		if !ok {
 			break
 		}
@@ -171,7 +162,7 @@ func (b *bench) loadCurve(ctx context.Context, frame []byte, setup string) (*Sat
 		}
 		pts = append(pts, p)
 		sat.Curve = append(sat.Curve, LoadPoint{Offered: p.off, Forwarded: p.fwd})
-		if abs(p.off/target-1) < 0.05 {
+		if math.Abs(p.off/target-1) < 0.05 {
 			break
 		}
 	}
@@ -181,26 +172,23 @@ func (b *bench) loadCurve(ctx context.Context, frame []byte, setup string) (*Sat
 	return sat, nil
 }
 
-func abs(x float64) float64 {
-	if x < 0 {
-		return -x
-	}
-	return x
-}
+// nearly150 is the least load, as a multiple of the maximum, that counts
+// as the 150 % asked for: the generator's throttle cannot hit it exactly.
+const nearly150 = 1.4
 
 // overloadPoint picks the overload figure from a curve: of the points
-// offered at least 140 % of max, the one nearest 150 %; when there is
-// none, the one offered the most.
+// offered at least nearly150 times max, the one nearest 150 %; when there
+// is none, the one offered the most.
 func overloadPoint(curve []LoadPoint, max float64) LoadPoint {
 	var best LoadPoint
 	target := 1.5 * max
 	for i, p := range curve {
-		pOver, bestOver := p.Offered >= 1.4*max, best.Offered >= 1.4*max
+		pOver, bestOver := p.Offered >= nearly150*max, best.Offered >= nearly150*max
 		switch {
 		case i == 0,
 			pOver && !bestOver,
 			!pOver && !bestOver && p.Offered > best.Offered,
-			pOver && bestOver && abs(p.Offered-target) < abs(best.Offered-target):
+			pOver && bestOver && math.Abs(p.Offered-target) < math.Abs(best.Offered-target):
 			best = p
 		}
 	}
@@ -208,25 +196,25 @@ func overloadPoint(curve []LoadPoint, max float64) LoadPoint {
 }
 
 // spinFor returns the spin that makes the generator offer target frames
-// per second, interpolated between the two measured spins nearest to it
+// per second, interpolated between the two measured points nearest to it
 // (the time per frame grows linearly with the spin), or false when even
 // flat out (flat, frames per second) offers less.
-func spinFor(target, flat float64, measured func(yield func(spin uint32, offered float64) bool)) (uint32, bool) {
+func spinFor(target, flat float64, measured []point) (uint32, bool) {
 	if flat < target || target <= 0 {
 		return 0, false
 	}
-	// Time per frame: t(spin) = 1/avg, linear in spin.
+	// Time per frame: t(spin) = 1/offered, linear in spin.
 	var lo, hi struct {
 		spin uint32
 		t    float64
 		ok   bool
 	}
 	want := 1 / target
-	for spin, off := range measured {
-		if off <= 0 {
+	for _, p := range measured {
+		if p.off <= 0 {
 			continue
 		}
-		t := 1 / off
+		spin, t := p.spin, 1/p.off
 		if t <= want && (!lo.ok || t > lo.t) {
 			lo.spin, lo.t, lo.ok = spin, t, true
 		}

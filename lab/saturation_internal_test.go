@@ -9,14 +9,9 @@ import (
 func TestSpinFor(t *testing.T) {
 	// A generator whose time per frame is 100 ns plus 10 ns per spin.
 	offered := func(spin uint32) float64 { return 1e9 / (100 + 10*float64(spin)) }
-	measured := func(spins ...uint32) func(func(uint32, float64) bool) {
-		return func(yield func(uint32, float64) bool) {
-			for _, s := range spins {
-				if !yield(s, offered(s)) {
-					return
-				}
-			}
-		}
+	var measured []point
+	for _, s := range []uint32{400, 200, 100, 50, 25, 10, 0} {
+		measured = append(measured, point{spin: s, off: offered(s)})
 	}
 	for _, c := range []struct {
 		target float64
@@ -29,7 +24,7 @@ func TestSpinFor(t *testing.T) {
 		{2 * offered(0), 0, false}, // beyond flat out
 		{offered(1000), 400, true}, // slower than the slowest measured
 	} {
-		spin, ok := spinFor(c.target, offered(0), measured(400, 200, 100, 50, 25, 10, 0))
+		spin, ok := spinFor(c.target, offered(0), measured)
 		if spin != c.spin || ok != c.ok {
 			t.Errorf("spinFor(%.0f) = %d, %v; want %d, %v", c.target, spin, ok, c.spin, c.ok)
 		}

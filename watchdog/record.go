@@ -102,8 +102,11 @@ func (r Records) WriteFailure(d Decision, now time.Time) error {
 
 // ClearFailure removes the failure record once health came back before the
 // hardware reset, so that a later power cut is not blamed on it.
-func (r Records) ClearFailure() error {
-	if err := os.Remove(r.path("failure.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func (r Records) ClearFailure() error { return r.remove("failure.json") }
+
+// remove deletes a record; one that is not there is no error.
+func (r Records) remove(name string) error {
+	if err := os.Remove(r.path(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -115,12 +118,7 @@ const maxStop = 5 * time.Minute
 
 // ClearPlanned removes the record of a planned stop that did not happen
 // (the request to reboot failed).
-func (r Records) ClearPlanned() error {
-	if err := os.Remove(r.path("planned.json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
-}
+func (r Records) ClearPlanned() error { return r.remove("planned.json") }
 
 // WritePlanned records a planned stop. A stop already recorded in this
 // boot stays as it is: its time is when the stop began (statusd records a
