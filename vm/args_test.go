@@ -9,6 +9,7 @@ func TestArgs(t *testing.T) {
 	bios := strings.Join(Args(Options{Image: "x.img", DataNICs: 2, StatusPort: 8480, UpdatePort: 8488, Forwards: map[int]int{9001: 8081}, SerialLog: "s.log"}, ""), " ")
 	for _, want := range []string{
 		"-smp 2",
+		"-accel tcg,thread=single",
 		"file=x.img,format=raw,if=ide",
 		"-device i6300esb",
 		"hostfwd=tcp:127.0.0.1:8480-:80",
