@@ -110,3 +110,60 @@ func TestMachineID(t *testing.T) {
 		t.Fatalf("second boot: %q, want %q", again, id)
 	}
 }
+
+// TestChooseConfig: a broken /perm file is replaced by the last good
+// configuration, then the image's; an absent one by the image's.
+func TestChooseConfig(t *testing.T) {
+	dir := t.TempDir()
+	etc, perm, good := filepath.Join(dir, "etc.toml"), filepath.Join(dir, "perm.toml"), filepath.Join(dir, "last-good.toml")
+	write := func(path, host string) {
+		t.Helper()
+		text := "hostname = \"" + host + "\"\n[[segment]]\nname = \"s\"\nports = [\"LAN1\", \"LAN2\"]\n"
+		if host == "" {
+			text = "hostname = \"bad name!\"\n"
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(etc, "from-etc")
+	if c := ChooseConfig(etc, perm, good); c.Config.Hostname != "from-etc" || c.Source != etc || len(c.Rejected) != 0 {
+		t.Errorf("no /perm file: %s from %s, %v", c.Config.Hostname, c.Source, c.Rejected)
+	}
+	write(good, "from-last-good")
+	if c := ChooseConfig(etc, perm, good); c.Config.Hostname != "from-etc" {
+		t.Errorf("no /perm file but a last good one: %s from %s; removing the file must go back to the image's", c.Config.Hostname, c.Source)
+	}
+	write(perm, "from-perm")
+	c := ChooseConfig(etc, perm, good)
+	if c.Config.Hostname != "from-perm" || !strings.Contains(string(c.Text), "from-perm") {
+		t.Errorf("valid /perm file: %s from %s", c.Config.Hostname, c.Source)
+	}
+	write(perm, "")
+	c = ChooseConfig(etc, perm, good)
+	if c.Config.Hostname != "from-last-good" || len(c.Rejected) != 1 || !strings.Contains(c.Source, "last good") {
+		t.Errorf("broken /perm file: %s from %s, rejected %v; want the last good one", c.Config.Hostname, c.Source, c.Rejected)
+	}
+	write(good, "")
+	c = ChooseConfig(etc, perm, good)
+	if c.Config.Hostname != "from-etc" || len(c.Rejected) != 2 {
+		t.Errorf("broken /perm and last good files: %s from %s, rejected %v", c.Config.Hostname, c.Source, c.Rejected)
+	}
+	os.Remove(etc)
+	c = ChooseConfig(etc, perm, good)
+	if c.Source != "built-in default" || string(c.Text) != string(config.DefaultTOML()) {
+		t.Errorf("nothing usable: %s", c.Source)
+	}
+
+	// KeepLastGood writes once per configuration.
+	lg := filepath.Join(dir, "perm/ncpos/last-good.toml")
+	for i, want := range []bool{true, false} {
+		wrote, err := KeepLastGood(lg, []byte("hostname = \"x\"\n"))
+		if err != nil || wrote != want {
+			t.Errorf("keep %d: wrote %v, %v; want %v", i, wrote, err, want)
+		}
+	}
+	if wrote, _ := KeepLastGood(lg, []byte("hostname = \"y\"\n")); !wrote {
+		t.Error("a changed configuration was not kept")
+	}
+}

@@ -1,11 +1,30 @@
 package appliance
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log"
+	"os"
+	"path/filepath"
+
+	"github.com/google/renameio/v2"
 
 	"github.com/ncpos/ncpos/config"
+)
+
+// Paths of the configuration's life on the appliance.
+const (
+	// LastGoodConfig is the configuration of the latest boot that stayed
+	// live and forwarding: it stands in for a PermConfig that does not
+	// load.
+	LastGoodConfig = "/perm/ncpos/last-good.toml"
+	// BootConfig is the configuration init chose for this boot, on the
+	// tmpfs of the daemons' sockets: every daemon, and every restart of
+	// one, runs on the very same configuration, whatever happens to the
+	// files on /perm meanwhile.
+	BootConfig = "/run/ncpos/config.toml"
 )
 
 // LoadConfig returns the configuration that takes effect: override when it
@@ -13,19 +32,101 @@ import (
 // never takes effect; its error is returned in rejected so that it can be
 // shown and logged. source names the file that took effect.
 func LoadConfig(base, override string) (cfg *config.Config, source string, rejected []error) {
-	for _, path := range []string{override, base} {
+	cfg, _, source, rejected = chooseConfig(base, override, "")
+	return cfg, source, rejected
+}
+
+// Choice is the configuration of one boot.
+type Choice struct {
+	Config   *config.Config
+	Text     []byte // the file as it was read (the built-in default's text otherwise)
+	Source   string
+	Rejected []error
+}
+
+// ChooseConfig decides the boot's configuration: override (PermConfig)
+// when it loads; when it exists and does not, lastGood, the one the box
+// last ran well on; then base (the image's); then the built-in default.
+// An override that is absent is not replaced by lastGood: removing it is
+// how an operator goes back to the image's configuration.
+func ChooseConfig(base, override, lastGood string) Choice {
+	cfg, text, source, rejected := chooseConfig(base, override, lastGood)
+	return Choice{Config: cfg, Text: text, Source: source, Rejected: rejected}
+}
+
+func chooseConfig(base, override, lastGood string) (*config.Config, []byte, string, []error) {
+	var rejected []error
+	try := func(path string) (*config.Config, []byte, bool) {
 		if path == "" {
-			continue
+			return nil, nil, false
 		}
-		c, err := config.Load(path)
+		text, err := os.ReadFile(path)
 		if errors.Is(err, fs.ErrNotExist) {
-			continue
+			return nil, nil, false
+		}
+		var c *config.Config
+		if err == nil {
+			c, err = config.Load(path)
 		}
 		if err != nil {
 			rejected = append(rejected, fmt.Errorf("%s rejected, keeping the previous configuration: %w", path, err))
-			continue
+			return nil, nil, false
 		}
-		return c, path, rejected
+		return c, text, true
 	}
-	return config.Default(), "built-in default", rejected
+	if c, text, ok := try(override); ok {
+		return c, text, override, rejected
+	} else if len(rejected) > 0 {
+		// The override is there and broken: the last good one stands in.
+		if c, text, ok := try(lastGood); ok {
+			return c, text, lastGood + " (last good: " + override + " was rejected)", rejected
+		}
+	}
+	if c, text, ok := try(base); ok {
+		return c, text, base, rejected
+	}
+	return config.Default(), config.DefaultTOML(), "built-in default", rejected
+}
+
+// WriteBootConfig keeps the boot's configuration text in path (BootConfig),
+// atomically.
+func WriteBootConfig(path string, text []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return renameio.WriteFile(path, text, 0o644)
+}
+
+// DaemonConfig is the configuration a daemon runs on: the file given with
+// -config, else the one init chose for this boot (BootConfig), else (not
+// started by init: the lab, a test) the one LoadConfig picks.
+func DaemonConfig(path string) (*config.Config, error) {
+	if path != "" {
+		return config.Load(path)
+	}
+	if _, err := os.Stat(BootConfig); err == nil {
+		return config.Load(BootConfig)
+	}
+	cfg, source, rejected := LoadConfig(EtcConfig, PermConfig)
+	for _, r := range rejected {
+		log.Print(r)
+	}
+	log.Printf("configuration: %s", source)
+	return cfg, nil
+}
+
+// KeepLastGood writes text to path (LastGoodConfig) atomically, unless it
+// already holds it: once per configuration, so it costs the card nothing
+// while the box runs. It reports whether it wrote.
+func KeepLastGood(path string, text []byte) (bool, error) {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, text) {
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return false, fmt.Errorf("keeping the last good configuration: %w", err)
+	}
+	if err := renameio.WriteFile(path, text, 0o644); err != nil {
+		return false, fmt.Errorf("keeping the last good configuration: %w", err)
+	}
+	return true, nil
 }

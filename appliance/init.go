@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,8 +58,22 @@ func Init(buildID string) error {
 
 	// Before gokrazy.Boot only the root file system is there, so the
 	// watchdog device comes from the configuration built into the image.
+	// Init claims the device only when watchdogd will pet it: claimed and
+	// never petted, it would reset a healthy box one timeout after boot.
+	// Without watchdogd, gokrazy's own pinger opens it and pets it every
+	// second for as long as the kernel runs, which still resets a box
+	// whose kernel hangs.
 	early, _, _ := LoadConfig(EtcConfig, "")
-	wd := claimWatchdog(early.Watchdog.Device, rec)
+	var wd *watchdog.Device
+	if slices.Contains(early.Services, "watchdogd") {
+		wd = claimWatchdog(early.Watchdog.Device, rec)
+	} else {
+		rec.Watchdog.Device = early.Watchdog.Device
+		rec.Watchdog.FD = -1
+		rec.Watchdog.Error = "not claimed: watchdogd is not in services"
+		rec.Watchdog.GokrazyPinger = "pets the device unconditionally (watchdogd is not configured)"
+		log.Printf("watchdogd not configured: leaving %s to gokrazy's pinger", early.Watchdog.Device)
+	}
 
 	if err := gokrazy.Boot(buildID); err != nil {
 		return fmt.Errorf("gokrazy.Boot: %w", err)
@@ -70,8 +85,12 @@ func Init(buildID string) error {
 		rec.MachineID = id
 	}
 
-	cfg, source, rejected := LoadConfig(EtcConfig, PermConfig)
+	choice := ChooseConfig(EtcConfig, PermConfig, LastGoodConfig)
+	cfg, source, rejected := choice.Config, choice.Source, choice.Rejected
 	rec.Config.Source = source
+	if err := WriteBootConfig(BootConfig, choice.Text); err != nil {
+		log.Printf("keeping this boot's configuration in %s: %v (the daemons read the files themselves)", BootConfig, err)
+	}
 	for _, r := range rejected {
 		log.Printf("configuration rejected: %v", r)
 		rec.Config.Rejected = append(rec.Config.Rejected, r.Error())
@@ -82,6 +101,15 @@ func Init(buildID string) error {
 		}
 	}
 
+	if wd != nil && !slices.Contains(cfg.Services, "watchdogd") {
+		// The image's configuration runs watchdogd, the one on /perm does
+		// not: nobody would pet the device init holds.
+		log.Printf("watchdogd not in services of %s: init pets %s itself", source, wd.Identity)
+		rec.Watchdog.GokrazyPinger = "init pets the device unconditionally (watchdogd is not configured)"
+		go petForever(wd)
+		wd = nil
+	}
+
 	ports, err := cfg.Profile().Resolve("/sys/class/net")
 	if err != nil {
 		log.Printf("mapping ports: %v", err)
@@ -90,15 +118,15 @@ func Init(buildID string) error {
 	rec.Ports = ports
 	rec.ManagementPort = cfg.Management.Port
 	rec.ManagementInterface = ports[cfg.Management.Port]
-	if rec.ManagementInterface == "" {
-		// Without a mapped management port the box would be unreachable;
-		// eth0 is the best remaining guess on x86.
-		rec.ManagementInterface = "eth0"
-	}
 
 	var services []*gokrazy.Service
-	dhcp, err := dhcpCommand(cfg, rec.ManagementInterface)
-	if err != nil {
+	if rec.ManagementInterface == "" {
+		// The management port is never guessed: any other interface may
+		// be a data port cabled to a network that must never reach the
+		// box. Without it the box forwards, and is reached through its
+		// serial console until the profile or the configuration is fixed.
+		log.Printf("management port %s not found on this box: no DHCP and no status page on the network", cfg.Management.Port)
+	} else if dhcp, err := dhcpCommand(cfg, rec.ManagementInterface); err != nil {
 		log.Printf("management address: %v", err)
 	} else {
 		services = append(services, gokrazy.NewService(dhcp))
@@ -136,6 +164,16 @@ func testPrograms() []*gokrazy.Service {
 		out = append(out, gokrazy.NewService(exec.Command(filepath.Join(TestDir, e.Name()))))
 	}
 	return out
+}
+
+// petForever pets the watchdog every second for as long as init runs, as
+// gokrazy's own pinger would.
+func petForever(wd *watchdog.Device) {
+	for range time.Tick(time.Second) {
+		if err := wd.Ping(); err != nil {
+			log.Printf("petting the watchdog: %v", err)
+		}
+	}
 }
 
 // ensureDev mounts devtmpfs on dev unless the kernel already did

@@ -44,7 +44,7 @@ type PlanRequest struct {
 func (s *Supervisor) Handler() *http.ServeMux {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(s)
-	mux := ipc.Handler(s.Health, func() any { return s.Status() }, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux := ipc.Handler(s.Report, func() any { return s.Status() }, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	fail := func(w http.ResponseWriter, code int, err error) {
 		http.Error(w, err.Error(), code)
 	}

@@ -29,13 +29,14 @@
 //     forwarder has been healthy for the hold-down; a bypassd restarted
 //     under a working appliance adopts relays already in normal instead of
 //     bouncing them;
-//   - one unhealthy verdict puts it in bypass at once: the Supervisor probes
-//     forwarderd's /healthz every Budget/6 with a Budget/3 timeout
-//     (default budget 300ms: 50ms and 100ms), so a dead forwarderd is seen
-//     within 50ms and a hung one within 150ms, leaving the rest of the
-//     budget for the relay; forwarderd's health covers its heartbeat,
-//     datapath progress (frames that enter a segment leave it) and links,
-//     and on a 503 /status tells which segments are affected;
+//   - one unhealthy verdict puts it in bypass at once: the Supervisor asks
+//     forwarderd's /health (a typed health.Report) every Budget/6 with a
+//     Budget/3 timeout (default budget 300ms: 50ms and 100ms), so a dead
+//     forwarderd is seen within 50ms and a hung one within 150ms, leaving
+//     the rest of the budget for the relay; a forwarderd that is not live
+//     serves no segment, and a segment condition (link_down, port_absent,
+//     tx_stalled) puts that segment's pair in bypass, by kind, never by
+//     the wording of a message;
 //   - back to normal only after the hold-down (default 5s) of continuous
 //     health; each failure within the flap window (2m) doubles it, up to
 //     MaxHoldDown (2m);

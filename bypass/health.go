@@ -4,61 +4,82 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
 )
 
-// Verdict is one look at the forwarder's health.
+// Verdict is one look at the forwarder: its typed health.Report, or why
+// there is none.
 type Verdict struct {
-	// Err is "" when forwarderd says it is healthy; otherwise why not (its
-	// 503 reason, or the error reaching it).
+	// Err is why forwarderd gave no report (gone, hung, a bad answer);
+	// "" when it answered.
 	Err string
-	// Global are problems that concern the whole forwarder (heartbeat,
-	// datapath); with any, every pair is unhealthy.
-	Global []string
-	// Segments has forwarderd's verdict per segment when it could be
-	// asked; nil when forwarderd did not answer at all (dead or hung).
-	Segments map[string]SegmentVerdict
+	// Report is what forwarderd answered.
+	Report health.Report
 }
 
-// SegmentVerdict is forwarderd's verdict on one segment.
-type SegmentVerdict struct {
-	OK      bool
-	Problem string
-	// LinksOnly: every problem is a port's link being down, which is
-	// what a hardware relay in bypass does to the NIC ports.
-	LinksOnly bool
+// OK says whether the forwarder answered, is live and reports no
+// condition at all.
+func (v Verdict) OK() bool {
+	return v.Err == "" && v.Report.Live.Live && len(v.Report.Conditions) == 0
 }
 
-// For works out whether the forwarder serves segment seg. bypassed: the
+// Summary is a line for bypassd's status.
+func (v Verdict) Summary() string {
+	switch {
+	case v.Err != "":
+		return v.Err
+	case !v.Report.Live.Live:
+		return "forwarderd not live: " + v.Report.Live.String()
+	}
+	var cs []string
+	for _, c := range v.Report.Conditions {
+		cs = append(cs, c.String())
+	}
+	return strings.Join(cs, "; ")
+}
+
+// For works out whether the forwarder serves segment seg. cutOff: the
 // pair's relay is in bypass (or disconnect) and, by its capabilities, cuts
-// the NIC ports off, so links down are expected rather than a fault —
-// otherwise a forwarder could never become healthy behind a hardware
-// relay in bypass.
-func (v Verdict) For(seg string, bypassed bool) Health {
+// the NIC ports off, so a link down is what the relay itself does rather
+// than a fault; otherwise a forwarder could never show that it is ready
+// behind a hardware relay in bypass. The decision reads the conditions'
+// kinds only, never their wording.
+func (v Verdict) For(seg string, cutOff bool) Health {
 	switch {
 	case seg == "":
-		return Health{Reason: "the pair is not in any segment"}
-	case v.Err == "":
-		return Health{OK: true}
-	case v.Segments == nil:
-		return Health{Reason: v.Err}
-	case len(v.Global) > 0:
-		return Health{Reason: strings.Join(v.Global, "; ")}
+		return Health{Reason: "the pair is not in any segment", Kinds: []health.Kind{health.NotForwarded}}
+	case v.Err != "":
+		return Health{Reason: v.Err, Kinds: []health.Kind{health.NoAnswer}}
+	case !v.Report.Live.Live:
+		h := Health{Reason: "forwarderd not live: " + v.Report.Live.String()}
+		for _, p := range v.Report.Live.Problems {
+			h.Kinds = append(h.Kinds, p.Kind)
+		}
+		return h
 	}
-	sv, ok := v.Segments[seg]
-	switch {
-	case !ok:
-		return Health{Reason: fmt.Sprintf("forwarderd does not forward segment %s", seg)}
-	case sv.OK:
+	conds := v.Report.Segment(seg)
+	if len(conds) == 0 {
+		if !slices.Contains(v.Report.Segments, seg) {
+			return Health{Reason: fmt.Sprintf("forwarderd does not forward segment %s", seg), Kinds: []health.Kind{health.NotForwarded}}
+		}
 		return Health{OK: true}
-	case sv.LinksOnly && bypassed:
-		return Health{OK: true, Reason: "links down while the relay bypasses the ports"}
 	}
-	return Health{Reason: sv.Problem}
+	h := Health{}
+	var reasons []string
+	for _, c := range conds {
+		h.Kinds = append(h.Kinds, c.Kind)
+		reasons = append(reasons, c.String())
+	}
+	h.Reason = strings.Join(reasons, "; ")
+	if cutOff && health.Only(conds, health.LinkDown) {
+		return Health{OK: true, Reason: "links down while the relay cuts the ports off: " + h.Reason, Kinds: h.Kinds}
+	}
+	return h
 }
 
 // Prober looks at the forwarder's health.
@@ -66,12 +87,11 @@ type Prober interface {
 	Probe(ctx context.Context) Verdict
 }
 
-// ForwarderProber asks forwarderd over its socket: /healthz on every
-// probe, and /status only when /healthz says 503, to tell which segments
-// are affected. A forwarderd that does not answer within Timeout (hung,
-// stopped) is unhealthy; one that is gone (killed) is refused at once.
-// Datapath progress is forwarderd's own check (frames that enter a
-// segment must leave it) and arrives through /healthz.
+// ForwarderProber asks forwarderd over its socket for its health.Report
+// (GET /health) on every probe. A forwarderd that does not answer within
+// Timeout (hung, stopped) serves no segment; one that is gone (killed) is
+// refused at once. Datapath progress is forwarderd's own check (frames that
+// enter a segment must leave it) and arrives as a tx_stalled condition.
 type ForwarderProber struct {
 	client  *ipc.Client
 	Timeout time.Duration
@@ -82,68 +102,15 @@ func NewForwarderProber(dir string, timeout time.Duration) *ForwarderProber {
 	return &ForwarderProber{client: ipc.NewClient(dir, "forwarderd", timeout), Timeout: timeout}
 }
 
-// forwarderStatus is the part of forwarderd's /status bypassd reads.
-type forwarderStatus struct {
-	Healthy  bool     `json:"healthy"`
-	Problems []string `json:"problems"`
-	Segments []struct {
-		Name    string `json:"name"`
-		Healthy bool   `json:"healthy"`
-		Problem string `json:"problem"`
-	} `json:"segments"`
-}
-
 func (p *ForwarderProber) Probe(ctx context.Context) Verdict {
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
-	err := p.client.Health(ctx)
-	if err == nil {
-		return Verdict{}
-	}
-	v := Verdict{Err: err.Error()}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return v // not answering: no segment is served
-	}
-	var st forwarderStatus
-	if err := p.client.Status(ctx, &st); err != nil {
-		return v
-	}
-	return verdictFromStatus(v.Err, st)
-}
-
-// verdictFromStatus splits forwarderd's problems into global ones and the
-// segments'.
-func verdictFromStatus(reason string, st forwarderStatus) Verdict {
-	v := Verdict{Err: reason, Segments: map[string]SegmentVerdict{}}
-	var segProblems []string
-	for _, s := range st.Segments {
-		sv := SegmentVerdict{OK: s.Healthy, Problem: s.Problem}
-		if !s.Healthy && s.Problem != "" {
-			sv.LinksOnly = true
-			for _, part := range strings.Split(s.Problem, "; ") {
-				segProblems = append(segProblems, part)
-				if !strings.HasPrefix(part, "port ") || !strings.Contains(part, " link ") {
-					sv.LinksOnly = false
-				}
-			}
+	r, err := p.client.Report(ctx)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("forwarderd did not answer within %v", p.Timeout)
 		}
-		v.Segments[s.Name] = sv
+		return Verdict{Err: err.Error()}
 	}
-	for _, p := range st.Problems {
-		mine := false
-		for _, sp := range segProblems {
-			if p == sp {
-				mine = true
-				break
-			}
-		}
-		if !mine {
-			v.Global = append(v.Global, p)
-		}
-	}
-	if v.Err == "" && !st.Healthy {
-		v.Err = "forwarderd unhealthy"
-	}
-	return v
+	return Verdict{Report: r}
 }

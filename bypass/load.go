@@ -72,7 +72,11 @@ func Open(bp config.BypassPair, ifnames [2]string) (Backend, error) {
 	case "exec":
 		return newExec(runCommand, bp.Exec, bp.Name, ifnames)
 	case "sim":
-		return OpenSim(bp.Name, ifnames[0], ifnames[1], bp.Sim.TimerUnit.Duration)
+		s, err := OpenSim(bp.Name, ifnames[0], ifnames[1], bp.Sim.TimerUnit.Duration)
+		if err == nil {
+			s.CutLinks = bp.Sim.CutLinks
+		}
+		return s, err
 	}
 	return nil, fmt.Errorf("backend %q: %w", bp.Backend, ErrUnsupported)
 }
@@ -217,7 +221,7 @@ func ParseSimPairFlag(s string) (name, segment string, ifnames [2]string, err er
 }
 
 // SimPair opens the lab relay for a -sim-pair flag.
-func SimPair(spec string, timer, unit time.Duration) (*Pair, error) {
+func SimPair(spec string, timer, unit time.Duration, cutLinks bool) (*Pair, error) {
 	name, seg, ifs, err := ParseSimPairFlag(spec)
 	if err != nil {
 		return nil, err
@@ -228,6 +232,7 @@ func SimPair(spec string, timer, unit time.Duration) (*Pair, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.CutLinks = cutLinks
 	p.Backend = b
 	return p, nil
 }

@@ -3,6 +3,8 @@ package bypass
 import (
 	"fmt"
 	"time"
+
+	"github.com/ncpos/ncpos/health"
 )
 
 // Policy is when a pair should be in bypass. It is pure: every method takes
@@ -24,6 +26,7 @@ const (
 	DefaultFlapWindow  = 2 * time.Minute
 	DefaultMaxHoldDown = 2 * time.Minute
 	DefaultBudget      = 300 * time.Millisecond
+	DefaultLinkSettle  = 3 * time.Second
 )
 
 func (p Policy) withDefaults() Policy {
@@ -42,7 +45,10 @@ func (p Policy) withDefaults() Policy {
 // Health is one verdict on whether the forwarder serves a pair's segment.
 type Health struct {
 	OK     bool
-	Reason string // why not (or, when OK, a remark such as "links down while bypassed")
+	Reason string // why not (or, when OK, a remark such as "links down while bypassed"); for people only
+	// Kinds are the kinds of the conditions or liveness problems behind
+	// the verdict.
+	Kinds []health.Kind
 }
 
 // Override is a manual state set through the API.

@@ -194,6 +194,11 @@ type Sim struct {
 	m       *ebpf.Map
 	prog    *ebpf.Program
 	Adopted bool // an existing relay was found and kept
+	// CutLinks emulates a relay that cuts the NIC off in bypass and
+	// disconnect (see simcut.go).
+	CutLinks bool
+
+	cutKnown, cutApplied bool
 }
 
 // DefaultSimTimerUnit is the sim controller's timer granularity.
@@ -393,11 +398,12 @@ func (s *Sim) current() (simRelay, error) {
 
 func (s *Sim) Caps() Caps {
 	return Caps{
-		States:   []State{Normal, Bypass, Disconnect},
-		Events:   map[Event][]State{TimerExpiry: {Bypass, Disconnect}},
-		Fixed:    map[Event]State{PowerOff: Bypass, PowerUp: Bypass},
-		Timer:    &TimerCaps{Unit: s.unit, Min: s.unit, Max: time.Hour, TimeLeft: true},
-		ReadBack: true,
+		States:           []State{Normal, Bypass, Disconnect},
+		Events:           map[Event][]State{TimerExpiry: {Bypass, Disconnect}},
+		Fixed:            map[Event]State{PowerOff: Bypass, PowerUp: Bypass},
+		Timer:            &TimerCaps{Unit: s.unit, Min: s.unit, Max: time.Hour, TimeLeft: true},
+		ReadBack:         true,
+		LinkDownInBypass: s.CutLinks,
 		Notes: []string{
 			"lab relay: a tc program on both ports' ingress redirects each to the other in bypass",
 			"XDP sees frames before tc: while forwarderd's programs are attached, frames they redirect take the forwarder path even in bypass",
@@ -413,7 +419,13 @@ func (s *Sim) Set(st State) error {
 		return err
 	}
 	r.Mode, r.Expired, r.FirstCarried = simMode(st), 0, 0
-	return s.store(&r)
+	if err := s.store(&r); err != nil {
+		return err
+	}
+	if s.CutLinks {
+		return s.setCut(st)
+	}
+	return nil
 }
 
 // SimStats is what the lab relay has carried.
@@ -441,7 +453,13 @@ func (s *Sim) Get() (State, error) {
 	if int(r.Mode) >= len(simModes) {
 		return Unknown, fmt.Errorf("sim: relay mode %d", r.Mode)
 	}
-	return simModes[r.Mode], nil
+	st := simModes[r.Mode]
+	if s.CutLinks {
+		if err := s.setCut(st); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
 }
 
 // TimerExpired reports whether the controller's timer ran out (and the

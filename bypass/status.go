@@ -74,7 +74,7 @@ func (s *Supervisor) Status() Status {
 	defer s.mu.Unlock()
 	now := s.opts.Now()
 	st := Status{Failsafe: s.opts.Failsafe, Planned: s.planned, Budget: Duration(s.opts.Budget), HoldDown: Duration(s.opts.Policy.HoldDown),
-		Forwarder: HealthStatus{Healthy: s.verdict.Err == "", Reason: s.verdict.Err, Checked: s.checkedAt}}
+		Forwarder: HealthStatus{Healthy: s.verdict.OK(), Reason: s.verdict.Summary(), Checked: s.checkedAt}}
 	for _, p := range s.pairs {
 		ps := PairStatus{Name: p.Name, Segment: p.Segment, Ports: p.Ports, Interfaces: p.Ifnames, Backend: p.Kind, Problem: p.Problem,
 			State: p.applied, Desired: p.desired, Cause: p.cause, Since: p.since, Healthy: p.health.OK, Health: p.health.Reason,

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ncpos/ncpos/health"
 )
 
 // Pair is one bypass pair as bypassd drives it.
@@ -41,6 +43,15 @@ type Options struct {
 	// Failsafe, when set, pins every pair in bypass: the profile was
 	// refused and nothing else is trusted.
 	Failsafe string
+	// LinkSettle is how long, after a relay that cuts the NIC off returns
+	// to normal, links down are still put down to the relay: a NIC takes
+	// a moment (autonegotiation, the forwarder's next sample) to see its
+	// cables again (default 3s).
+	LinkSettle time.Duration
+	// Overrides is the file manual overrides are kept in, with their
+	// expiry, so that they survive a bypassd restart and a reboot ("":
+	// memory only).
+	Overrides string
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
 }
@@ -51,6 +62,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ReadBack <= 0 {
 		o.ReadBack = time.Second
+	}
+	if o.LinkSettle <= 0 {
+		o.LinkSettle = DefaultLinkSettle
 	}
 	if o.Log == nil {
 		o.Log = NewJournal("", 0)
@@ -75,8 +89,11 @@ type pairState struct {
 	cause   string
 	applied State // as last read back (or set and read back)
 	since   time.Time
-	retry   bool
-	health  Health
+	// reconnected is when the relay last went from bypass or disconnect
+	// to normal (zero if it has not since bypassd started).
+	reconnected time.Time
+	retry       bool
+	health      Health
 
 	lastRead    time.Time
 	armed       time.Duration // controller timeout in effect, 0 if not armed
@@ -99,11 +116,12 @@ type Supervisor struct {
 	verdict   Verdict
 	checkedAt time.Time
 	planned   *Planned
+	conds     health.Tracker
 }
 
 // NewSupervisor supervises pairs.
 func NewSupervisor(pairs []*Pair, opts Options) *Supervisor {
-	s := &Supervisor{opts: opts.withDefaults()}
+	s := &Supervisor{opts: opts.withDefaults(), conds: health.Tracker{Source: "bypassd"}}
 	for _, p := range pairs {
 		ps := &pairState{Pair: p, applied: Unknown, desired: Bypass, transitions: map[State]uint64{}, defaults: map[Event]string{}}
 		if p.Backend != nil {
@@ -149,15 +167,16 @@ func (s *Supervisor) Start(ctx context.Context) {
 		if s.opts.Failsafe == "" {
 			s.setDefaults(p)
 		}
-		h := v.For(p.Segment, (st == Bypass || st == Disconnect) && p.caps.LinkDownInBypass)
+		h := v.For(p.Segment, s.cutOff(p, now))
 		p.health = h
-		p.dec = NewDecider(s.opts.Policy, now, st == Normal && h.OK && s.opts.Failsafe == "")
+		p.dec = NewDecider(s.opts.Policy, now, st == Normal && h.OK && s.opts.Failsafe == "" && !s.savedOverride(p.Name))
 	}
 	for _, p := range s.pairs {
 		if s.opts.Failsafe != "" {
 			p.dec.Failsafe(s.opts.Failsafe)
 		}
 	}
+	s.restoreOverrides(now)
 	s.started = true
 	s.reconcile(now)
 }
@@ -223,11 +242,27 @@ func (s *Supervisor) Step(ctx context.Context) {
 	now := s.opts.Now()
 	s.verdict, s.checkedAt = v, now
 	for _, p := range s.pairs {
-		bypassed := (p.applied == Bypass || p.applied == Disconnect) && p.caps.LinkDownInBypass
-		p.health = v.For(p.Segment, bypassed)
+		p.health = v.For(p.Segment, s.cutOff(p, now))
 		p.dec.Observe(now, p.health)
 	}
 	s.reconcile(now)
+}
+
+// cutOff says whether links down on the pair's ports are the relay's own
+// doing: it cuts the NIC off in bypass and is there, or it came back to
+// normal less than LinkSettle ago and the ports are still finding their
+// cables.
+func (s *Supervisor) cutOff(p *pairState, now time.Time) bool {
+	if !p.caps.LinkDownInBypass {
+		return false
+	}
+	switch p.applied {
+	case Bypass, Disconnect:
+		return true
+	case Normal:
+		return !p.reconnected.IsZero() && now.Sub(p.reconnected) < s.opts.LinkSettle
+	}
+	return false
 }
 
 // Apply brings the relays where the policy wants them without a new look
@@ -261,6 +296,7 @@ func (s *Supervisor) reconcile(now time.Time) {
 		want, cause, expired := p.dec.Decide(now)
 		if expired != nil {
 			s.logf(Entry{Time: now, Pair: p.Name, Kind: "override", Cause: fmt.Sprintf("override to %s (%s) expired", expired.State, expired.Reason)})
+			s.saveOverrides(now)
 		}
 		p.desired, p.cause = want, cause
 		if p.Backend == nil {
@@ -303,6 +339,9 @@ func (s *Supervisor) set(p *pairState, now time.Time, want State, cause string) 
 		s.fail(p, now, "setting "+string(want), err)
 		return
 	}
+	if want == Normal && from != Normal {
+		p.reconnected = now
+	}
 	p.applied, p.retry, p.since = want, false, now
 	p.transitions[want]++
 	s.logf(Entry{Time: now, Pair: p.Name, Kind: "transition", From: from, To: want, Cause: cause})
@@ -336,6 +375,9 @@ func (s *Supervisor) readBack(p *pairState, now time.Time) {
 	}
 	s.logf(Entry{Time: now, Pair: p.Name, Kind: "transition", From: p.applied, To: got, Cause: "relay reads back " + string(got) + ": " + why})
 	p.transitions[got]++
+	if got == Normal {
+		p.reconnected = now
+	}
 	p.applied, p.since = got, now
 }
 
@@ -433,6 +475,7 @@ func (s *Supervisor) SetOverride(pair string, o Override) error {
 		}
 		s.logf(Entry{Time: now, Pair: p.Name, Kind: "override", Cause: fmt.Sprintf("override to %s%s, %s: %s", o.State, by, until, o.Reason)})
 	}
+	s.saveOverrides(now)
 	s.reconcile(now)
 	return nil
 }
@@ -457,6 +500,7 @@ func (s *Supervisor) ClearOverride(pair, by string) error {
 		}
 		s.logf(Entry{Time: now, Pair: p.Name, Kind: "override", Cause: cause})
 	}
+	s.saveOverrides(now)
 	s.reconcile(now)
 	return nil
 }
@@ -504,25 +548,58 @@ func (s *Supervisor) Unplan(by string) {
 	s.reconcile(now)
 }
 
-// Health is bypassd's own /healthz: it fails when a relay cannot be driven
-// where the policy wants it, or the profile was refused.
-func (s *Supervisor) Health() error {
+// Report is bypassd's health.Report. bypassd is live while its loop keeps
+// looking at the forwarder; everything about the relays (one that cannot
+// be driven, one that reads back other than wanted, one in bypass, a
+// hold-down running, a refused profile) is a condition: it shows on the
+// dashboard, in events and metrics, and never makes the watchdog reset
+// the box, which would put every relay in bypass and mend nothing.
+func (s *Supervisor) Report() health.Report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var problems []string
+	now := s.opts.Now()
+	var problems []health.Problem
+	if stale := s.staleAfter(); !s.checkedAt.IsZero() && now.Sub(s.checkedAt) > stale {
+		problems = append(problems, health.Problem{Kind: health.HeartbeatStale,
+			Detail: fmt.Sprintf("last look at the forwarder %v ago, want one every %v", now.Sub(s.checkedAt).Round(time.Millisecond), s.opts.ProbeInterval())})
+	}
+	var conds []health.Condition
 	if s.opts.Failsafe != "" {
-		problems = append(problems, "profile refused, all pairs kept in bypass: "+s.opts.Failsafe)
+		conds = append(conds, health.Condition{Kind: health.ProfileRefused, Detail: "profile refused, every pair kept in bypass: " + s.opts.Failsafe})
+	}
+	if s.planned != nil {
+		conds = append(conds, health.Condition{Kind: health.PlannedStop, Detail: fmt.Sprintf("planned %s: %s", s.planned.Kind, s.planned.Reason)})
 	}
 	for _, p := range s.pairs {
+		c := health.Condition{Segment: p.Segment, Pair: p.Name}
 		switch {
 		case p.Backend == nil:
-			problems = append(problems, fmt.Sprintf("pair %s not driven: %s", p.Name, p.Problem))
+			c.Kind, c.Detail = health.RelayNotDrivable, fmt.Sprintf("pair %s not driven: %s", p.Name, p.Problem)
+			conds = append(conds, c)
+			continue
 		case p.applied != p.desired:
-			problems = append(problems, fmt.Sprintf("pair %s reads %s, wanted %s: %s", p.Name, p.applied, p.desired, p.lastErr))
+			c.Kind, c.Detail = health.RelayMismatch, fmt.Sprintf("pair %s reads %s, wanted %s: %s", p.Name, p.applied, p.desired, p.lastErr)
+			conds = append(conds, c)
+		}
+		if p.applied == Bypass || p.applied == Disconnect {
+			c.Kind, c.Detail = health.RelayBypass, fmt.Sprintf("pair %s in %s: %s", p.Name, p.applied, p.cause)
+			conds = append(conds, c)
+		}
+		if p.dec != nil && p.desired == Bypass && p.health.OK && !p.dec.HealthySince().IsZero() && p.dec.Override() == nil && s.planned == nil {
+			left := p.dec.HoldDown(now) - now.Sub(p.dec.HealthySince())
+			if left > 0 {
+				c.Kind, c.Detail = health.HoldDown, fmt.Sprintf("pair %s back to normal in %v (hold-down %v)", p.Name, left.Round(time.Millisecond), p.dec.HoldDown(now))
+				conds = append(conds, c)
+			}
 		}
 	}
-	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
-	}
-	return nil
+	return health.Report{Daemon: "bypassd", Live: health.Live(s.checkedAt, problems...), Conditions: s.conds.Update(now, conds)}
+}
+
+// staleAfter is how old the last look at the forwarder may be before
+// bypassd's loop counts as stuck: many probe intervals, and never less than
+// two seconds, since a slow relay (SMBus, a bit-banged controller) may take
+// a while to set and read back.
+func (s *Supervisor) staleAfter() time.Duration {
+	return max(2*time.Second, 10*s.opts.ProbeInterval()+s.opts.ProbeTimeout())
 }

@@ -4,16 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/health"
 )
 
 // fakeRelay is a relay with a controller timer, in memory.
@@ -104,9 +107,27 @@ type fakeProber struct{ v Verdict }
 func (p *fakeProber) Probe(context.Context) Verdict { return p.v }
 
 var (
-	fwOK   = Verdict{}
-	fwDead = Verdict{Err: "forwarderd /healthz: dial unix: connection refused"}
+	fwOK   = Verdict{Report: health.Report{Daemon: "forwarderd", Live: health.Live(time.Now()), Segments: []string{"seg1", "seg2"}}}
+	fwDead = Verdict{Err: "forwarderd /health: dial unix: connection refused"}
 )
+
+// fwWith is a live forwarder reporting conds.
+func fwWith(conds ...health.Condition) Verdict {
+	v := fwOK
+	v.Report.Conditions = conds
+	return v
+}
+
+// kinds lists the kinds of a report's conditions for pair.
+func kinds(r health.Report, pair string) []health.Kind {
+	var out []health.Kind
+	for _, c := range r.Conditions {
+		if c.Pair == pair {
+			out = append(out, c.Kind)
+		}
+	}
+	return out
+}
 
 type rig struct {
 	c      *clock
@@ -191,8 +212,9 @@ func TestSupervisorBootFailureRecovery(t *testing.T) {
 	if e := r.lastTransition(t); e.To != Bypass || !strings.Contains(e.Cause, "connection refused") {
 		t.Errorf("transition %v", e)
 	}
-	if err := r.sup.Health(); err != nil {
-		t.Errorf("bypassd unhealthy while doing its job: %v", err)
+	rep := r.sup.Report()
+	if !rep.Live.Live || slices.Contains(kinds(rep, "pair1"), health.RelayMismatch) || !slices.Contains(kinds(rep, "pair1"), health.RelayBypass) {
+		t.Errorf("bypassd while doing its job: live %v, conditions %v; want live, relay_bypass", rep.Live, kinds(rep, "pair1"))
 	}
 }
 
@@ -247,9 +269,9 @@ func TestSupervisorSetFailure(t *testing.T) {
 	if r.state() != Bypass {
 		t.Fatalf("state %s", r.state())
 	}
-	err := r.sup.Health()
-	if err == nil || !strings.Contains(err.Error(), "reads bypass, wanted normal") || !strings.Contains(err.Error(), "no acknowledge") {
-		t.Errorf("health: %v", err)
+	rep := r.sup.Report()
+	if !rep.Live.Live || !slices.Contains(kinds(rep, "pair1"), health.RelayMismatch) {
+		t.Errorf("report %+v, want live with relay_mismatch", rep)
 	}
 	errs := 0
 	for _, e := range r.log.Entries(0) {
@@ -262,19 +284,20 @@ func TestSupervisorSetFailure(t *testing.T) {
 	}
 	r.relay.failSet = nil
 	r.steps(100 * time.Millisecond)
-	if r.state() != Normal || r.sup.Health() != nil {
-		t.Errorf("no recovery after the relay works again: %s %v", r.state(), r.sup.Health())
+	if r.state() != Normal || len(kinds(r.sup.Report(), "pair1")) != 0 {
+		t.Errorf("no recovery after the relay works again: %s %v", r.state(), kinds(r.sup.Report(), "pair1"))
 	}
 }
 
 func TestSupervisorLinksDownInBypass(t *testing.T) {
-	// forwarderd up but the segment's links are down because the hardware
-	// relay cut the NIC ports off: that must not keep the pair in bypass
-	// for ever.
-	linksDown := Verdict{Err: "forwarderd unhealthy: port LAN1 (eth1) link down", Segments: map[string]SegmentVerdict{
-		"seg1": {Problem: "port LAN1 (eth1) link down; port LAN2 (eth2) link down", LinksOnly: true}}}
+	// forwarderd live but the segment's links are down because the
+	// hardware relay cut the NIC ports off: that must not keep the pair in
+	// bypass for ever.
+	linksDown := fwWith(
+		health.Condition{Kind: health.LinkDown, Segment: "seg1", Port: "LAN1", Detail: "port LAN1 (eth1) link down"},
+		health.Condition{Kind: health.LinkDown, Segment: "seg1", Port: "LAN2", Detail: "port LAN2 (eth2) link down"})
 	r := newRig(t, Bypass, linksDown, 0)
-	r.steps(6 * time.Second)
+	r.steps(9 * time.Second)
 	var got []string
 	for _, e := range r.log.Entries(0) {
 		if e.Kind == "transition" {
@@ -282,30 +305,88 @@ func TestSupervisorLinksDownInBypass(t *testing.T) {
 		}
 	}
 	// Normal after the hold-down; there the links being down is a real
-	// fault, so back to bypass.
-	if len(got) != 2 || !strings.HasPrefix(got[0], "normal: forwarder healthy for 5s") || !strings.HasPrefix(got[1], "bypass: forwarder unhealthy: port LAN1") {
+	// fault once the ports have had LinkSettle to find their cables, so
+	// back to bypass.
+	if len(got) != 2 || !strings.HasPrefix(got[0], "normal: forwarder healthy for 5s") || !strings.HasPrefix(got[1], "bypass: forwarder unhealthy: link_down") {
 		t.Fatalf("transitions %q: links down behind a bypassed relay must not count as a fault", got)
 	}
-	// A problem of another segment does not move this pair.
-	other := Verdict{Err: "x", Segments: map[string]SegmentVerdict{"seg1": {OK: true}, "seg2": {Problem: "segment seg2: none left"}}}
+	// A condition of another segment does not move this pair.
+	other := fwWith(health.Condition{Kind: health.TxStalled, Segment: "seg2", Port: "LAN4"})
 	if h := other.For("seg1", false); !h.OK {
-		t.Errorf("seg1 unhealthy for seg2's problem: %v", h)
+		t.Errorf("seg1 unhealthy for seg2's condition: %v", h)
 	}
-	if h := (Verdict{Err: "x", Global: []string{"heartbeat stale"}, Segments: map[string]SegmentVerdict{"seg1": {OK: true}}}).For("seg1", false); h.OK {
-		t.Error("global problem ignored")
+	if h := other.For("seg2", false); h.OK || !slices.Equal(h.Kinds, []health.Kind{health.TxStalled}) {
+		t.Errorf("seg2 with a stalled port: %+v", h)
+	}
+	notLive := fwOK
+	notLive.Report.Live = health.Live(time.Now(), health.Problem{Kind: health.HeartbeatStale})
+	if h := notLive.For("seg1", false); h.OK {
+		t.Error("a forwarder that is not live counted as serving seg1")
 	}
 	if h := fwOK.For("", false); h.OK {
 		t.Error("a pair without a segment counted as served")
 	}
+	if h := fwOK.For("seg9", false); h.OK || !slices.Equal(h.Kinds, []health.Kind{health.NotForwarded}) {
+		t.Errorf("a segment forwarderd does not know: %+v", h)
+	}
+	// A cut-off relay excuses links down, nothing else.
+	stalled := fwWith(health.Condition{Kind: health.LinkDown, Segment: "seg1", Port: "LAN1"}, health.Condition{Kind: health.TxStalled, Segment: "seg1", Port: "LAN2"})
+	if h := stalled.For("seg1", true); h.OK {
+		t.Error("a stalled port excused by a cut-off relay")
+	}
 }
 
-func TestVerdictFromStatus(t *testing.T) {
-	var st forwarderStatus
-	json.Unmarshal([]byte(`{"healthy":false,"problems":["heartbeat stale: last 3s ago","port LAN1 (eth1) link down","segment seg2: 5 frames entered LAN3 in the last 3s, none left LAN4"],
-		"segments":[{"name":"seg1","healthy":false,"problem":"port LAN1 (eth1) link down"},{"name":"seg2","healthy":false,"problem":"segment seg2: 5 frames entered LAN3 in the last 3s, none left LAN4"}]}`), &st)
-	v := verdictFromStatus("503", st)
-	if len(v.Global) != 1 || !strings.HasPrefix(v.Global[0], "heartbeat") || !v.Segments["seg1"].LinksOnly || v.Segments["seg2"].LinksOnly {
-		t.Errorf("verdict %+v", v)
+// TestDecisionsIgnoreWording rewrites every human text the forwarder
+// sends (liveness problems, condition details) and wants the very same
+// decisions: only kinds decide.
+func TestDecisionsIgnoreWording(t *testing.T) {
+	verdicts := []Verdict{
+		fwOK,
+		fwWith(health.Condition{Kind: health.LinkDown, Segment: "seg1", Port: "LAN1", Detail: "port LAN1 (eth1) link down"}),
+		fwWith(health.Condition{Kind: health.TxStalled, Segment: "seg1", Port: "LAN2", Detail: "5 frames entered LAN1 in the last 3s, none left LAN2"}),
+		fwWith(health.Condition{Kind: health.PortAbsent, Segment: "seg2", Port: "LAN4", Detail: "port LAN4 of segment seg2 is not on this box"}),
+		fwWith(health.Condition{Kind: health.LinkDown, Segment: "seg1", Port: "LAN1", Detail: "segment seg1: frames entered, none left"}),
+	}
+	nl := fwOK
+	nl.Report.Live = health.Live(time.Now(), health.Problem{Kind: health.EngineFailed, Detail: "port LAN1 link down"})
+	verdicts = append(verdicts, nl)
+	reword := func(v Verdict) Verdict {
+		w := v
+		w.Report.Conditions = nil
+		for _, c := range v.Report.Conditions {
+			c.Detail = "port " + c.Port + " link down; none left; heartbeat stale"
+			w.Report.Conditions = append(w.Report.Conditions, c)
+		}
+		w.Report.Live.Problems = nil
+		for _, p := range v.Report.Live.Problems {
+			p.Detail = "everything is fine"
+			w.Report.Live.Problems = append(w.Report.Live.Problems, p)
+		}
+		return w
+	}
+	for i, v := range verdicts {
+		for _, seg := range []string{"seg1", "seg2", ""} {
+			for _, cut := range []bool{false, true} {
+				a, b := v.For(seg, cut), reword(v).For(seg, cut)
+				if a.OK != b.OK || !slices.Equal(a.Kinds, b.Kinds) {
+					t.Errorf("verdict %d, %q, cut %v: %v/%v before rewording, %v/%v after", i, seg, cut, a.OK, a.Kinds, b.OK, b.Kinds)
+				}
+			}
+		}
+		// And through the whole policy, on a fake clock.
+		runs := [2][]string{}
+		for k, vv := range []Verdict{v, reword(v)} {
+			r := newRig(t, Bypass, vv, 0)
+			r.steps(12 * time.Second)
+			for _, e := range r.log.Entries(0) {
+				if e.Kind == "transition" {
+					runs[k] = append(runs[k], fmt.Sprintf("%s->%s@%d", e.From, e.To, e.Time.UnixMilli()))
+				}
+			}
+		}
+		if !slices.Equal(runs[0], runs[1]) {
+			t.Errorf("verdict %d: transitions %v before rewording, %v after", i, runs[0], runs[1])
+		}
 	}
 }
 
@@ -510,7 +591,129 @@ state.bypass = [{reg = 0xf1, mask = 0x20, value = 0x00}]
 	if st := sup.Status(); st.Pairs[0].State != Bypass || st.Failsafe == "" || !strings.Contains(st.Pairs[1].Problem, "invalid") {
 		t.Errorf("status %+v", st)
 	}
-	if err := sup.Health(); err == nil || !strings.Contains(err.Error(), "profile refused") {
-		t.Errorf("health %v", err)
+	rep := sup.Report()
+	if !rep.Live.Live || !health.Has(rep.Conditions, health.ProfileRefused) || !slices.Contains(kinds(rep, "pair9"), health.RelayNotDrivable) {
+		t.Errorf("report %+v, want live with profile_refused and pair9 not drivable", rep)
+	}
+}
+
+// TestOverridesPersist sets a maintenance override, restarts bypassd (a new
+// supervisor on the same file, as after a reboot) and wants the override
+// still in force, the relay kept where it says, until it expires.
+func TestOverridesPersist(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "perm/ncpos/bypass-overrides.json")
+	c := newClock()
+	relay := newFakeRelay(c, Normal)
+	start := func() *Supervisor {
+		p := &Pair{Name: "pair1", Segment: "seg1", Ports: [2]string{"LAN1", "LAN2"}, Kind: "fake", Backend: relay}
+		sup := NewSupervisor([]*Pair{p}, Options{Prober: &fakeProber{fwOK}, Log: &Journal{Logf: t.Logf}, Now: c.now, Overrides: file})
+		sup.Start(context.Background())
+		return sup
+	}
+	steps := func(sup *Supervisor, d time.Duration) {
+		for end := c.at(d); c.now().Before(end); {
+			c.advance(50 * time.Millisecond)
+			sup.Step(context.Background())
+		}
+	}
+	sup := start()
+	steps(sup, time.Second)
+	if err := sup.SetOverride("pair1", Override{State: Bypass, Reason: "maintenance window", By: "ncpos", Expires: c.at(10 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if relay.state != Bypass {
+		t.Fatalf("relay %s after the override", relay.state)
+	}
+	// bypassd restarts (or the box reboots): the relay reads bypass, the
+	// forwarder is healthy, and still the override holds.
+	steps(sup, 2*time.Minute)
+	sup = start()
+	steps(sup, time.Minute)
+	st := sup.Status()
+	if o := st.Pairs[0].Override; o == nil || o.Reason != "maintenance window" || relay.state != Bypass {
+		t.Fatalf("after a restart: override %+v, relay %s; want the override kept and the relay in bypass", o, relay.state)
+	}
+	if !slices.Contains(kinds(sup.Report(), "pair1"), health.RelayBypass) {
+		t.Errorf("conditions %v, want relay_bypass", kinds(sup.Report(), "pair1"))
+	}
+	// It expires on time, is forgotten on the file, and the pair goes back
+	// to normal after the hold-down.
+	steps(sup, 7*time.Minute+6*time.Second)
+	if relay.state != Normal || sup.Status().Pairs[0].Override != nil {
+		t.Fatalf("after the expiry: relay %s, override %+v", relay.state, sup.Status().Pairs[0].Override)
+	}
+	saved, err := readOverrides(file)
+	if err != nil || len(saved) != 0 {
+		t.Errorf("file after the expiry: %v, %v", saved, err)
+	}
+	// A restart now keeps normal.
+	sup = start()
+	steps(sup, time.Second)
+	if relay.state != Normal {
+		t.Errorf("restart after the expiry: relay %s", relay.state)
+	}
+	// A damaged file is reported and ignored, never fatal.
+	os.WriteFile(file, []byte("{not json"), 0o644)
+	sup = start()
+	var logged bool
+	for _, e := range sup.opts.Log.Entries(0) {
+		logged = logged || (e.Kind == "error" && strings.Contains(e.Cause, file))
+	}
+	if !logged {
+		t.Error("a damaged overrides file was not reported")
+	}
+}
+
+// TestReportLiveness: bypassd is live while its loop looks at the
+// forwarder, whatever the relays do, and not once the loop stops.
+func TestReportLiveness(t *testing.T) {
+	r := newRig(t, Bypass, fwDead, 0)
+	r.steps(time.Second)
+	if rep := r.sup.Report(); !rep.Live.Live {
+		t.Fatalf("not live while stepping: %s", rep.Live)
+	}
+	r.c.advance(3 * time.Second) // no steps: the loop hangs
+	rep := r.sup.Report()
+	if rep.Live.Live || rep.Live.Problems[0].Kind != health.HeartbeatStale {
+		t.Fatalf("live with a stopped loop: %+v", rep.Live)
+	}
+}
+
+// TestPolicyOnEveryKind runs the whole supervisor on a fake clock against
+// a forwarder that reports each known kind in turn: a liveness problem or
+// a condition of seg1 puts pair1 in bypass within one probe, a box
+// condition or another segment's leaves it forwarding, and once the
+// condition ends the pair is back in normal after the hold-down.
+func TestPolicyOnEveryKind(t *testing.T) {
+	for _, k := range health.Kinds() {
+		class, _ := k.Class()
+		for _, where := range []string{"seg1", "seg2", ""} {
+			v := fwOK
+			switch {
+			case class == health.ClassLiveness:
+				if where != "" {
+					continue
+				}
+				v.Report.Live = health.Live(time.Now(), health.Problem{Kind: k})
+			default:
+				v = fwWith(health.Condition{Kind: k, Segment: where, Port: "LAN2"})
+			}
+			want := Normal
+			if class == health.ClassLiveness || where == "seg1" {
+				want = Bypass
+			}
+			r := newRig(t, Normal, fwOK, 0)
+			r.steps(time.Second)
+			r.prober.v = v
+			r.steps(r.sup.opts.ProbeInterval())
+			if r.state() != want {
+				t.Errorf("%s on %q: relay %s, want %s", k, where, r.state(), want)
+			}
+			r.prober.v = fwOK
+			r.steps(5*time.Second + r.sup.opts.ProbeInterval())
+			if r.state() != Normal {
+				t.Errorf("%s on %q: relay %s after the hold-down, want normal", k, where, r.state())
+			}
+		}
 	}
 }

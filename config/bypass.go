@@ -208,6 +208,9 @@ type Exec struct {
 // controller timer, so both survive bypassd.
 type Sim struct {
 	TimerUnit Duration `toml:"timer_unit"` // default 100ms
+	// CutLinks: in bypass the ports show no link, as on hardware whose
+	// relay cuts the NIC off its cables.
+	CutLinks bool `toml:"cut_links"`
 }
 
 // Limits of the register backends.

@@ -22,11 +22,24 @@ type Config struct {
 	Status     Status     `toml:"status"`
 	Watchdog   Watchdog   `toml:"watchdog"`
 	Forwarder  Forwarder  `toml:"forwarder"`
+	Bypass     Bypass     `toml:"bypass"`
 	Segments   []Segment  `toml:"segment"`
 	Syslog     Syslog     `toml:"syslog"`
 	SelfTest   SelfTest   `toml:"selftest"`
 
 	profile *Profile // set by validation
+}
+
+// Bypass tunes bypassd's policy.
+type Bypass struct {
+	// Budget bounds the time from the forwarder failing to the relays in
+	// bypass: bypassd asks the forwarder every budget/6 and gives it
+	// budget/3 to answer. A box in software emulation needs more than the
+	// default.
+	Budget Duration `toml:"budget"`
+	// HoldDown is how long a segment must be healthy before its relay
+	// goes back to normal (doubled by flap damping).
+	HoldDown Duration `toml:"hold_down"`
 }
 
 // Management is the management port's network setup. Only this port gets an
@@ -66,7 +79,7 @@ type Forwarder struct {
 type Segment struct {
 	Name   string   `toml:"name"`
 	Ports  []string `toml:"ports"`  // exactly two front-panel port names
-	Bypass string   `toml:"bypass"` // bypass pair name in the profile; "" = none
+	Bypass string   `toml:"bypass"` // bypass pair name in the profile; "": the pair joining the ports, if any
 }
 
 // Syslog configures remote logging, which keeps log writes off the flash.
@@ -113,14 +126,16 @@ func Default() *Config {
 	return c
 }
 
-// Load reads and parses the configuration file at path. Messages name the
-// path as given.
+// Load reads and parses the configuration file at path, on the box that
+// will run it: besides Parse's checks, what must fit in this machine's
+// memory (the flow table) is checked against it. Messages name the path as
+// given.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return Parse(path, data)
+	return parse(&source{file: path, data: data, mem: MemTotal("/proc/meminfo")})
 }
 
 // Parse decodes and validates a configuration. filename is only used in
@@ -128,7 +143,10 @@ func Load(path string) (*Config, error) {
 // *ValidationError listing every problem found, and no Config is returned,
 // so an invalid file can never take effect.
 func Parse(filename string, data []byte) (*Config, error) {
-	src := &source{file: filename, data: data}
+	return parse(&source{file: filename, data: data})
+}
+
+func parse(src *source) (*Config, error) {
 	c := defaults()
 	md, errs, decoded := src.decodeStrict(c)
 	if !decoded {

@@ -146,9 +146,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"duplicate key", "hostname = \"a\"\nhostname = \"b\"\n", []string{
 			`ncpos.toml:2: invalid TOML: Key 'hostname' has already been defined.`}},
 		{"unknown top-level key", "hostname = \"a\"\nhost = \"b\"\n" + seg, []string{
-			`ncpos.toml:2: host: unknown key, want one of hostname, platform, services, management, status, watchdog, forwarder, segment, syslog, selftest`}},
+			`ncpos.toml:2: host: unknown key, want one of hostname, platform, services, management, status, watchdog, forwarder, bypass, segment, syslog, selftest`}},
 		{"unknown table", "[bogus]\nx = 1\ny = 2\n" + seg, []string{
-			`ncpos.toml:1: bogus: unknown key, want one of hostname, platform, services, management, status, watchdog, forwarder, segment, syslog, selftest`}},
+			`ncpos.toml:1: bogus: unknown key, want one of hostname, platform, services, management, status, watchdog, forwarder, bypass, segment, syslog, selftest`}},
 		{"unknown key in each segment", "[[segment]]\nname = \"a\"\nports = [\"LAN1\", \"LAN2\"]\nbypas = \"pair1\"\n" +
 			"[[segment]]\nname = \"b\"\nports = [\"LAN3\", \"LAN4\"]\nbypas = \"pair2\"\n", []string{
 			`ncpos.toml:4: segment[0].bypas: unknown key, want one of name, ports, bypass`,
@@ -188,7 +188,7 @@ func TestTOMLRoundTrip(t *testing.T) {
 	c := Default()
 	c.Management = Management{Port: "MGMT", Address: "192.0.2.10/24", Gateway: "192.0.2.1"}
 	c.Watchdog.Interval = Duration{1500 * time.Millisecond}
-	c.Segments = append(c.Segments, Segment{Name: "seg2", Ports: []string{"LAN3", "LAN4"}})
+	c.Segments = append(c.Segments, Segment{Name: "seg2", Ports: []string{"LAN3", "LAN4"}, Bypass: "pair2"})
 	b, err := c.TOML()
 	if err != nil {
 		t.Fatal(err)

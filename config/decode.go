@@ -17,6 +17,9 @@ type source struct {
 	file string
 	data []byte   // nil for an in-memory Config: lines are then unknown (0)
 	loc  *locator // built on first use; a valid file never needs it
+	// mem is the memory of the box the configuration is loaded on, in
+	// bytes; 0 when it is not known (building an image on a host).
+	mem uint64
 }
 
 // locator returns the line index of the text, or nil without source text.

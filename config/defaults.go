@@ -1,6 +1,8 @@
 package config
 
 import (
+	"time"
+
 	"github.com/BurntSushi/toml"
 )
 
@@ -43,6 +45,10 @@ func defaults() *Config {
 			Cores:         0,
 			FlowTableSize: 1000000,
 		},
+		Bypass: Bypass{
+			Budget:   Duration{300 * time.Millisecond},
+			HoldDown: Seconds(5),
+		},
 		SelfTest: SelfTest{
 			Ports:    []TestCable{}, // no cabling: no self-test
 			Sizes:    append([]int(nil), defaultSelfTestSizes...),
@@ -55,6 +61,9 @@ func defaults() *Config {
 // fillDependentDefaults sets defaults that depend on other fields:
 //   - management.port defaults to the port the profile marks as management
 //     ("MGMT" if the platform is unknown, which validation then reports);
+//   - a segment's bypass defaults to the profile's pair joining its ports;
+//   - bypass.budget defaults to the profile's bypass_budget where it has
+//     one;
 //   - management.dhcp defaults to false when a static address is given,
 //     because asking for both is never what the writer meant.
 func (c *Config) fillDependentDefaults(md toml.MetaData) {
@@ -64,6 +73,27 @@ func (c *Config) fillDependentDefaults(md toml.MetaData) {
 			if m := p.ManagementPort(); m != nil {
 				c.Management.Port = m.Name
 			}
+		}
+	}
+	// A segment whose two ports a relay of the profile joins is behind
+	// that relay: left out, the relay would stay in bypass, and a relay
+	// that cuts the NIC off would keep the segment from ever forwarding.
+	if p, err := LookupProfile(c.Platform); err == nil {
+		for i := range c.Segments {
+			s := &c.Segments[i]
+			if s.Bypass != "" || len(s.Ports) != 2 {
+				continue
+			}
+			for _, bp := range p.BypassPairs {
+				if samePorts(bp.Ports, s.Ports) {
+					s.Bypass = bp.Name
+				}
+			}
+		}
+	}
+	if !md.IsDefined("bypass", "budget") {
+		if p, err := LookupProfile(c.Platform); err == nil && p.BypassBudget.Duration > 0 {
+			c.Bypass.Budget = p.BypassBudget
 		}
 	}
 	if !md.IsDefined("management", "dhcp") && c.Management.Address != "" {

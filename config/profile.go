@@ -18,6 +18,9 @@ type Profile struct {
 	Description string       `toml:"description"`
 	Ports       []Port       `toml:"port"`
 	BypassPairs []BypassPair `toml:"bypass_pair"`
+	// BypassBudget is bypass.budget's default on this platform, where
+	// the default does not fit (a machine in software emulation).
+	BypassBudget Duration `toml:"bypass_budget"`
 }
 
 // Port is one front-panel Ethernet port.

@@ -93,7 +93,7 @@ func TestProfileValidation(t *testing.T) {
 			`profiles/box.toml:27: bypass_pair[3].ports: has 1 ports, want exactly two`,
 			`profiles/box.toml:27: bypass_pair[3].ports[0]: port "A" is already in bypass pair "p"`}},
 		{"unknown key", head + "vendor = \"x\"\n[[port]]\nname = \"M\"\nifname = \"e0\"\nmanagement = true\nspeed = 1000\n", []string{
-			`profiles/box.toml:3: vendor: unknown key, want one of name, description, port, bypass_pair`,
+			`profiles/box.toml:3: vendor: unknown key, want one of name, description, port, bypass_pair, bypass_budget`,
 			`profiles/box.toml:8: port[0].speed: unknown key, want one of name, pci, ifname, management`}},
 	}
 	for _, tt := range tests {

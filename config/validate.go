@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"math"
 	"net/netip"
 	"net/url"
 	"path"
@@ -31,7 +30,15 @@ const (
 	maxWatchdogTimeout = 3600 * time.Second
 	maxBootGrace       = 3600 * time.Second
 	minFlowTableSize   = 1024
-	maxFlowTableSize   = math.MaxUint32 // BPF map max_entries is a u32
+	maxFlowTableSize   = 1 << 31 // beyond it the kernel's hash map sizing overflows
+	// flowEntryBytes is what one flow table entry costs the kernel: a
+	// 40-byte key and a 40-byte value in an LRU hash element with its
+	// list and hash nodes, rounded up.
+	flowEntryBytes = 192
+	// flowMemShare is the share of the box's memory the flow table may
+	// take (service mode only: forward mode keeps no flows): the rest is
+	// the kernel's, the daemons' and the page cache's.
+	flowMemShare = 4
 )
 
 // validate checks every rule and returns all violations. On success it
@@ -61,7 +68,8 @@ func (c *Config) validate(src *source) []FieldError {
 	c.validateManagement(add, prof)
 	c.validateStatus(add)
 	c.validateWatchdog(add)
-	c.validateForwarder(add)
+	c.validateForwarder(add, src.mem)
+	c.validateBypass(add)
 	c.validateSegments(add, prof)
 	c.validateSyslog(add)
 	c.validateSelfTest(add, prof)
@@ -134,6 +142,15 @@ func (c *Config) validateStatus(add addFunc) {
 	}
 }
 
+func (c *Config) validateBypass(add addFunc) {
+	if b := c.Bypass.Budget; b.Duration < 6*time.Millisecond || b.Duration > time.Minute {
+		add("bypass.budget", "%q is out of range, want between 6ms and 1m", b)
+	}
+	if h := c.Bypass.HoldDown; h.Duration < 0 || h.Duration > time.Hour {
+		add("bypass.hold_down", "%q is out of range, want between 0s and 1h", h)
+	}
+}
+
 func (c *Config) validateWatchdog(add addFunc) {
 	w := c.Watchdog
 	if d := w.Device; path.Clean(d) != d || !strings.HasPrefix(d, "/dev/") {
@@ -162,7 +179,7 @@ func (c *Config) validateWatchdog(add addFunc) {
 	}
 }
 
-func (c *Config) validateForwarder(add addFunc) {
+func (c *Config) validateForwarder(add addFunc, mem uint64) {
 	f := c.Forwarder
 	if !slices.Contains(engines, f.Engine) {
 		add("forwarder.engine", "unknown engine %q, want %s", f.Engine, quoteList(engines))
@@ -175,6 +192,9 @@ func (c *Config) validateForwarder(add addFunc) {
 	}
 	if f.FlowTableSize < minFlowTableSize || f.FlowTableSize > maxFlowTableSize {
 		add("forwarder.flow_table_size", "%d is out of range, want between %d and %d", f.FlowTableSize, minFlowTableSize, uint64(maxFlowTableSize))
+	} else if need := uint64(f.FlowTableSize) * flowEntryBytes; f.Mode == "service" && mem > 0 && need > mem/flowMemShare {
+		add("forwarder.flow_table_size", "%d entries need about %d MiB, more than a quarter of this box's %d MiB of memory; want at most %d",
+			f.FlowTableSize, need>>20, mem>>20, mem/flowMemShare/flowEntryBytes)
 	}
 }
 

@@ -88,7 +88,7 @@ func TestValidationRules(t *testing.T) {
 			`ncpos.toml:2: forwarder.engine: unknown engine "dpdk", want "xdp" or "afxdp"`,
 			`ncpos.toml:3: forwarder.mode: unknown mode "nat", want "forward" or "service"`,
 			`ncpos.toml:4: forwarder.cores: -1 is negative, want 0 (all cores but one) or a count of cores`,
-			`ncpos.toml:5: forwarder.flow_table_size: 10 is out of range, want between 1024 and 4294967295`}},
+			`ncpos.toml:5: forwarder.flow_table_size: 10 is out of range, want between 1024 and 2147483648`}},
 		{"segment name", "[[segment]]\nname = \"Seg_1\"\nports = [\"LAN1\", \"LAN2\"]\n", []string{
 			`ncpos.toml:2: segment[0].name: "Seg_1" is not a valid segment name, want 1-15 of a-z, 0-9 and "-"`}},
 		{"segment name missing", "[[segment]]\nports = [\"LAN1\", \"LAN2\"]\n", []string{
@@ -156,5 +156,55 @@ func TestValidateInMemory(t *testing.T) {
 	c.Segments[0].Bypass = "pair2"
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate() = %v, want nil", err)
+	}
+}
+
+// TestFlowTableMemory refuses, on the box that loads it, a flow table that
+// would not fit in a quarter of its memory, naming file, line and field.
+func TestFlowTableMemory(t *testing.T) {
+	text := []byte("platform = \"qemu\"\n[forwarder]\nmode = \"service\"\nflow_table_size = 50000000\n[[segment]]\nname = \"seg1\"\nports = [\"LAN1\", \"LAN2\"]\n")
+	// 512 MiB, a small appliance: 50M entries (about 9 GiB) do not fit.
+	_, err := parse(&source{file: "ncpos.toml", data: text, mem: 512 << 20})
+	if err == nil || !strings.Contains(err.Error(), "ncpos.toml:4: forwarder.flow_table_size: 50000000 entries need about 9155 MiB") {
+		t.Fatalf("50M flows on 512 MiB: %v", err)
+	}
+	// 64 GiB: they fit.
+	if _, err := parse(&source{file: "ncpos.toml", data: text, mem: 64 << 30}); err != nil {
+		t.Fatalf("50M flows on 64 GiB: %v", err)
+	}
+	// Unknown memory (an image built on a host): only the hard limit.
+	if _, err := Parse("ncpos.toml", text); err != nil {
+		t.Fatal(err)
+	}
+	big := []byte(strings.Replace(string(text), "50000000", "3000000000", 1))
+	if _, err := Parse("ncpos.toml", big); err == nil || !strings.Contains(err.Error(), "forwarder.flow_table_size: 3000000000 is out of range") {
+		t.Fatalf("3e9 flows: %v", err)
+	}
+	if MemTotal("/proc/meminfo") == 0 {
+		t.Error("MemTotal of this machine reads 0")
+	}
+}
+
+// TestFlowTableMemoryForwardMode: forward mode keeps no flow table, so the
+// default size is no burden on the smallest box.
+func TestFlowTableMemoryForwardMode(t *testing.T) {
+	if _, err := parse(&source{file: "default.toml", data: DefaultTOML(), mem: 256 << 20}); err != nil {
+		t.Fatalf("the default configuration on a 256 MiB box: %v", err)
+	}
+}
+
+// TestSegmentBypassDefault: a segment whose ports a relay joins is behind
+// that relay even when the file does not say so.
+func TestSegmentBypassDefault(t *testing.T) {
+	c, err := Parse("ncpos.toml", []byte("platform = \"qemu\"\n[[segment]]\nname = \"seg1\"\nports = [\"LAN2\", \"LAN1\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Segments[0].Bypass != "pair1" {
+		t.Errorf("seg1 on LAN1/LAN2: bypass %q, want pair1", c.Segments[0].Bypass)
+	}
+	c, err = Parse("ncpos.toml", []byte("platform = \"generic\"\n[[segment]]\nname = \"seg1\"\nports = [\"LAN1\", \"LAN2\"]\n"))
+	if err != nil || c.Segments[0].Bypass != "" {
+		t.Errorf("generic (no relays): %+v, %v", c, err)
 	}
 }

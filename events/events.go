@@ -53,14 +53,15 @@ func (s *Severity) UnmarshalText(b []byte) error {
 
 // Kinds of events; they are the MSGID on the syslog wire.
 const (
-	KindBypass   = "bypass"
-	KindWatchdog = "watchdog"
-	KindLink     = "link"
-	KindConfig   = "config"
-	KindSelfTest = "selftest"
-	KindDaemon   = "daemon"
-	KindControl  = "control"
-	KindBoot     = "boot"
+	KindBypass    = "bypass"
+	KindWatchdog  = "watchdog"
+	KindLink      = "link"
+	KindConfig    = "config"
+	KindSelfTest  = "selftest"
+	KindDaemon    = "daemon"
+	KindControl   = "control"
+	KindBoot      = "boot"
+	KindCondition = "condition"
 )
 
 // Event is one thing that happened.

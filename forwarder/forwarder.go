@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/ncpos/ncpos/health"
 )
 
 // Engines and modes, as the configuration spells them.
@@ -30,6 +32,9 @@ type Options struct {
 	FlowIdle      time.Duration
 	XDPMode       string // XDPAuto (default), XDPNative or XDPGeneric
 	Segments      []Segment
+	// Absent are the configuration's segments that cannot be bridged
+	// because the box lacks a port: reported, never forwarded.
+	Absent []AbsentSegment
 
 	// Root is where sys/ and proc/ are found for core association ("/").
 	Root string
@@ -81,6 +86,9 @@ func (o *Options) setDefaults() error {
 	if o.Logf == nil {
 		o.Logf = log.Printf
 	}
+	if len(o.Segments) == 0 && len(o.Absent) > 0 {
+		return nil
+	}
 	return checkSegments(o.Segments)
 }
 
@@ -122,6 +130,7 @@ type Forwarder struct {
 	sample    sample   // latest
 	history   []sample // within ProgressWindow, oldest first
 	sampleErr error
+	conds     health.Tracker
 }
 
 // sample is one reading of every counter.
@@ -160,6 +169,8 @@ func accountLost(prev, s *sample, ports []*port) {
 
 // linkStats are the kernel's view of a port.
 type linkStats struct {
+	missing              bool   // the interface is gone
+	xdpProg              uint32 // the XDP program attached, 0 for none
 	up                   bool
 	operState            string
 	rxPackets, rxBytes   uint64
@@ -174,7 +185,15 @@ func Start(opts Options) (_ *Forwarder, err error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	f := &Forwarder{opts: opts, started: time.Now()}
+	f := &Forwarder{opts: opts, started: time.Now(), conds: health.Tracker{Source: "forwarderd"}}
+	if len(f.opts.Segments) == 0 {
+		// Every segment lacks a port: nothing to attach, but forwarderd
+		// still runs and reports why.
+		f.eng = idleEngine{}
+		f.heartbeat = time.Now()
+		f.sample = sample{at: f.heartbeat}
+		return f, nil
+	}
 	for i := range f.opts.Segments {
 		s := &f.opts.Segments[i]
 		a := &port{index: 2 * i, segment: s, label: s.Labels[0], ifname: s.Interfaces[0]}
@@ -297,10 +316,13 @@ func (f *Forwarder) takeSample() error {
 func readLink(ifindex int) linkStats {
 	l, err := netlink.LinkByIndex(ifindex)
 	if err != nil {
-		return linkStats{operState: "missing: " + err.Error()}
+		return linkStats{missing: true, operState: "missing: " + err.Error()}
 	}
 	a := l.Attrs()
 	ls := linkStats{up: a.OperState == netlink.OperUp || a.OperState == netlink.OperUnknown, operState: a.OperState.String()}
+	if a.Xdp != nil && a.Xdp.Attached {
+		ls.xdpProg = a.Xdp.ProgId
+	}
 	if st := a.Statistics; st != nil {
 		ls.rxPackets, ls.rxBytes = st.RxPackets, st.RxBytes
 		ls.txPackets, ls.txBytes = st.TxPackets, st.TxBytes
@@ -313,3 +335,13 @@ func readLink(ifindex int) linkStats {
 func (f *Forwarder) Close() error {
 	return f.eng.close()
 }
+
+// idleEngine is the datapath of a forwarder whose every segment lacks a
+// port.
+type idleEngine struct{}
+
+func (idleEngine) counters(n int) ([]portCounters, error) { return make([]portCounters, n), nil }
+func (idleEngine) attachMode(int) string                  { return "" }
+func (idleEngine) flowTable() flowSource                  { return nil }
+func (idleEngine) err() error                             { return nil }
+func (idleEngine) close() error                           { return nil }

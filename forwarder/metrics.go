@@ -21,7 +21,10 @@ func (f *Forwarder) MetricsHandler() http.Handler {
 // WriteMetrics writes st in the Prometheus text format.
 func WriteMetrics(w io.Writer, st Status) {
 	m := &metricWriter{w: w, seen: map[string]bool{}}
-	m.gauge("ncpos_forwarder_healthy", "1 while the forwarder is healthy", nil, b2f(st.Healthy))
+	m.gauge("ncpos_forwarder_live", "1 while the forwarder is live (loop, maps, engine, programs)", nil, b2f(st.Live.Live))
+	for _, c := range st.Conditions {
+		m.gauge("ncpos_forwarder_condition", "1 for each condition that holds, by kind, segment and port", []string{"kind", string(c.Kind), "segment", c.Segment, "port", c.Port}, 1)
+	}
 	m.gauge("ncpos_forwarder_heartbeat_age_seconds", "time since the forwarder's last heartbeat", nil,
 		time.Since(st.Heartbeat).Seconds())
 	m.gauge("ncpos_forwarder_forwarding_cores", "CPUs that forward", nil, float64(len(st.Cores.Forwarding)))
@@ -51,7 +54,7 @@ func WriteMetrics(w io.Writer, st Status) {
 		for _, r := range sortedKeys(s.MalformedReasons) {
 			m.counter("ncpos_forwarder_segment_malformed_total", "malformations, by reason", append(l, "reason", r), s.MalformedReasons[r])
 		}
-		m.gauge("ncpos_forwarder_segment_healthy", "1 while the segment passes what enters it", l, b2f(s.Healthy))
+		m.gauge("ncpos_forwarder_segment_forwarding", "1 while the segment has no condition (ports up, frames that enter leave)", l, b2f(s.Forwarding))
 	}
 	if fs := st.Flows; fs != nil {
 		m.gauge("ncpos_forwarder_flows", "flows in the flow table", nil, float64(fs.Flows))

@@ -34,39 +34,49 @@ func ParseSegmentFlag(s string) (Segment, error) {
 	return Segment{Name: m[1], Interfaces: [2]string{m[2], m[3]}, Labels: [2]string{m[2], m[3]}}, nil
 }
 
+// AbsentSegment is a configured segment the box cannot bridge because the
+// profile's port is not there (a NIC module removed, a wrong PCI address).
+type AbsentSegment struct {
+	Name    string
+	Labels  [2]string
+	Missing []string // front-panel names not found
+	Why     string   // what the profile's resolution said
+}
+
 // SegmentsFromConfig maps the configuration's segments to kernel interfaces
 // through the platform profile, looking at sysClassNet (config.SysClassNet on
-// the appliance). A segment whose ports are not both found is an error that
-// names them: bridging half a segment is never what was meant.
-func SegmentsFromConfig(cfg *config.Config, sysClassNet string) ([]Segment, error) {
+// the appliance). A segment whose ports are not both found is returned in
+// absent, never bridged by half; the others still are, so that one missing
+// NIC module does not stop the segments that are cabled.
+func SegmentsFromConfig(cfg *config.Config, sysClassNet string) (segs []Segment, absent []AbsentSegment, err error) {
 	prof := cfg.Profile()
 	if prof == nil {
-		return nil, fmt.Errorf("forwarder: unknown platform %q", cfg.Platform)
+		return nil, nil, fmt.Errorf("forwarder: unknown platform %q", cfg.Platform)
 	}
 	ports, resolveErr := prof.Resolve(sysClassNet)
-	var segs []Segment
-	var missing []string
+	why := "not found"
+	if resolveErr != nil {
+		why = resolveErr.Error()
+	}
 	for _, s := range cfg.Segments {
 		if len(s.Ports) != 2 {
-			return nil, fmt.Errorf("forwarder: segment %q has %d ports, want 2", s.Name, len(s.Ports))
+			return nil, nil, fmt.Errorf("forwarder: segment %q has %d ports, want 2", s.Name, len(s.Ports))
 		}
 		seg := Segment{Name: s.Name, Labels: [2]string{s.Ports[0], s.Ports[1]}}
+		var missing []string
 		for i, label := range s.Ports {
 			seg.Interfaces[i] = ports[label]
 			if seg.Interfaces[i] == "" {
-				missing = append(missing, fmt.Sprintf("%s (segment %s)", label, s.Name))
+				missing = append(missing, label)
 			}
+		}
+		if len(missing) > 0 {
+			absent = append(absent, AbsentSegment{Name: s.Name, Labels: seg.Labels, Missing: missing, Why: why})
+			continue
 		}
 		segs = append(segs, seg)
 	}
-	if len(missing) > 0 {
-		err := fmt.Errorf("forwarder: ports not found: %s", strings.Join(missing, ", "))
-		if resolveErr != nil {
-			err = fmt.Errorf("%w: %v", err, resolveErr)
-		}
-		return nil, err
-	}
-	return segs, nil
+	return segs, absent, nil
 }
 
 // checkSegments rejects what the datapath cannot do: no segments, a port in

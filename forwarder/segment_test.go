@@ -73,8 +73,8 @@ func TestSegmentsFromConfig(t *testing.T) {
 		return c
 	}
 	cfg := parse("[[segment]]\nname = \"s1\"\nports = [\"LAN1\", \"LAN2\"]\n")
-	segs, err := SegmentsFromConfig(cfg, sys)
-	if err != nil {
+	segs, absent, err := SegmentsFromConfig(cfg, sys)
+	if err != nil || len(absent) != 0 {
 		t.Fatal(err)
 	}
 	want := Segment{Name: "s1", Interfaces: [2]string{"eth1", "eth2"}, Labels: [2]string{"LAN1", "LAN2"}}
@@ -83,7 +83,15 @@ func TestSegmentsFromConfig(t *testing.T) {
 	}
 
 	cfg = parse("[[segment]]\nname = \"s1\"\nports = [\"LAN1\", \"LAN2\"]\n[[segment]]\nname = \"s2\"\nports = [\"LAN3\", \"LAN4\"]\n")
-	if _, err := SegmentsFromConfig(cfg, sys); err == nil || !strings.Contains(err.Error(), "LAN4 (segment s2)") {
-		t.Errorf("missing eth4: error %v, want it to name LAN4 of segment s2", err)
+	// eth4 is missing: s1 is still bridged, s2 is reported absent.
+	segs, absent, err = SegmentsFromConfig(cfg, sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(segs) != 1 || segs[0] != want {
+		t.Errorf("segments %+v, want [%+v]", segs, want)
+	}
+	if len(absent) != 1 || absent[0].Name != "s2" || strings.Join(absent[0].Missing, ",") != "LAN4" {
+		t.Errorf("absent %+v, want s2 lacking LAN4", absent)
 	}
 }

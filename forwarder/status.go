@@ -1,24 +1,24 @@
 package forwarder
 
 import (
-	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/ncpos/ncpos/health"
 )
 
 // Status is forwarderd's /status.
 type Status struct {
-	Engine    string          `json:"engine"`
-	Mode      string          `json:"mode"`
-	Started   time.Time       `json:"started"`
-	Heartbeat time.Time       `json:"heartbeat"`
-	Healthy   bool            `json:"healthy"`
-	Problems  []string        `json:"problems,omitempty"`
-	Cores     CorePlan        `json:"cores"`
-	Segments  []SegmentStatus `json:"segments"`
-	Ports     []PortStatus    `json:"ports"`
-	Flows     *FlowStats      `json:"flows,omitempty"`
+	Engine     string             `json:"engine"`
+	Mode       string             `json:"mode"`
+	Started    time.Time          `json:"started"`
+	Heartbeat  time.Time          `json:"heartbeat"`
+	Live       health.Liveness    `json:"live"`
+	Conditions []health.Condition `json:"conditions"`
+	Cores      CorePlan           `json:"cores"`
+	Segments   []SegmentStatus    `json:"segments"`
+	Ports      []PortStatus       `json:"ports"`
+	Flows      *FlowStats         `json:"flows,omitempty"`
 }
 
 // PortStatus is one port: what entered it (datapath counters) and what
@@ -52,8 +52,10 @@ type SegmentStatus struct {
 	Drops            map[string]uint64 `json:"drops"`
 	Malformed        uint64            `json:"malformed"`
 	MalformedReasons map[string]uint64 `json:"malformed_reasons"`
-	Healthy          bool              `json:"healthy"`
-	Problem          string            `json:"problem,omitempty"`
+	// Forwarding: the segment has no condition (every port present and
+	// up, frames that enter leave).
+	Forwarding bool               `json:"forwarding"`
+	Conditions []health.Condition `json:"conditions"`
 }
 
 // drops merges the datapath's drop counters with the kernel's and the
@@ -72,12 +74,21 @@ func (f *Forwarder) Status() Status {
 	s := f.sample
 	hb := f.heartbeat
 	f.mu.Unlock()
-	problems, segProblems := f.check(time.Now())
+	live, conds := f.check(time.Now())
 	st := Status{
 		Engine: f.opts.Engine, Mode: f.opts.Mode,
 		Started: f.started.UTC(), Heartbeat: hb.UTC(),
-		Healthy: len(problems) == 0, Problems: problems,
+		Live: live, Conditions: conds,
 		Cores: f.cores,
+	}
+	segConds := func(name string) []health.Condition {
+		out := []health.Condition{}
+		for _, c := range conds {
+			if c.Segment == name {
+				out = append(out, c)
+			}
+		}
+		return out
 	}
 	for i, p := range f.ports {
 		pc, ls := s.ports[i], s.links[i]
@@ -108,10 +119,13 @@ func (f *Forwarder) Status() Status {
 			Packets: sum.RxPackets, Bytes: sum.RxBytes, Forwarded: fwd,
 			Drops:     reasonMap(DropReasons, kd[:]),
 			Malformed: sum.Malformed, MalformedReasons: reasonMap(MalformedReasons, sum.Reasons[:]),
-			Healthy: segProblems[seg.Name] == "",
-			Problem: segProblems[seg.Name],
+			Conditions: segConds(seg.Name),
 		}
+		ss.Forwarding = len(ss.Conditions) == 0
 		st.Segments = append(st.Segments, ss)
+	}
+	for _, a := range f.opts.Absent {
+		st.Segments = append(st.Segments, SegmentStatus{Name: a.Name, Ports: a.Labels, Conditions: segConds(a.Name)})
 	}
 	if ft := f.eng.flowTable(); ft != nil {
 		fs := ft.Stats()
@@ -126,59 +140,77 @@ func (f *Forwarder) Status() Status {
 	return st
 }
 
-// Health is /healthz: nil while the heartbeat is fresh, the engine is
-// sound, every port's link is up and every segment passes what enters it.
-func (f *Forwarder) Health() error {
-	problems, _ := f.check(time.Now())
-	if len(problems) == 0 {
-		return nil
+// Report is forwarderd's health.Report: its liveness and the conditions of
+// its segments.
+func (f *Forwarder) Report() health.Report {
+	live, conds := f.check(time.Now())
+	r := health.Report{Daemon: "forwarderd", Live: live, Conditions: conds}
+	for _, s := range f.opts.Segments {
+		r.Segments = append(r.Segments, s.Name)
 	}
-	return errors.New(strings.Join(problems, "; "))
+	return r
 }
 
-// check works out the health verdict at now: problems overall, and the
-// problem of each segment by name.
-func (f *Forwarder) check(now time.Time) ([]string, map[string]string) {
+// check works out liveness and the segments' conditions at now.
+//
+// Liveness is what a restart or a reset can mend: the sampling loop's
+// heartbeat, the BPF maps, the engine (AF_XDP workers looping) and the
+// programs it attached. A port whose link is down, a port the box lacks
+// and a direction where frames enter and none leave (the far end pausing
+// the port, a stuck transmit queue) are conditions of the segment: bypassd
+// acts on them, the watchdog never does.
+func (f *Forwarder) check(now time.Time) (health.Liveness, []health.Condition) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var problems []string
-	segProblems := map[string]string{}
+	var problems []health.Problem
 	if age := now.Sub(f.heartbeat); age > 3*f.opts.Interval {
-		problems = append(problems, fmt.Sprintf("heartbeat stale: last %v ago", age.Round(time.Millisecond)))
+		problems = append(problems, health.Problem{Kind: health.HeartbeatStale,
+			Detail: fmt.Sprintf("last heartbeat %v ago", age.Round(time.Millisecond))})
 	}
 	if f.sampleErr != nil {
-		problems = append(problems, "counters unreadable: "+f.sampleErr.Error())
+		problems = append(problems, health.Problem{Kind: health.CountersUnreadable, Detail: f.sampleErr.Error()})
 	}
 	if err := f.eng.err(); err != nil {
-		problems = append(problems, "datapath: "+err.Error())
+		problems = append(problems, health.Problem{Kind: health.EngineFailed, Detail: err.Error()})
 	}
+	var conds []health.Condition
 	for i, p := range f.ports {
-		if i < len(f.sample.links) && !f.sample.links[i].up {
-			msg := fmt.Sprintf("port %s (%s) link %s", p.label, p.ifname, f.sample.links[i].operState)
-			problems = append(problems, msg)
-			addProblem(segProblems, p.segment.Name, msg)
+		if i >= len(f.sample.links) {
+			continue
+		}
+		ls := f.sample.links[i]
+		if ls.missing {
+			// A NIC gone from the bus is what a card does: a condition.
+			conds = append(conds, health.Condition{Kind: health.PortAbsent, Segment: p.segment.Name, Port: p.label,
+				Detail: fmt.Sprintf("port %s (%s) is gone: %s", p.label, p.ifname, ls.operState)})
+			continue
+		}
+		if ls.xdpProg == 0 {
+			problems = append(problems, health.Problem{Kind: health.ProgramDetached,
+				Detail: fmt.Sprintf("port %s (%s) has no XDP program attached", p.label, p.ifname)})
+		}
+		if !ls.up {
+			conds = append(conds, health.Condition{Kind: health.LinkDown, Segment: p.segment.Name, Port: p.label,
+				Detail: fmt.Sprintf("port %s (%s) link %s", p.label, p.ifname, ls.operState)})
 		}
 	}
-	for _, msg := range progressProblems(f.ports, f.history, f.opts.ProgressWindow) {
-		problems = append(problems, msg.text)
-		addProblem(segProblems, msg.segment, msg.text)
+	for _, sp := range progressProblems(f.ports, f.history, f.opts.ProgressWindow) {
+		conds = append(conds, sp)
 	}
-	return problems, segProblems
-}
-
-func addProblem(m map[string]string, seg, msg string) {
-	if m[seg] != "" {
-		m[seg] += "; "
+	for _, a := range f.opts.Absent {
+		for _, label := range a.Missing {
+			conds = append(conds, health.Condition{Kind: health.PortAbsent, Segment: a.Name, Port: label,
+				Detail: fmt.Sprintf("port %s of segment %s is not on this box: %s", label, a.Name, a.Why)})
+		}
 	}
-	m[seg] += msg
+	return health.Live(f.heartbeat, problems...), f.conds.Update(now, conds)
 }
-
-type segmentProblem struct{ segment, text string }
 
 // progressProblems finds directions where frames entered a port during the
-// window but none left its peer: the datapath is stuck. Under overload some
-// frames are lost, which is not a stall; only "none at all" is.
-func progressProblems(ports []*port, history []sample, window time.Duration) []segmentProblem {
+// window but none left its peer: the peer's transmit is stalled. Under
+// overload some frames are lost, which is not a stall; only "none at all"
+// is.
+func progressProblems(ports []*port, history []sample, window time.Duration) []health.Condition {
 	if len(history) < 2 {
 		return nil
 	}
@@ -186,7 +218,7 @@ func progressProblems(ports []*port, history []sample, window time.Duration) []s
 	if last.at.Sub(first.at) < window {
 		return nil
 	}
-	var out []segmentProblem
+	var out []health.Condition
 	for i, p := range ports {
 		if i >= len(first.ports) || p.peer.index >= len(first.links) {
 			continue
@@ -197,9 +229,9 @@ func progressProblems(ports []*port, history []sample, window time.Duration) []s
 			continue // the driver reset its counters: no verdict this window
 		}
 		if in > 0 && out1 == out0 {
-			out = append(out, segmentProblem{p.segment.Name, fmt.Sprintf(
-				"segment %s: %d frames entered %s in the last %v, none left %s",
-				p.segment.Name, in, p.label, last.at.Sub(first.at).Round(time.Second), p.peer.label)})
+			out = append(out, health.Condition{Kind: health.TxStalled, Segment: p.segment.Name, Port: p.peer.label,
+				Detail: fmt.Sprintf("%d frames entered %s in the last %v, none left %s",
+					in, p.label, last.at.Sub(first.at).Round(time.Second), p.peer.label)})
 		}
 	}
 	return out

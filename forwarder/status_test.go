@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ncpos/ncpos/health"
 )
 
 func TestProgressProblems(t *testing.T) {
@@ -37,7 +39,10 @@ func TestProgressProblems(t *testing.T) {
 	for _, tt := range tests {
 		var got []string
 		for _, p := range progressProblems(ports, tt.history, 3*time.Second) {
-			got = append(got, p.text)
+			if p.Kind != health.TxStalled || p.Segment != "seg1" {
+				t.Errorf("%s: condition %+v, want tx_stalled on seg1", tt.name, p)
+			}
+			got = append(got, p.Detail)
 		}
 		all := strings.Join(got, "; ")
 		if (tt.want == "") != (all == "") || !strings.Contains(all, tt.want) {
@@ -48,14 +53,15 @@ func TestProgressProblems(t *testing.T) {
 
 func TestWriteMetrics(t *testing.T) {
 	st := Status{
-		Healthy:   true,
-		Heartbeat: time.Now(),
+		Live:       health.Live(time.Now()),
+		Heartbeat:  time.Now(),
+		Conditions: []health.Condition{{Kind: health.LinkDown, Segment: "seg2", Port: "LAN4"}},
 		Ports: []PortStatus{{
 			Name: "LAN1", Interface: "eth1", Segment: "seg1", RxPackets: 5,
 			Drops:            map[string]uint64{"no_peer": 2},
 			MalformedReasons: map[string]uint64{"runt": 3, "too_many_vlans": 1},
 		}},
-		Segments: []SegmentStatus{{Name: "seg1", Packets: 5, Healthy: true}},
+		Segments: []SegmentStatus{{Name: "seg1", Packets: 5, Forwarding: true}},
 		Flows:    &FlowStats{Flows: 7, TableSize: 1024, Created: 9, Evicted: 2},
 	}
 	var b bytes.Buffer
@@ -66,10 +72,11 @@ func TestWriteMetrics(t *testing.T) {
 		`ncpos_forwarder_port_rx_packets_total{port="LAN1",interface="eth1",segment="seg1"} 5`,
 		`ncpos_forwarder_port_drops_total{port="LAN1",interface="eth1",segment="seg1",reason="no_peer"} 2`,
 		`ncpos_forwarder_port_malformed_total{port="LAN1",interface="eth1",segment="seg1",reason="runt"} 3`,
-		`ncpos_forwarder_segment_healthy{segment="seg1"} 1`,
+		`ncpos_forwarder_segment_forwarding{segment="seg1"} 1`,
+		`ncpos_forwarder_condition{kind="link_down",segment="seg2",port="LAN4"} 1`,
 		"ncpos_forwarder_flows 7\n",
 		"ncpos_forwarder_flows_evicted_total 2\n",
-		"ncpos_forwarder_healthy 1\n",
+		"ncpos_forwarder_live 1\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("metrics lack %q", want)

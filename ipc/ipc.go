@@ -1,7 +1,8 @@
 // Package ipc owns the protocol the appliance daemons speak to each other:
-// HTTP on a unix socket /run/ncpos/<daemon>.sock with GET /healthz (200, or
-// 503 with the reason as text), GET /status (JSON) and GET /metrics
-// (Prometheus text). Keeping it in one place means no daemon opens another's
+// HTTP on a unix socket /run/ncpos/<daemon>.sock with GET /livez (the
+// daemon's health.Liveness as JSON: 200 when live, 503 when not), GET
+// /health (its health.Report: liveness and conditions), GET /status (JSON)
+// and GET /metrics (Prometheus text). Keeping it in one place means no daemon opens another's
 // socket by hand, and a test can point every client at a temporary folder.
 package ipc
 
@@ -15,8 +16,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
+
+	"github.com/ncpos/ncpos/health"
 )
 
 // DefaultDir is where the daemons' sockets live on the appliance (a tmpfs).
@@ -52,22 +54,24 @@ func Listen(dir, daemon string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Health is what a daemon reports on /healthz.
-type Health func() error
+// Reporter is what a daemon says of itself on /livez and /health.
+type Reporter func() health.Report
 
-// Handler returns the standard daemon mux: /healthz from health, /status as
-// the JSON encoding of whatever status returns, and /metrics when metrics is
-// non-nil. Extra handlers can be added to the returned mux.
-func Handler(health Health, status func() any, metrics http.Handler) *http.ServeMux {
+// Handler returns the standard daemon mux: /livez and /health from report,
+// /status as the JSON encoding of whatever status returns, and /metrics
+// when metrics is non-nil. Extra handlers can be added to the returned mux.
+func Handler(report Reporter, status func() any, metrics http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if err := health(); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, err)
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
+		l := report().Live
+		if !l.Live {
+			writeJSONCode(w, http.StatusServiceUnavailable, l)
 			return
 		}
-		fmt.Fprintln(w, "ok")
+		WriteJSON(w, l)
+	})
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, report())
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, status())
@@ -79,8 +83,11 @@ func Handler(health Health, status func() any, metrics http.Handler) *http.Serve
 }
 
 // WriteJSON writes v as indented JSON.
-func WriteJSON(w http.ResponseWriter, v any) {
+func WriteJSON(w http.ResponseWriter, v any) { writeJSONCode(w, http.StatusOK, v) }
+
+func writeJSONCode(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
@@ -138,19 +145,54 @@ func (c *Client) get(ctx context.Context, path string) (*http.Response, error) {
 	return resp, nil
 }
 
-// Health asks the daemon's /healthz; nil means healthy, otherwise the error
-// carries the daemon's reason.
-func (c *Client) Health(ctx context.Context) error {
-	resp, err := c.get(ctx, "/healthz")
+// NotLiveError is a daemon that answered /livez with a Liveness that is
+// not live.
+type NotLiveError struct {
+	Daemon   string
+	Liveness health.Liveness
+}
+
+func (e *NotLiveError) Error() string {
+	return fmt.Sprintf("%s not live: %s", e.Daemon, e.Liveness)
+}
+
+// Live asks the daemon's /livez: nil when it answered and is live, a
+// *NotLiveError when it answered that it is not, another error when it did
+// not answer (gone, hung, or an answer that is no Liveness).
+func (c *Client) Live(ctx context.Context) error {
+	resp, err := c.get(ctx, "/livez")
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s unhealthy: %s", c.Daemon, strings.TrimSpace(string(body)))
+	var l health.Liveness
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&l); err != nil {
+		return fmt.Errorf("%s /livez: %s: decoding: %w", c.Daemon, resp.Status, err)
 	}
-	return nil
+	switch {
+	case resp.StatusCode == http.StatusOK && l.Live:
+		return nil
+	case resp.StatusCode == http.StatusServiceUnavailable && !l.Live:
+		return &NotLiveError{Daemon: c.Daemon, Liveness: l}
+	}
+	return fmt.Errorf("%s /livez: %s with live=%v", c.Daemon, resp.Status, l.Live)
+}
+
+// Report fetches the daemon's /health.
+func (c *Client) Report(ctx context.Context) (health.Report, error) {
+	var r health.Report
+	resp, err := c.get(ctx, "/health")
+	if err != nil {
+		return r, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return r, fmt.Errorf("%s /health: %s", c.Daemon, resp.Status)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&r); err != nil {
+		return r, fmt.Errorf("%s /health: decoding: %w", c.Daemon, err)
+	}
+	return r, nil
 }
 
 // Status decodes the daemon's /status JSON into v.
@@ -181,3 +223,20 @@ func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 }
+
+// AlwaysLive is a Reporter for a daemon with no loop or engine of its own
+// to watch: answering at all is its liveness, and it reports no
+// conditions.
+func AlwaysLive(daemon string) Reporter {
+	return func() health.Report {
+		return health.Report{Daemon: daemon, Live: health.Live(time.Now()), Conditions: []health.Condition{}}
+	}
+}
+
+// ExitStopped is the exit status of a daemon stopped by SIGTERM (128 + 15,
+// as a shell reports it). gokrazy stops supervising a program that exits
+// with 0 and starts again one that exits otherwise, unless it is shutting
+// down: so a daemon restarted by hand, or by anything but a shutdown,
+// comes back, instead of leaving the box without it until the watchdog
+// resets it.
+const ExitStopped = 143

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ncpos/ncpos/health"
 )
 
 func TestClientServer(t *testing.T) {
@@ -13,8 +16,15 @@ func TestClientServer(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	var failing error
-	h := Handler(func() error { return failing }, func() any {
+	var stale atomic.Bool
+	h := Handler(func() health.Report {
+		r := health.Report{Daemon: "testd", Live: health.Live(time.Now()),
+			Conditions: []health.Condition{{Kind: health.LinkDown, Segment: "seg1", Port: "LAN2", Detail: "down"}}}
+		if stale.Load() {
+			r.Live = health.Live(time.Now(), health.Problem{Kind: health.HeartbeatStale, Detail: "last 9s ago"})
+		}
+		return r
+	}, func() any {
 		return map[string]int{"answer": 42}
 	}, nil)
 	done := make(chan error, 1)
@@ -22,17 +32,23 @@ func TestClientServer(t *testing.T) {
 
 	c := NewClient(dir, "testd", time.Second)
 	deadline := time.Now().Add(5 * time.Second)
-	for c.Health(ctx) != nil {
+	for c.Live(ctx) != nil {
 		if time.Now().After(deadline) {
 			t.Fatal("server did not come up")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// A condition is not a liveness problem.
+	r, err := c.Report(ctx)
+	if err != nil || !r.Live.Live || len(r.Conditions) != 1 || r.Conditions[0].Kind != health.LinkDown {
+		t.Fatalf("Report = %+v, %v", r, err)
+	}
 
-	failing = errors.New("datapath stalled")
-	err := c.Health(ctx)
-	if err == nil || !strings.Contains(err.Error(), "datapath stalled") {
-		t.Fatalf("Health = %v, want the daemon's reason", err)
+	stale.Store(true)
+	err = c.Live(ctx)
+	var nl *NotLiveError
+	if !errors.As(err, &nl) || nl.Liveness.Problems[0].Kind != health.HeartbeatStale {
+		t.Fatalf("Live = %v, want a NotLiveError with the daemon's problem", err)
 	}
 
 	var st struct{ Answer int }
@@ -53,8 +69,12 @@ func TestClientServer(t *testing.T) {
 
 func TestClientMissingDaemon(t *testing.T) {
 	c := NewClient(t.TempDir(), "nobody", time.Second)
-	err := c.Health(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "nobody") {
-		t.Fatalf("Health of a missing daemon = %v, want an error naming it", err)
+	err := c.Live(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "nobody") || !NotRunning(err) {
+		t.Fatalf("Live of a missing daemon = %v, want a not-running error naming it", err)
+	}
+	var nl *NotLiveError
+	if errors.As(err, &nl) {
+		t.Fatal("a missing daemon is reported as answering")
 	}
 }

@@ -13,7 +13,7 @@ func TestPost(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	mux := Handler(func() error { return nil }, func() any { return nil }, nil)
+	mux := Handler(AlwaysLive("echod"), func() any { return nil }, nil)
 	mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) {
 		var in map[string]string
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in["say"] == "" {
@@ -27,7 +27,7 @@ func TestPost(t *testing.T) {
 	})
 	go Serve(ctx, dir, "echod", mux)
 	c := NewClient(dir, "echod", time.Second)
-	for deadline := time.Now().Add(5 * time.Second); c.Health(ctx) != nil; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); c.Live(ctx) != nil; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("server did not come up")
 		}

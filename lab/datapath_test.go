@@ -154,7 +154,7 @@ func testDatapath(t *testing.T, engine, mode string) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("malformed reasons counted %v, want %v", got, want)
 		}
-		if err := d.Health(context.Background()); err != nil {
+		if err := d.Forwarding(context.Background()); err != nil {
 			t.Errorf("unhealthy after malformed frames: %v", err)
 		}
 		m, err := d.Metrics(context.Background())

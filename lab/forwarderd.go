@@ -3,9 +3,11 @@ package lab
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
 )
 
@@ -42,22 +44,41 @@ func (d *Daemon) Status(ctx context.Context) (forwarder.Status, error) {
 	return st, err
 }
 
-// Health asks /healthz.
-func (d *Daemon) Health(ctx context.Context) error { return d.client.Health(ctx) }
+// Report asks /health: liveness and conditions.
+func (d *Daemon) Report(ctx context.Context) (health.Report, error) { return d.client.Report(ctx) }
 
 // Metrics fetches /metrics.
 func (d *Daemon) Metrics(ctx context.Context) ([]byte, error) { return d.client.Metrics(ctx) }
 
-// WaitHealthy waits until /healthz says ok.
+// Forwarding says nil when forwarderd is live and reports no condition:
+// every segment is up and passes what enters it.
+func (d *Daemon) Forwarding(ctx context.Context) error {
+	r, err := d.Report(ctx)
+	switch {
+	case err != nil:
+		return err
+	case !r.Live.Live:
+		return fmt.Errorf("forwarderd not live: %s", r.Live)
+	case len(r.Conditions) > 0:
+		var cs []string
+		for _, c := range r.Conditions {
+			cs = append(cs, c.String())
+		}
+		return fmt.Errorf("forwarderd reports %s", strings.Join(cs, "; "))
+	}
+	return nil
+}
+
+// WaitHealthy waits until forwarderd is live and forwarding every segment.
 func (d *Daemon) WaitHealthy(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		err := d.Health(context.Background())
+		err := d.Forwarding(context.Background())
 		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("lab: forwarderd not healthy after %v: %w", timeout, err)
+			return fmt.Errorf("lab: forwarderd not forwarding after %v: %w", timeout, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -2,18 +2,19 @@ package lab_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/lab"
 )
 
 // TestHealthProgress cuts the far side of a segment (its traffic end loses
 // the XDP program a veth needs to take redirected frames, as a dead link
-// would drop them) while traffic enters: /healthz must turn 503 naming the
-// segment, the lost frames must be counted (egress_lost), and health must come back
-// once frames leave again.
+// would drop them) while traffic enters: forwarderd must report a
+// tx_stalled condition on the segment while staying live, the lost frames
+// must be counted (egress_lost), and the condition must clear once frames
+// leave again.
 func TestHealthProgress(t *testing.T) {
 	l := newLab(t, 1, 1)
 	sinks, err := l.AttachSinks(false)
@@ -57,7 +58,7 @@ func TestHealthProgress(t *testing.T) {
 	waitHealth := func(healthy bool, within time.Duration) error {
 		deadline := time.Now().Add(within)
 		for {
-			err := d.Health(context.Background())
+			err := d.Forwarding(context.Background())
 			if (err == nil) == healthy || time.Now().After(deadline) {
 				return err
 			}
@@ -74,16 +75,16 @@ func TestHealthProgress(t *testing.T) {
 	if err == nil {
 		t.Fatal("still healthy 8s after frames stopped leaving the segment")
 	}
-	if !strings.Contains(err.Error(), "seg0") || !strings.Contains(err.Error(), "none left") {
-		t.Errorf("unhealthy for the wrong reason: %v", err)
-	}
-	t.Logf("unhealthy: %v", err)
+	t.Logf("not forwarding: %v", err)
 	st, err := d.Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Healthy || st.Segments[0].Healthy {
-		t.Errorf("status says healthy: %+v", st.Segments[0])
+	if !st.Live.Live {
+		t.Errorf("a stalled segment made forwarderd not live: %s", st.Live)
+	}
+	if st.Segments[0].Forwarding || !health.Has(st.Segments[0].Conditions, health.TxStalled) {
+		t.Errorf("segment %s: forwarding %v, conditions %+v, want tx_stalled", st.Segments[0].Name, st.Segments[0].Forwarding, st.Segments[0].Conditions)
 	}
 	if st.Ports[1].Drops["egress_lost"] == 0 {
 		t.Errorf("drops on %s: %v, want egress_lost", st.Ports[1].Interface, st.Ports[1].Drops)

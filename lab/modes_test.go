@@ -3,10 +3,10 @@ package lab_test
 import (
 	"bytes"
 	"context"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/lab"
 )
 
@@ -96,12 +96,12 @@ func TestAFXDPSendError(t *testing.T) {
 		t.Fatalf("forwarderd gone after send errors: %v", err)
 	}
 	in := st.Ports[0]
-	t.Logf("with %s down: %s drops %v; problems %v", port, in.Interface, in.Drops, st.Problems)
+	t.Logf("with %s down: %s drops %v; conditions %+v", port, in.Interface, in.Drops, st.Conditions)
 	if in.Drops["send_error"] == 0 {
 		t.Errorf("no send_error drops counted with the egress port down: %v", in.Drops)
 	}
-	if !strings.Contains(strings.Join(st.Problems, ";"), "link down") {
-		t.Errorf("problems %v, want the link named", st.Problems)
+	if !health.Has(st.Conditions, health.LinkDown) || !st.Live.Live {
+		t.Errorf("conditions %+v, live %v: want link_down and live", st.Conditions, st.Live)
 	}
 	setLink(true)
 	if err := d.WaitHealthy(10 * time.Second); err != nil {

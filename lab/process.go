@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/ncpos/ncpos/ipc"
 )
 
 // BuildDaemon compiles services/<name> into dir and returns the binary's
@@ -93,8 +95,9 @@ func (p *Process) Kill() error {
 	return nil
 }
 
-// Stop asks the daemon to exit (SIGTERM) and kills it after 10s. A
-// non-zero exit is returned as an error.
+// Stop asks the daemon to exit (SIGTERM) and kills it after 10s. An exit
+// other than the daemons' stopped status (ipc.ExitStopped) or 0 is
+// returned as an error.
 func (p *Process) Stop() error {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
@@ -102,6 +105,10 @@ func (p *Process) Stop() error {
 	select {
 	case err := <-p.done:
 		p.done <- err
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == ipc.ExitStopped {
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("lab: %s: %w", p.Name, err)
 		}

@@ -75,7 +75,7 @@ func TestKillLeavesNothing(t *testing.T) {
 
 			d2 := startForwarderd(t, l, "-engine", engine)
 			passes("restarted forwarderd")
-			if err := d2.Health(context.Background()); err != nil {
+			if err := d2.Forwarding(context.Background()); err != nil {
 				t.Errorf("restarted forwarderd unhealthy: %v", err)
 			}
 		})

@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/ncpos/ncpos/web"
 )
 
 // Reboot asks gokrazy to reboot (a full reboot through the firmware, not
@@ -28,19 +26,17 @@ func (c *Client) Reboot(ctx context.Context) error {
 }
 
 // Bypass asks statusd to put every segment that has a bypass relay into
-// bypass before the update, with an expiry as a safety net (after the
-// reboot bypassd starts afresh: bypass until the new forwarder is healthy).
-// It returns an error naming what could not be done; segments without a
-// relay are reported too, since their traffic stops during the reboot.
-func (c *Client) Bypass(ctx context.Context, reason string) error {
-	var segs struct {
-		Segments []web.Segment `json:"segments"`
+// bypass before the update, with an expiry as a safety net. It returns the
+// segments it overrode and an error naming what could not be done;
+// segments without a relay are reported too, since their traffic stops
+// during the reboot.
+func (c *Client) Bypass(ctx context.Context, reason string) ([]string, error) {
+	segs, err := c.Segments(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if err := c.getJSON(ctx, "api/v1/segments", &segs); err != nil {
-		return err
-	}
-	var problems []string
-	for _, s := range segs.Segments {
+	var problems, done []string
+	for _, s := range segs {
 		if s.BypassPair == "" {
 			problems = append(problems, fmt.Sprintf("segment %s has no bypass relay", s.Name))
 			continue
@@ -50,12 +46,35 @@ func (c *Client) Bypass(ctx context.Context, reason string) error {
 		})
 		if err := c.postJSON(ctx, "api/v1/control/bypass", body); err != nil {
 			problems = append(problems, fmt.Sprintf("segment %s: %v", s.Name, err))
+			continue
 		}
+		done = append(done, s.Name)
 	}
 	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
+		return done, errors.New(strings.Join(problems, "; "))
 	}
-	return nil
+	return done, nil
+}
+
+// EndBypass ends the overrides Bypass set (state auto), retrying for a
+// while: the appliance may still be rebooting.
+func (c *Client) EndBypass(ctx context.Context, segments []string) error {
+	var err error
+	for try := 0; try < 30 && len(segments) > 0; try++ {
+		if try > 0 {
+			time.Sleep(2 * time.Second)
+		}
+		var left []string
+		err = nil
+		for _, s := range segments {
+			body, _ := json.Marshal(map[string]string{"segment": s, "state": "auto"})
+			if e := c.postJSON(ctx, "api/v1/control/bypass", body); e != nil {
+				left, err = append(left, s), e
+			}
+		}
+		segments = left
+	}
+	return err
 }
 
 func (c *Client) getJSON(ctx context.Context, path string, v any) error {

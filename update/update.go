@@ -59,25 +59,6 @@ func runningRoot(s *web.System, booted int) int {
 	return booted
 }
 
-// Healthy says whether a status snapshot shows every configured daemon
-// healthy.
-func Healthy(s *web.System) error {
-	n := 0
-	for _, d := range s.Daemons {
-		if !d.Configured {
-			continue
-		}
-		n++
-		if !d.Healthy {
-			return fmt.Errorf("%s: %s", d.Name, d.Reason)
-		}
-	}
-	if n == 0 {
-		return fmt.Errorf("no daemons reported")
-	}
-	return nil
-}
-
 // ImageBuildID reads the build ID from the image's root file system.
 func ImageBuildID(im *image.Image) (string, error) {
 	out, err := exec.Command("unsquashfs", "-o", strconv.FormatInt(im.Parts[image.PartRootA].Offset, 10),
@@ -127,10 +108,26 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 		return nil, fmt.Errorf("the appliance already runs build %s", to)
 	}
 	logf("appliance runs build %s from root partition %d; updating to %s", sys.BuildID, booted, to)
+	segs, err := c.reportedSegments(ctx, 30*time.Second)
+	if err != nil {
+		return nil, fmt.Errorf("reading the segments before the update: %w", err)
+	}
+	before := BaselineOf(segs)
+	for name, st := range before {
+		logf("before the update: segment %s %s", name, st)
+	}
 
-	if err := c.Bypass(ctx, "ncpos update to "+to); err != nil {
+	overridden, err := c.Bypass(ctx, "ncpos update to "+to)
+	if err != nil {
 		logf("WARNING: could not put the segments into bypass (%v); traffic may stop during the reboot", err)
 	}
+	// The overrides are kept on /perm across the reboot; whatever the
+	// outcome, they go once the update is over.
+	defer func() {
+		if err := c.EndBypass(context.WithoutCancel(ctx), overridden); err != nil {
+			logf("WARNING: could not end the update's bypass overrides (%v); they expire by themselves within 30m", err)
+		}
+	}()
 
 	root, err := im.RootSquashfs()
 	if err != nil {
@@ -180,14 +177,27 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 		if s.BuildID != to {
 			return res, fmt.Errorf("the appliance came up with build %s, neither %s nor %s", s.BuildID, sys.BuildID, to)
 		}
-		if err := Healthy(s); err != nil {
+		if len(overridden) > 0 {
+			// The new build is up: give the segments back to the policy
+			// before judging them, since a relay that cuts the NIC off in
+			// bypass would otherwise show its links down.
+			if err := c.EndBypass(ctx, overridden); err != nil {
+				logf("WARNING: could not end the update's bypass overrides: %v", err)
+			}
+			overridden = nil
+		}
+		after, err := c.Segments(ctx)
+		if err == nil {
+			err = Accept(before, s.Daemons, BaselineOf(after))
+		}
+		if err != nil {
 			healthySince = time.Time{}
-			logf("build %s is up but not healthy yet: %v", to, err)
+			logf("build %s is up but not accepted yet: %v", to, err)
 			continue
 		}
 		if healthySince.IsZero() {
 			healthySince = time.Now()
-			logf("build %s is healthy; waiting %v before making it permanent", to, o.Settle)
+			logf("build %s is live and its segments forward as before; waiting %v before making it permanent", to, o.Settle)
 		}
 		if time.Since(healthySince) >= o.Settle {
 			if _, err := c.gokrazy(ctx, "POST", "/update/switch", nil); err != nil {

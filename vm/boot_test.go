@@ -192,27 +192,34 @@ func lastLine(path string) string {
 	return strings.TrimSpace(lines[len(lines)-1])
 }
 
-// system reads /api/v1/system, on a fresh connection (the box may have
-// rebooted since the last one) and with a few retries, since QEMU's user
-// networking and a loaded host can drop a request now and then.
+// system reads /api/v1/system.
 func system(t *testing.T, v *VM) *web.System {
+	t.Helper()
+	var s web.System
+	getAPI(t, v, "api/v1/system", &s)
+	return &s
+}
+
+// getAPI decodes statusd's JSON at path into out, on a fresh connection
+// (the box may have rebooted since the last one) and with a few retries,
+// since QEMU's user networking and a loaded host can drop a request now
+// and then.
+func getAPI(t *testing.T, v *VM, path string, out any) {
 	t.Helper()
 	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	var err error
 	for try := 0; try < 5; try++ {
 		var resp *http.Response
-		if resp, err = c.Get(v.StatusURL() + "api/v1/system"); err == nil {
-			var s web.System
-			err = json.NewDecoder(resp.Body).Decode(&s)
+		if resp, err = c.Get(v.StatusURL() + path); err == nil {
+			err = json.NewDecoder(resp.Body).Decode(out)
 			resp.Body.Close()
 			if err == nil {
-				return &s
+				return
 			}
 		}
 		time.Sleep(2 * time.Second)
 	}
 	t.Fatal(err)
-	return nil
 }
 
 func checkBooted(t *testing.T, v *VM) *web.System {

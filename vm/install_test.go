@@ -84,7 +84,9 @@ func TestInstallToInternalDisk(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("install: %s", resp.Status)
 	}
-	for deadline := time.Now().Add(15 * time.Minute); ; time.Sleep(2 * time.Second) {
+	// Hashing 512 MB twice in software emulation takes 5 min alone, and
+	// more with two other guests on the same two cores.
+	for deadline := time.Now().Add(25 * time.Minute); ; time.Sleep(2 * time.Second) {
 		resp := controlRequest(t, v, "GET", "api/v1/install", nil)
 		json.NewDecoder(resp.Body).Decode(&info)
 		resp.Body.Close()

@@ -23,6 +23,8 @@ type Event struct {
 type events struct {
 	mu   sync.Mutex
 	list []Event
+	conn net.Conn
+	wmu  sync.Mutex // one command at a time on conn
 }
 
 // followQMP connects to the QMP socket at path (retrying while QEMU starts)
@@ -47,6 +49,7 @@ func (e *events) followQMP(path string) error {
 		conn.Close()
 		return err
 	}
+	e.conn = conn
 	go func() {
 		defer conn.Close()
 		for {
@@ -74,4 +77,29 @@ func (v *VM) Events() []Event {
 	v.events.mu.Lock()
 	defer v.events.mu.Unlock()
 	return append([]Event(nil), v.events.list...)
+}
+
+// Execute sends a QMP command (such as set_link, which pulls or plugs a
+// NIC's cable) without waiting for its answer; what it did shows in the
+// guest.
+func (v *VM) Execute(command string, args map[string]any) error {
+	b, err := json.Marshal(map[string]any{"execute": command, "arguments": args})
+	if err != nil {
+		return err
+	}
+	v.events.wmu.Lock()
+	defer v.events.wmu.Unlock()
+	if v.events.conn == nil {
+		return fmt.Errorf("QMP: not connected")
+	}
+	if _, err := v.events.conn.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("QMP %s: %w", command, err)
+	}
+	return nil
+}
+
+// SetLink plugs (up) or pulls (down) the cable of the NIC whose netdev is
+// id (lan1 ... for the data ports).
+func (v *VM) SetLink(id string, up bool) error {
+	return v.Execute("set_link", map[string]any{"name": id, "up": up})
 }

@@ -17,10 +17,13 @@ import (
 	"github.com/ncpos/ncpos/sysinfo"
 )
 
-// DaemonCheck passes while the daemon answers 200 on its /healthz.
-func DaemonCheck(runDir, daemon string, timeout time.Duration) Check {
+// LiveCheck passes while the daemon answers its /livez in time and says it
+// is live: its loop runs and its engine works. What the daemon reports of
+// the network or the box (a link down, a relay in bypass, a degraded
+// /perm) is not asked here, since a reset mends none of it.
+func LiveCheck(runDir, daemon string, timeout time.Duration) Check {
 	c := ipc.NewClient(runDir, daemon, timeout)
-	return Check{Name: daemon + " /healthz", Run: c.Health}
+	return Check{Name: daemon + " liveness", Run: c.Live}
 }
 
 // MemoryCheck passes while MemAvailable is at least minFraction of
@@ -73,11 +76,13 @@ func FDCheck(procRoot string, maxFraction float64) Check {
 	}}
 }
 
-// PermCheck passes while /perm is mounted read-write (ext4 remounts
+// CheckPerm says nil while /perm is mounted read-write (ext4 remounts
 // read-only after I/O errors) and has room left. It does not write: a write
-// every few seconds would wear out a CF card.
-func PermCheck(root string, minFree uint64) Check {
-	return Check{Name: "/perm writable", Run: func(context.Context) error {
+// every few seconds would wear out a CF card. A degraded /perm is a box
+// condition, not a reason to reset: forwarding does not need /perm, and a
+// reboot mends no worn card.
+func CheckPerm(root string, minFree uint64) error {
+	return func() error {
 		ms, err := sysinfo.Mounts(root)
 		if err != nil {
 			return err
@@ -97,5 +102,5 @@ func PermCheck(root string, minFree uint64) Check {
 			return fmt.Errorf("/perm has %d bytes free, want at least %d", free, minFree)
 		}
 		return nil
-	}}
+	}()
 }

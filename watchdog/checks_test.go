@@ -34,26 +34,25 @@ func TestMemoryAndFDChecks(t *testing.T) {
 	}
 }
 
-func TestPermCheck(t *testing.T) {
+func TestCheckPerm(t *testing.T) {
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "proc"), 0o755)
 	os.MkdirAll(filepath.Join(root, "perm"), 0o755)
 	mounts := filepath.Join(root, "proc/mounts")
-	ctx := context.Background()
 
 	os.WriteFile(mounts, []byte("/dev/sda4 /perm ext4 rw,relatime 0 0\n"), 0o644)
-	if err := PermCheck(root, 1).Run(ctx); err != nil {
+	if err := CheckPerm(root, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := PermCheck(root, 1<<62).Run(ctx); err == nil {
+	if err := CheckPerm(root, 1<<62); err == nil {
 		t.Fatal("absurd free-space demand passed")
 	}
 	os.WriteFile(mounts, []byte("/dev/sda4 /perm ext4 ro,relatime 0 0\n"), 0o644)
-	if err := PermCheck(root, 1).Run(ctx); err == nil || !strings.Contains(err.Error(), "read-only") {
+	if err := CheckPerm(root, 1); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("read-only /perm: %v", err)
 	}
 	os.WriteFile(mounts, []byte("tmpfs /tmp tmpfs rw 0 0\n"), 0o644)
-	if err := PermCheck(root, 1).Run(ctx); err == nil {
+	if err := CheckPerm(root, 1); err == nil {
 		t.Fatal("missing /perm passed")
 	}
 }

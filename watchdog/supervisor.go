@@ -2,9 +2,12 @@ package watchdog
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"sync"
 	"time"
+
+	"github.com/ncpos/ncpos/health"
 )
 
 // Pinger is the part of a watchdog device the supervisor needs; tests use
@@ -43,8 +46,9 @@ type Supervisor struct {
 	Interval time.Duration
 	Now      func() time.Time
 
-	mu     sync.Mutex
-	status Status
+	mu       sync.Mutex
+	status   Status
+	lastStep time.Time
 }
 
 // NewSupervisor prepares a supervisor; base carries the device facts
@@ -61,6 +65,7 @@ func (s *Supervisor) Step(ctx context.Context) Decision {
 	d := s.Gate.Evaluate(ctx, now)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lastStep = now
 	s.status.InGrace = d.InGrace
 	if !d.Pet {
 		if s.status.Petting {
@@ -119,4 +124,39 @@ func (s *Supervisor) Status() Status {
 	st.TimeLeftSec = left
 	st.Checks = checks
 	return st
+}
+
+// Reporter is watchdogd's health.Report: live while its loop steps, with
+// the box conditions it watches: /perm (under root, with at least minFree
+// bytes free) and the pets themselves.
+func Reporter(s *Supervisor, root string, minFree uint64) func() health.Report {
+	tr := &health.Tracker{Source: "watchdogd"}
+	return func() health.Report {
+		now := s.Now()
+		st := s.Status()
+		var problems []health.Problem
+		last := s.LastStep()
+		if age := now.Sub(last); age > 3*s.Interval+s.Gate.Timeout {
+			problems = append(problems, health.Problem{Kind: health.HeartbeatStale,
+				Detail: fmt.Sprintf("last check %v ago", age.Round(time.Millisecond))})
+		}
+		var conds []health.Condition
+		if err := CheckPerm(root, minFree); err != nil {
+			conds = append(conds, health.Condition{Kind: health.PermDegraded, Detail: err.Error()})
+		}
+		switch {
+		case !st.Petting:
+			conds = append(conds, health.Condition{Kind: health.WatchdogUnpetted, Detail: "not petting: " + st.StoppedReason})
+		case st.LastPingError != "":
+			conds = append(conds, health.Condition{Kind: health.WatchdogUnpetted, Detail: "last ping failed: " + st.LastPingError})
+		}
+		return health.Report{Daemon: "watchdogd", Live: health.Live(last, problems...), Conditions: tr.Update(now, conds)}
+	}
+}
+
+// LastStep is when the checks last ran (zero before the first).
+func (s *Supervisor) LastStep() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastStep
 }

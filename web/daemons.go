@@ -9,10 +9,13 @@ import (
 	"os"
 	"time"
 
+	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
 )
 
-// Daemon states as the dashboard and the API show them.
+// Daemon states as the dashboard and the API show them. "healthy" means
+// live: the daemon answers its /livez and says its loop and engine work;
+// what it reports of the network or the box is in the conditions.
 const (
 	DaemonHealthy       = "healthy"
 	DaemonUnhealthy     = "unhealthy"
@@ -29,22 +32,20 @@ var KnownDaemons = []string{"forwarderd", "bypassd", "watchdogd", "statusd"}
 // that statusd does not link the datapath (cilium/ebpf, AF_XDP) into its
 // binary; web's tests decode a real forwarder.Status through it.
 type forwarderStatus struct {
-	Engine   string   `json:"engine"`
-	Mode     string   `json:"mode"`
-	Healthy  bool     `json:"healthy"`
-	Problems []string `json:"problems"`
-	Cores    struct {
+	Engine string `json:"engine"`
+	Mode   string `json:"mode"`
+	Cores  struct {
 		Forwarding []int `json:"forwarding"`
 		Management []int `json:"management"`
 	} `json:"cores"`
 	Segments []struct {
-		Name      string            `json:"name"`
-		Packets   uint64            `json:"packets"`
-		Forwarded uint64            `json:"forwarded"`
-		Drops     map[string]uint64 `json:"drops"`
-		Malformed uint64            `json:"malformed"`
-		Healthy   bool              `json:"healthy"`
-		Problem   string            `json:"problem"`
+		Name       string             `json:"name"`
+		Packets    uint64             `json:"packets"`
+		Forwarded  uint64             `json:"forwarded"`
+		Drops      map[string]uint64  `json:"drops"`
+		Malformed  uint64             `json:"malformed"`
+		Forwarding bool               `json:"forwarding"`
+		Conditions []health.Condition `json:"conditions"`
 	} `json:"segments"`
 }
 
@@ -58,7 +59,8 @@ type BypassState struct {
 	Desired  string    `json:"desired,omitempty"` // what the policy wants
 	Reason   string    `json:"reason"`            // bypassd's cause of the last change
 	Since    time.Time `json:"since,omitzero"`
-	Problem  string    `json:"problem,omitempty"` // why bypassd cannot drive the relay
+	Problem  string    `json:"problem,omitempty"`   // why bypassd cannot drive the relay
+	HoldDown string    `json:"hold_down,omitempty"` // in force, with flap damping (a Go duration)
 	Override *Override `json:"override,omitempty"`
 }
 
@@ -90,6 +92,7 @@ type bypassStatus struct {
 		Desired  string    `json:"desired"`
 		Cause    string    `json:"cause"`
 		Since    time.Time `json:"since"`
+		HoldDown string    `json:"hold_down"`
 		Override *Override `json:"override"`
 	} `json:"pairs"`
 }
@@ -100,7 +103,7 @@ func (b *bypassStatus) pairOf(seg, pair string) (*BypassState, bool) {
 	for _, p := range b.Pairs {
 		if (p.Segment != "" && p.Segment == seg) || (p.Segment == "" && p.Name == pair) {
 			return &BypassState{Segment: seg, Pair: p.Name, Backend: p.Backend, State: p.State, Desired: p.Desired,
-				Reason: p.Cause, Since: p.Since, Problem: p.Problem, Override: p.Override}, true
+				Reason: p.Cause, Since: p.Since, Problem: p.Problem, HoldDown: p.HoldDown, Override: p.Override}, true
 		}
 	}
 	return nil, false

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/watchdog"
@@ -229,7 +230,15 @@ func (r fakeRebooter) Reboot(ctx context.Context, reason string) error {
 // serveFake serves a daemon's socket with a status JSON and metrics text.
 func serveFake(ctx context.Context, t *testing.T, run, name, statusJSON, metrics string) {
 	t.Helper()
-	mux := ipc.Handler(func() error { return nil }, func() any { return json.RawMessage(statusJSON) },
+	// The fake's /health carries the liveness and conditions in its
+	// status, as forwarderd's does.
+	report := func() health.Report {
+		r := health.Report{Daemon: name, Live: health.Live(time.Now())}
+		json.Unmarshal([]byte(statusJSON), &r)
+		r.Daemon = name
+		return r
+	}
+	mux := ipc.Handler(report, func() any { return json.RawMessage(statusJSON) },
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 			fmt.Fprint(w, metrics)
@@ -241,7 +250,7 @@ func startIPC(ctx context.Context, t *testing.T, run, name string, h http.Handle
 	t.Helper()
 	go ipc.Serve(ctx, run, name, h)
 	c := ipc.NewClient(run, name, time.Second)
-	for deadline := time.Now().Add(5 * time.Second); c.Health(ctx) != nil; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); c.Live(ctx) != nil; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("fake %s did not come up", name)
 		}
@@ -252,8 +261,8 @@ var fakeWatchdogStatus = func() string {
 	st := watchdog.Status{Device: "/dev/watchdog", Identity: "i6300ESB timer", Source: "fd 3 of pid 1", TimeoutSec: 30,
 		TimeLeftSec: 27, IntervalSec: 5, Petting: true, Pings: 740,
 		Checks: []watchdog.CheckState{{Name: "forwarderd", OK: true}, {Name: "memory", OK: true}},
-		LastReset: watchdog.LastReset{Kind: "watchdog", Detail: "forwarderd /healthz failing since 11:58:01",
-			Text: "watchdog (forwarderd /healthz failing since 11:58:01)"}}
+		LastReset: watchdog.LastReset{Kind: "watchdog", Detail: "forwarderd liveness failing since 11:58:01",
+			Text: "watchdog (forwarderd liveness failing since 11:58:01)"}}
 	b, _ := json.Marshal(st)
 	return string(b)
 }()
@@ -267,17 +276,17 @@ ncpos_watchdog_last_reset_info{kind="watchdog"} 1
 `
 
 // fakeForwarderStatus has the shape of forwarder.Status (forwarder/status.go).
-const fakeForwarderStatus = `{"engine":"xdp","mode":"forward","healthy":false,
- "problems":["segment seg2: 1200 frames entered LAN3 in the last 5s, none left LAN4"],
+const fakeForwarderStatus = `{"engine":"xdp","mode":"forward","live":{"live":true},
+ "conditions":[{"kind":"link_down","segment":"seg2","port":"LAN4","source":"forwarderd","since":"2026-01-01T00:00:00Z","detail":"port LAN4 (eth4) link down"}],
  "cores":{"online":[0,1],"forwarding":[1],"management":[0],"ports":[]},
  "segments":[
-  {"name":"seg1","ports":["LAN1","LAN2"],"packets":123456,"bytes":98765432,"forwarded":123400,"drops":{"kernel_rx":3,"egress_lost":53},"malformed":2,"malformed_reasons":{"runt":2},"healthy":true},
-  {"name":"seg2","ports":["LAN3","LAN4"],"packets":1200,"bytes":1200000,"forwarded":0,"drops":{},"malformed":0,"malformed_reasons":{},"healthy":false,"problem":"port LAN4 (eth4) link down"}],
+  {"name":"seg1","ports":["LAN1","LAN2"],"packets":123456,"bytes":98765432,"forwarded":123400,"drops":{"kernel_rx":3,"egress_lost":53},"malformed":2,"malformed_reasons":{"runt":2},"forwarding":true,"conditions":[]},
+  {"name":"seg2","ports":["LAN3","LAN4"],"packets":1200,"bytes":1200000,"forwarded":0,"drops":{},"malformed":0,"malformed_reasons":{},"forwarding":false,"conditions":[{"kind":"link_down","segment":"seg2","port":"LAN4","source":"forwarderd","since":"2026-01-01T00:00:00Z","detail":"port LAN4 (eth4) link down"}]}],
  "ports":[]}`
 
-const fakeForwarderMetrics = `# HELP ncpos_forwarder_healthy 1 while the forwarder is healthy
-# TYPE ncpos_forwarder_healthy gauge
-ncpos_forwarder_healthy 0
+const fakeForwarderMetrics = `# HELP ncpos_forwarder_live 1 while the forwarder is live (loop, maps, engine, programs)
+# TYPE ncpos_forwarder_live gauge
+ncpos_forwarder_live 1
 # HELP ncpos_forwarder_port_rx_packets_total frames that entered the datapath on the port
 # TYPE ncpos_forwarder_port_rx_packets_total counter
 ncpos_forwarder_port_rx_packets_total{port="LAN1",interface="eth1",segment="seg1"} 61728
@@ -333,7 +342,7 @@ func startFakeBypassd(ctx context.Context, t *testing.T, run string, now func() 
 		"pair2": {Name: "pair2", Segment: "seg2", Ports: [2]string{"LAN3", "LAN4"}, Backend: "sim", State: "bypass", Desired: "bypass",
 			Cause: "forwarder unhealthy: port LAN4 link down", Since: now().Add(-90 * time.Second)},
 	}}
-	mux := ipc.Handler(func() error { return nil }, func() any {
+	mux := ipc.Handler(ipc.AlwaysLive("bypassd"), func() any {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		return b.status()

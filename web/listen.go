@@ -14,7 +14,15 @@ import (
 // (the management port), never on a wildcard address, so nothing is served
 // on the data ports. Addresses come and go with DHCP, so it looks again
 // every poll interval and opens or closes listeners to match.
+//
+// With no interface (the management port was not found) it serves nothing
+// on the network until ctx is done.
 func ServeOnInterface(ctx context.Context, ifname string, port int, h http.Handler, poll time.Duration) error {
+	if ifname == "" {
+		log.Printf("statusd: no management interface: serving nothing on the network")
+		<-ctx.Done()
+		return nil
+	}
 	servers := map[string]*http.Server{}
 	defer func() {
 		// Let answers in flight finish (a reboot request's 202 races

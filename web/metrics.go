@@ -85,7 +85,8 @@ var (
 	mBuildInfo     = desc("ncpos_build_info", "Build and kernel of the running image; always 1.", "build_id", "kernel", "goversion")
 	mBootTime      = desc("ncpos_boot_time_seconds", "When the appliance booted, seconds since the epoch (changes when it reboots).")
 	mDaemonUp      = desc("ncpos_daemon_up", "1 when the daemon answers on its socket.", "daemon")
-	mDaemonHealthy = desc("ncpos_daemon_healthy", "1 when the daemon's /healthz passes.", "daemon")
+	mDaemonHealthy = desc("ncpos_daemon_healthy", "1 when the daemon is live (answers /livez, its loop and engine work).", "daemon")
+	mCondition     = desc("ncpos_condition", "1 for each segment or box condition that holds (never a reason to reset).", "kind", "class", "segment", "port", "pair", "source")
 	mConfigReject  = desc("ncpos_config_rejected", "Configuration files rejected at boot (the previous configuration is in force).")
 
 	mPortInfo     = desc("ncpos_port_info", "Front-panel port to interface mapping; always 1.", "port", "interface", "role", "segment")
@@ -151,6 +152,10 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(mDaemonUp, b2f(d.State == DaemonHealthy || d.State == DaemonUnhealthy), d.Name)
 		gauge(mDaemonHealthy, b2f(d.Healthy), d.Name)
+	}
+	for _, cd := range snap.Conditions {
+		class, _ := cd.Kind.Class()
+		gauge(mCondition, 1, string(cd.Kind), class.String(), cd.Segment, cd.Port, cd.Pair, cd.Source)
 	}
 	if rec := sys.ConfigRejected; rec != nil {
 		rejected = len(rec)

@@ -89,7 +89,8 @@ func TestMetrics(t *testing.T) {
 		// merged from the daemons' sockets
 		{"ncpos_watchdog_pets_total", nil, 740, dto.MetricType_COUNTER},
 		{"ncpos_watchdog_last_reset_info", []string{"kind", "watchdog"}, 1, dto.MetricType_GAUGE},
-		{"ncpos_forwarder_healthy", nil, 0, dto.MetricType_GAUGE},
+		{"ncpos_forwarder_live", nil, 1, dto.MetricType_GAUGE},
+		{"ncpos_condition", []string{"kind", "link_down", "segment", "seg2", "port", "LAN4", "source", "forwarderd"}, 1, dto.MetricType_GAUGE},
 		{"ncpos_forwarder_port_rx_packets_total", []string{"port", "LAN1"}, 61728, dto.MetricType_COUNTER},
 		{"ncpos_bypass_transitions_total", []string{"pair", "pair2", "state", "bypass"}, 3, dto.MetricType_COUNTER},
 	} {

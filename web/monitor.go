@@ -11,23 +11,28 @@ import (
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/sysinfo"
 )
 
 // Snapshot is everything the dashboard shows at one moment; it is
 // GET /api/v1/status (see API.md).
 type Snapshot struct {
-	Time     time.Time      `json:"time"`
-	Summary  Summary        `json:"summary"`
-	System   *System        `json:"system"`
-	Host     Host           `json:"host"`
-	Ports    []Port         `json:"ports"`
-	Segments []Segment      `json:"segments"`
-	Bypass   []string       `json:"bypass_notes,omitempty"` // bypassd's failsafe or planned stop, which hold every pair
-	SelfTest *SelfTest      `json:"self_test"`
-	Events   []events.Event `json:"events"`
-	Control  ControlInfo    `json:"control"`
-	Errors   []string       `json:"errors,omitempty"`
+	Time     time.Time `json:"time"`
+	Summary  Summary   `json:"summary"`
+	System   *System   `json:"system"`
+	Host     Host      `json:"host"`
+	Ports    []Port    `json:"ports"`
+	Segments []Segment `json:"segments"`
+	// Conditions are what the daemons report of the segments and the box
+	// (see package health), with statusd's own; they never reset the box.
+	Conditions []health.Condition `json:"conditions"`
+	Bypass     []string           `json:"bypass_notes,omitempty"` // bypassd's failsafe or planned stop, which hold every pair
+	SelfTest   *SelfTest          `json:"self_test"`
+	Events     []events.Event     `json:"events"`
+	Control    ControlInfo        `json:"control"`
+	Errors     []string           `json:"errors,omitempty"`
 }
 
 // Summary is the one-word answer a remote engineer wants first.
@@ -59,6 +64,7 @@ type Monitor struct {
 	SelfTestFile string        // default DefaultSelfTestFile
 	Interval     time.Duration // default 1 s
 	HistoryLen   int           // chart points per port, default 120
+	LastGood     *LastGood     // nil: the configuration is not kept as last good
 	Now          func() time.Time
 
 	stepMu sync.Mutex   // one Step at a time
@@ -75,6 +81,7 @@ type monitorState struct {
 	cpu       []CPUTimes
 	bypass    map[string]string // segment -> state
 	daemons   map[string]string // daemon -> state
+	conds     map[string]health.Condition
 	resetSeen bool
 	selfTest  time.Time // Finished of the last reported self-test
 }
@@ -167,7 +174,17 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 		fwdDown, bypDown bool
 		fwdErr, bypErr   error
 		wg               sync.WaitGroup
+		reports          = make([]health.Report, len(reportingDaemons))
 	)
+	for i, d := range reportingDaemons {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			reports[i], _ = ipc.NewClient(c.RunDir, d, time.Second).Report(rctx)
+		}()
+	}
 	wg.Add(3)
 	go func() { defer wg.Done(); sys = c.Collect(ctx) }()
 	go func() { defer wg.Done(); fwdDown, fwdErr = daemonStatus(ctx, c.RunDir, "forwarderd", &fwd) }()
@@ -186,7 +203,7 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 	// st is only touched here, under stepMu.
 	first := !m.st.started
 	if first {
-		m.st = monitorState{started: true, ports: map[string]*portState{}, bypass: map[string]string{}, daemons: map[string]string{}}
+		m.st = monitorState{started: true, ports: map[string]*portState{}, bypass: map[string]string{}, daemons: map[string]string{}, conds: map[string]health.Condition{}}
 		m.startEvents(rec)
 	}
 	st := &m.st
@@ -203,6 +220,7 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 			snap.Bypass = append(snap.Bypass, fmt.Sprintf("planned %s, every pair held in bypass: %s", p.Kind, p.Reason))
 		}
 	}
+	snap.Conditions = m.conditions(now, reports, rec)
 	m.bypassEvents(snap.Segments)
 	m.daemonEvents(sys.Daemons, first)
 	m.resetEvent(sys)
@@ -220,6 +238,7 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 		}
 	}
 	snap.Summary = summarize(snap, rec)
+	m.observeLastGood(now, snap)
 
 	m.mu.Lock()
 	m.last, m.lastAt = snap, now

@@ -27,14 +27,15 @@ func TestMonitorEvents(t *testing.T) {
 	}{
 		{events.KindConfig, events.Error, `configuration rejected: /perm/ncpos/ncpos.toml rejected`},
 		{events.KindBypass, events.Warning, "segment seg2 in bypass: forwarder unhealthy: port LAN4 link down"},
-		{events.KindWatchdog, events.Critical, "appliance was reset by the hardware watchdog: forwarderd /healthz failing"},
+		{events.KindWatchdog, events.Critical, "appliance was reset by the hardware watchdog: forwarderd liveness failing"},
+		{events.KindCondition, events.Warning, "condition began: link_down (seg2 LAN4): port LAN4 (eth4) link down"},
 	} {
 		if !hasEventSev(start, want.kind, want.sev, want.text) {
 			t.Errorf("at start: no %s %s event %q in %+v", want.sev, want.kind, want.text, start)
 		}
 	}
-	if len(start) != 3 {
-		t.Errorf("at start: %d events, want 3 (seg1 is normal, links unchanged): %+v", len(start), start)
+	if len(start) != 4 {
+		t.Errorf("at start: %d events, want 4 (seg1 is normal, links unchanged): %+v", len(start), start)
 	}
 
 	for _, step := range []struct {

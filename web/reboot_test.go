@@ -52,7 +52,7 @@ func TestGokrazyRebooter(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	bypassPlanned := make(chan string, 3)
-	mux := ipc.Handler(func() error { return nil }, func() any { return nil }, nil)
+	mux := ipc.Handler(ipc.AlwaysLive("bypassd"), func() any { return nil }, nil)
 	mux.HandleFunc("POST /planned", func(w http.ResponseWriter, r *http.Request) {
 		var req map[string]string
 		json.NewDecoder(r.Body).Decode(&req)

@@ -3,6 +3,9 @@ package web
 import (
 	"fmt"
 	"slices"
+	"strings"
+
+	"github.com/ncpos/ncpos/health"
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
@@ -25,12 +28,13 @@ type Segment struct {
 
 // SegmentForwarding is what forwarderd says about a segment.
 type SegmentForwarding struct {
-	Healthy   bool   `json:"healthy"`
-	Problem   string `json:"problem,omitempty"`
-	Packets   uint64 `json:"packets"`   // entered, both directions
-	Forwarded uint64 `json:"forwarded"` // left, both directions
-	Drops     uint64 `json:"drops"`
-	Malformed uint64 `json:"malformed"`
+	Healthy    bool               `json:"healthy"`           // no condition: the segment forwards
+	Problem    string             `json:"problem,omitempty"` // the conditions in words
+	Conditions []health.Condition `json:"conditions"`
+	Packets    uint64             `json:"packets"`   // entered, both directions
+	Forwarded  uint64             `json:"forwarded"` // left, both directions
+	Drops      uint64             `json:"drops"`
+	Malformed  uint64             `json:"malformed"`
 }
 
 // daemonNote says why a daemon's /status is missing: "" when it answered,
@@ -63,7 +67,15 @@ func segments(cfg *config.Config, fwd forwarderStatus, fwdNote string, byp bypas
 			s.ForwarderNote = "forwarderd does not report this segment"
 			for _, fs := range fwd.Segments {
 				if fs.Name == cs.Name {
-					f := &SegmentForwarding{Healthy: fs.Healthy, Problem: fs.Problem, Packets: fs.Packets, Forwarded: fs.Forwarded, Malformed: fs.Malformed}
+					f := &SegmentForwarding{Healthy: fs.Forwarding, Conditions: fs.Conditions, Packets: fs.Packets, Forwarded: fs.Forwarded, Malformed: fs.Malformed}
+					if f.Conditions == nil {
+						f.Conditions = []health.Condition{}
+					}
+					var words []string
+					for _, c := range fs.Conditions {
+						words = append(words, c.Detail)
+					}
+					f.Problem = strings.Join(words, "; ")
 					for _, n := range fs.Drops {
 						f.Drops += n
 					}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/sysinfo"
 )
 
@@ -44,6 +45,13 @@ func summarize(s *Snapshot, rec *sysinfo.InitRecord) Summary {
 	}
 	for _, r := range rec.Config.Rejected {
 		sum.Problems = append(sum.Problems, "configuration rejected: "+firstLine(r))
+	}
+	// Box conditions the lines above do not already cover.
+	for _, c := range s.Conditions {
+		switch c.Kind {
+		case health.PermDegraded, health.ProfileIncomplete, health.ClockNotSet:
+			sum.Problems = append(sum.Problems, c.String())
+		}
 	}
 	switch {
 	case bypass:

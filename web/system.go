@@ -144,7 +144,7 @@ func (c *Collector) Collect(ctx context.Context) *System {
 	return s
 }
 
-// daemons asks every known daemon's /healthz at once (a hung daemon costs
+// daemons asks every known daemon's /livez at once (a hung daemon costs
 // one timeout, not one per daemon). A daemon that is not configured but
 // answers anyway (the lab starts daemons by hand) is shown as it is.
 func daemons(ctx context.Context, runDir string, services []string) []Daemon {
@@ -168,7 +168,7 @@ func daemons(ctx context.Context, runDir string, services []string) []Daemon {
 			defer wg.Done()
 			hctx, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()
-			err := ipc.NewClient(runDir, d.Name, time.Second).Health(hctx)
+			err := ipc.NewClient(runDir, d.Name, time.Second).Live(hctx)
 			switch {
 			case err == nil:
 			case ipc.NotRunning(err) && !d.Configured:

@@ -51,7 +51,7 @@ type Bypassd struct {
 // must be forwarderd's run folder.
 func StartBypassd(l *lab.Lab, bin, runDir string, extra ...string) (*Bypassd, error) {
 	ctl := bypass.NewControl(runDir, 2*time.Second)
-	args := append([]string{"-log", filepath.Join(runDir, "bypass-transitions.log")}, SimPairArgs(l)...)
+	args := append([]string{"-log", filepath.Join(runDir, "bypass-transitions.log"), "-overrides", filepath.Join(runDir, "bypass-overrides.json")}, SimPairArgs(l)...)
 	ready := func() error {
 		_, err := ctl.Status(context.Background())
 		return err

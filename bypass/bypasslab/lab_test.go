@@ -72,7 +72,7 @@ type rig struct {
 	seq  uint64
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T, bypassdFlags ...string) *rig {
 	t.Helper()
 	requireLab(t)
 	l, err := lab.New(lab.Config{ID: labID(), Segments: 1})
@@ -104,7 +104,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	r.startForwarderd()
-	r.startBypassd()
+	r.startBypassd(bypassdFlags...)
 	if r.recv, err = NewReceiver(l, 0, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +123,9 @@ func (r *rig) startForwarderd() {
 	}
 }
 
-func (r *rig) startBypassd() {
+func (r *rig) startBypassd(extra ...string) {
 	r.t.Helper()
-	d, err := StartBypassd(r.l, bypassdBin, r.dir, "-hold-down", holdDown.String(), "-sim-timer", "1s")
+	d, err := StartBypassd(r.l, bypassdBin, r.dir, append([]string{"-hold-down", holdDown.String(), "-sim-timer", "1s"}, extra...)...)
 	if err != nil {
 		r.t.Fatal(err)
 	}

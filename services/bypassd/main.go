@@ -1,12 +1,13 @@
 // Command bypassd is the ncpos bypass supervisor: it keeps each bypass
-// pair's relay in bypass unless the forwarder is healthy, and reports on
-// /run/ncpos/bypassd.sock (GET /healthz, /status, /metrics; POST/DELETE
+// pair's relay in bypass unless the forwarder is live and forwards the
+// pair's segment, and reports on /run/ncpos/bypassd.sock (GET /livez,
+// /health, /status, /metrics; POST/DELETE
 // /override and /planned, see bypass.Supervisor.Handler).
 //
 // It is a separate process from forwarderd so that it outlives a crashed
 // or hung forwarder. Init starts it as /user/bypassd; with no flags it
-// reads the configuration that takes effect (/perm/ncpos/ncpos.toml if
-// valid, else /etc/ncpos/ncpos.toml, else the built-in default), takes the
+// runs on the configuration init chose for this boot
+// (/run/ncpos/config.toml), takes the
 // platform profile (an operator's /perm/ncpos/profiles/<platform>.toml,
 // with a filled-in register map, replaces the compiled-in one), and drives
 // every bypass pair of the profile: pairs named by a segment follow the
@@ -23,6 +24,9 @@
 //	                      profile's pairs, as the lab does)
 //	-sim-timer D          controller timer of -sim-pair relays (1s; 0 = none)
 //	-sim-timer-unit D     granularity of the sim controller timer (100ms)
+//	-sim-cut-links        in bypass, -sim-pair relays mark their ports
+//	                      dormant (link not up), as hardware relays cut the
+//	                      NIC off
 //	-budget D             forwarder unhealthy -> relays in bypass (300ms);
 //	                      probes every budget/6 with a budget/3 timeout
 //	-hold-down D          continuous health before normal again (5s)
@@ -31,6 +35,8 @@
 //	-readback D           how often settled relays are read back (1s)
 //	-log PATH             transition log appended on /perm ("" = memory only)
 //	-log-cap BYTES        size at which the log file is rotated (256 KiB)
+//	-overrides PATH       manual overrides kept across restarts and reboots
+//	                      (/perm/ncpos/bypass-overrides.json; "" = memory only)
 //
 // On SIGTERM or SIGINT (shutdown, reboot, update, restart) it puts every
 // pair into bypass, reads it back, and exits; the relays stay there.
@@ -59,6 +65,7 @@ type options struct {
 	simPairs    []string
 	simTimer    time.Duration
 	simUnit     time.Duration
+	simCut      bool
 	budget      time.Duration
 	holdDown    time.Duration
 	flapWindow  time.Duration
@@ -66,8 +73,10 @@ type options struct {
 	readBack    time.Duration
 	logPath     string
 	logCap      int64
+	overrides   string
 	sysClassNet string
 	runDir      string
+	given       map[string]bool // flags set on the command line
 }
 
 type listFlag []string
@@ -82,6 +91,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.profileDir, "profile-dir", bypass.DefaultProfileDir, "operator profiles replacing the compiled-in ones")
 	fs.Var((*listFlag)(&o.simPairs), "sim-pair", "sim relay `pair=segment,ifA,ifB` (repeatable; replaces the profile's pairs)")
 	fs.DurationVar(&o.simTimer, "sim-timer", time.Second, "controller timer of -sim-pair relays (0: none)")
+	fs.BoolVar(&o.simCut, "sim-cut-links", false, "-sim-pair relays show the ports' links down in bypass, as relays that cut the NIC off do")
 	fs.DurationVar(&o.simUnit, "sim-timer-unit", bypass.DefaultSimTimerUnit, "granularity of the sim controller timer")
 	fs.DurationVar(&o.budget, "budget", bypass.DefaultBudget, "time from the forwarder going unhealthy to the relays in bypass")
 	fs.DurationVar(&o.holdDown, "hold-down", bypass.DefaultHoldDown, "continuous health before a pair returns to normal")
@@ -90,12 +100,15 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.readBack, "readback", time.Second, "how often settled relays are read back")
 	fs.StringVar(&o.logPath, "log", bypass.DefaultJournalPath, "transition log file (\"\": memory only)")
 	fs.Int64Var(&o.logCap, "log-cap", 256<<10, "size in bytes at which the transition log is rotated")
+	fs.StringVar(&o.overrides, "overrides", bypass.DefaultOverrideFile, "file keeping manual overrides across restarts (\"\": memory only)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	o.given = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
 	if o.budget < 6*time.Millisecond {
 		return o, fmt.Errorf("-budget %v is too short, want at least 6ms", o.budget)
 	}
@@ -109,38 +122,36 @@ func setup(o options) (*bypass.Supervisor, bypass.Setup, error) {
 	if len(o.simPairs) > 0 {
 		set.Source = "-sim-pair flags"
 		for _, spec := range o.simPairs {
-			p, err := bypass.SimPair(spec, o.simTimer, o.simUnit)
+			p, err := bypass.SimPair(spec, o.simTimer, o.simUnit, o.simCut)
 			if err != nil {
 				return nil, set, err
 			}
 			set.Pairs = append(set.Pairs, p)
 		}
 	} else {
-		var cfg *config.Config
-		if o.config != "" {
-			c, err := config.Load(o.config)
-			if err != nil {
-				return nil, set, err
-			}
-			cfg = c
-		} else {
-			c, source, rejected := appliance.LoadConfig(appliance.EtcConfig, appliance.PermConfig)
-			for _, r := range rejected {
-				log.Print(r)
-			}
-			log.Printf("configuration: %s", source)
-			cfg = c
+		cfg, err := appliance.DaemonConfig(o.config)
+		if err != nil {
+			return nil, set, err
+		}
+		// The configuration's policy, unless a flag says otherwise.
+		if !o.given["budget"] {
+			o.budget = cfg.Bypass.Budget.Duration
+		}
+		if !o.given["hold-down"] {
+			o.holdDown = cfg.Bypass.HoldDown.Duration
 		}
 		set = bypass.Build(cfg, o.profileDir, o.sysClassNet, bypass.Open)
 	}
+	log.Printf("budget %v, hold-down %v", o.budget, o.holdDown)
 	j := bypass.NewJournal(o.logPath, o.logCap)
 	sup := bypass.NewSupervisor(set.Pairs, bypass.Options{
-		Policy:   bypass.Policy{HoldDown: o.holdDown, FlapWindow: o.flapWindow, MaxHoldDown: o.maxHoldDown},
-		Budget:   o.budget,
-		Prober:   bypass.NewForwarderProber(o.runDir, o.budget/3),
-		Log:      j,
-		ReadBack: o.readBack,
-		Failsafe: set.Failsafe,
+		Policy:    bypass.Policy{HoldDown: o.holdDown, FlapWindow: o.flapWindow, MaxHoldDown: o.maxHoldDown},
+		Budget:    o.budget,
+		Prober:    bypass.NewForwarderProber(o.runDir, o.budget/3),
+		Log:       j,
+		ReadBack:  o.readBack,
+		Failsafe:  set.Failsafe,
+		Overrides: o.overrides,
 	})
 	return sup, set, nil
 }
@@ -150,7 +161,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	log.Printf("profile: %s; %d bypass pairs; budget %v, hold-down %v", set.Source, len(set.Pairs), o.budget, o.holdDown)
+	log.Printf("profile: %s; %d bypass pairs", set.Source, len(set.Pairs))
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -163,12 +174,15 @@ func run(o options) error {
 	case sig := <-sigs:
 		err := sup.Plan("stop", fmt.Sprintf("bypassd stopping on %v (shutdown, reboot, update or restart)", sig))
 		cancel()
-		return err
+		return errors.Join(errStopped, err)
 	case err := <-serveErr:
 		sup.Plan("stop", "bypassd lost its socket")
 		return errors.Join(errors.New("serving the socket"), err)
 	}
 }
+
+// errStopped is a stop on SIGTERM: see ipc.ExitStopped.
+var errStopped = errors.New("stopped")
 
 func main() {
 	o, err := parseFlags(os.Args[1:])
@@ -178,7 +192,12 @@ func main() {
 		}
 		log.Fatalf("bypassd: %v", err)
 	}
-	if err := run(o); err != nil {
+	err = run(o)
+	if errors.Is(err, errStopped) {
+		log.Printf("bypassd: %v", err)
+		os.Exit(ipc.ExitStopped)
+	}
+	if err != nil {
 		log.Fatalf("bypassd: %v", err)
 	}
 }

@@ -6,10 +6,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ncpos/ncpos/health"
 )
 
 func TestFlags(t *testing.T) {
-	o, err := parseFlags([]string{"-sim-pair", "pair0=seg0,ncpt-a,ncpt-b", "-hold-down", "2s", "-budget", "150ms", "-log", ""})
+	o, err := parseFlags([]string{"-sim-pair", "pair0=seg0,ncpt-a,ncpt-b", "-hold-down", "2s", "-budget", "150ms", "-log", "", "-overrides", ""})
 	if err != nil || len(o.simPairs) != 1 || o.holdDown != 2*time.Second || o.budget != 150*time.Millisecond || o.logPath != "" {
 		t.Fatalf("%+v, %v", o, err)
 	}
@@ -63,7 +65,7 @@ register_map = "operator"
 state.normal = [{reg = 0x18e30, mask = 1, value = 1}]
 state.bypass = [{reg = 0x8e3, mask = 1, value = 0}]
 `), 0o644)
-	o, err := parseFlags([]string{"-config", cfgPath, "-profile-dir", profiles, "-log", ""})
+	o, err := parseFlags([]string{"-config", cfgPath, "-profile-dir", profiles, "-log", "", "-overrides", ""})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +89,8 @@ state.bypass = [{reg = 0x8e3, mask = 1, value = 0}]
 		}
 	}
 	sup.Start(t.Context())
-	if err := sup.Health(); err == nil || !strings.Contains(err.Error(), "profile refused, all pairs kept in bypass") {
-		t.Errorf("health: %v", err)
+	if rep := sup.Report(); !rep.Live.Live || !health.Has(rep.Conditions, health.ProfileRefused) {
+		t.Errorf("report %+v, want live with profile_refused", rep)
 	}
 	for _, p := range sup.Status().Pairs {
 		if p.Desired != "bypass" {

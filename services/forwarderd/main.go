@@ -1,10 +1,9 @@
 // Command forwarderd is the ncpos datapath daemon: it bridges the ports of
 // each segment with XDP (or AF_XDP) and reports on
-// /run/ncpos/forwarderd.sock (GET /healthz, /status, /metrics).
+// /run/ncpos/forwarderd.sock (GET /livez, /health, /status, /metrics).
 //
-// Init starts it as /user/forwarderd. With no flags it reads the
-// configuration that takes effect (/perm/ncpos/ncpos.toml if valid, else
-// /etc/ncpos/ncpos.toml, else the built-in default) and maps the segments'
+// Init starts it as /user/forwarderd. With no flags it runs on the
+// configuration init chose for this boot (/run/ncpos/config.toml) and maps the segments'
 // front-panel ports to interfaces through the platform profile. Flags:
 //
 //	-config PATH       read this configuration file instead
@@ -88,28 +87,24 @@ func main() {
 		opts.FlowTableSize = *flowSize
 	}
 	opts.FlowIdle, opts.SweepInterval, opts.XDPMode, opts.Interval = *flowIdle, *flowSweep, *xdpMode, *interval
-	if err := run(opts); err != nil {
+	stopped, err := run(opts)
+	if err != nil {
 		log.Fatalf("forwarderd: %v", err)
+	}
+	if stopped {
+		// Not 0: gokrazy starts it again unless it is shutting down
+		// (see ipc.ExitStopped).
+		log.Printf("forwarderd: stopped")
+		os.Exit(ipc.ExitStopped)
 	}
 }
 
 // options builds the forwarder's options from the configuration, with the
 // -segment flags replacing its segments when given.
 func options(cfgPath string, segs []forwarder.Segment) (forwarder.Options, error) {
-	var cfg *config.Config
-	if cfgPath != "" {
-		c, err := config.Load(cfgPath)
-		if err != nil {
-			return forwarder.Options{}, err
-		}
-		cfg = c
-	} else {
-		c, source, rejected := appliance.LoadConfig(appliance.EtcConfig, appliance.PermConfig)
-		for _, r := range rejected {
-			log.Print(r)
-		}
-		log.Printf("configuration: %s", source)
-		cfg = c
+	cfg, err := appliance.DaemonConfig(cfgPath)
+	if err != nil {
+		return forwarder.Options{}, err
 	}
 	opts := forwarder.Options{
 		Engine:        cfg.Forwarder.Engine,
@@ -119,21 +114,25 @@ func options(cfgPath string, segs []forwarder.Segment) (forwarder.Options, error
 		Segments:      segs,
 	}
 	if len(segs) == 0 {
-		s, err := forwarder.SegmentsFromConfig(cfg, config.SysClassNet)
+		s, absent, err := forwarder.SegmentsFromConfig(cfg, config.SysClassNet)
 		if err != nil {
 			return opts, err
 		}
-		opts.Segments = s
+		for _, a := range absent {
+			log.Printf("segment %s not bridged: ports %v not on this box (%s)", a.Name, a.Missing, a.Why)
+		}
+		opts.Segments, opts.Absent = s, absent
 	}
 	return opts, nil
 }
 
-func run(opts forwarder.Options) error {
+// run forwards until SIGTERM (stopped) or a failure.
+func run(opts forwarder.Options) (stopped bool, err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	f, err := forwarder.Start(opts)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer f.Close()
 	st := f.Status()
@@ -149,6 +148,9 @@ func run(opts forwarder.Options) error {
 	log.Printf("%s mode; forwarding cpus %v; %s", st.Mode, st.Cores.Forwarding, strings.Join(plan, " "))
 
 	go f.Run(ctx)
-	mux := ipc.Handler(f.Health, func() any { return f.Status() }, f.MetricsHandler())
-	return ipc.Serve(ctx, ipc.Dir(), "forwarderd", mux)
+	mux := ipc.Handler(f.Report, func() any { return f.Status() }, f.MetricsHandler())
+	if err := ipc.Serve(ctx, ipc.Dir(), "forwarderd", mux); err != nil {
+		return false, err
+	}
+	return ctx.Err() != nil, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/ncpos/ncpos/appliance"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/watchdog"
 	"github.com/ncpos/ncpos/web"
@@ -42,17 +43,7 @@ func main() {
 	}
 }
 
-func loadConfig(path string) (*config.Config, error) {
-	if path != "" {
-		return config.Load(path)
-	}
-	cfg, source, rejected := appliance.LoadConfig(appliance.EtcConfig, appliance.PermConfig)
-	for _, r := range rejected {
-		log.Print(r) // init records these too; the monitor turns them into events
-	}
-	log.Printf("configuration: %s", source)
-	return cfg, nil
-}
+func loadConfig(path string) (*config.Config, error) { return appliance.DaemonConfig(path) }
 
 func run(ctx context.Context, ifname string, port int, cfgPath string, interval time.Duration, selfTest string) error {
 	cfg, err := loadConfig(cfgPath)
@@ -88,17 +79,27 @@ func run(ctx context.Context, ifname string, port int, cfgPath string, interval 
 		Installer: &installer{},
 		SelfTest:  newSelfTest(ctx, cfg, selfTest), // RFC 2544 between the [selftest] test ports
 	}
+	if text, err := os.ReadFile(appliance.BootConfig); err == nil {
+		// On the appliance: keep this boot's configuration once it has
+		// proved itself.
+		mon.LastGood = &web.LastGood{After: 2 * time.Minute, Keep: func() (bool, error) {
+			return appliance.KeepLastGood(appliance.LastGoodConfig, text)
+		}}
+	}
 	go mon.Run(ctx)
 
-	// statusd is healthy while its monitor keeps sampling.
-	health := func() error {
-		if age := time.Since(mon.LastStep()); age > 10*interval+5*time.Second {
-			return fmt.Errorf("monitor stalled: last sample %v ago", age.Round(time.Second))
+	// statusd is live while its monitor keeps sampling; the conditions it
+	// shows are the other daemons', so it reports none of its own here.
+	report := func() health.Report {
+		last := mon.LastStep()
+		var problems []health.Problem
+		if age := time.Since(last); age > 10*interval+5*time.Second {
+			problems = append(problems, health.Problem{Kind: health.HeartbeatStale, Detail: fmt.Sprintf("monitor stalled: last sample %v ago", age.Round(time.Second))})
 		}
-		return nil
+		return health.Report{Daemon: "statusd", Live: health.Live(last, problems...), Conditions: []health.Condition{}}
 	}
 	go func() {
-		mux := ipc.Handler(health, func() any { return mon.Latest(ctx) }, nil)
+		mux := ipc.Handler(report, func() any { return mon.Latest(ctx) }, nil)
 		if err := ipc.Serve(ctx, ipc.Dir(), "statusd", mux); err != nil {
 			log.Printf("statusd: %v", err)
 		}

@@ -1,9 +1,12 @@
 // Command watchdogd pets the hardware watchdog that init claimed before
-// gokrazy.Boot, but only while every required health check passes: the
-// /healthz of each required daemon, memory and file-descriptor headroom and
-// a writable /perm. Before it stops petting it records the failing check in
-// /perm; after the reset it reports why the box last restarted. It serves
-// its status on /run/ncpos/watchdogd.sock.
+// gokrazy.Boot, but only while the box is live: every required daemon
+// answers its /livez in time and says it is live, and memory and file
+// descriptors last. What the daemons report of the network or the box (a
+// link down, a relay in bypass, an undrivable relay, a degraded /perm) never
+// stops the pets, since a reset mends none of it; watchdogd reports a
+// degraded /perm as a box condition on its /health. Before it stops petting
+// it records the failing check in /perm; after the reset it reports why the
+// box last restarted. It serves its status on /run/ncpos/watchdogd.sock.
 //
 // Flags (init sets them from the configuration):
 //
@@ -11,7 +14,7 @@
 //	-device PATH        the device (opened directly without -fd-pid)
 //	-timeout, -interval hardware timeout and check/pet interval
 //	-grace              pet regardless of health this long after boot
-//	-require a,b        daemons whose /healthz must pass
+//	-require a,b        daemons whose /livez must pass
 package main
 
 import (
@@ -41,7 +44,7 @@ func main() {
 		timeout  = flag.Duration("timeout", 30*time.Second, "hardware timeout to set")
 		interval = flag.Duration("interval", 5*time.Second, "how often to check health and pet")
 		grace    = flag.Duration("grace", 120*time.Second, "after boot, pet regardless of health for this long")
-		require  = flag.String("require", "", "comma-separated daemons whose /healthz must pass")
+		require  = flag.String("require", "", "comma-separated daemons whose /livez must pass")
 		records  = flag.String("records", watchdog.DefaultRecordDir, "folder for the reset records")
 	)
 	flag.Parse()
@@ -99,13 +102,12 @@ func run(fdPid, fd int, device string, timeout, interval, grace time.Duration, r
 	gate := &watchdog.Gate{Timeout: interval, Boot: now.Add(-up), Grace: grace}
 	for _, d := range strings.Split(require, ",") {
 		if d = strings.TrimSpace(d); d != "" {
-			gate.Checks = append(gate.Checks, watchdog.DaemonCheck(ipc.Dir(), d, interval))
+			gate.Checks = append(gate.Checks, watchdog.LiveCheck(ipc.Dir(), d, interval))
 		}
 	}
 	gate.Checks = append(gate.Checks,
 		watchdog.MemoryCheck("/proc", 0.05),
 		watchdog.FDCheck("/proc", 0.9),
-		watchdog.PermCheck("/", 1<<20),
 	)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -115,17 +117,7 @@ func run(fdPid, fd int, device string, timeout, interval, grace time.Duration, r
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(watchdog.Collector{S: sup})
-	health := func() error {
-		st := sup.Status()
-		if !st.Petting {
-			return fmt.Errorf("not petting: %s", st.StoppedReason)
-		}
-		if st.LastPingError != "" {
-			return fmt.Errorf("last ping failed: %s", st.LastPingError)
-		}
-		return nil
-	}
-	mux := ipc.Handler(health, func() any { return sup.Status() }, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux := ipc.Handler(watchdog.Reporter(sup, "/", 1<<20), func() any { return sup.Status() }, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	err = ipc.Serve(ctx, ipc.Dir(), "watchdogd", mux)
 	// Serve returns on SIGTERM, which gokrazy sends before a reboot or
 	// poweroff: record it as planned before exiting. (If nobody reboots,

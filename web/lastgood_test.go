@@ -1,0 +1,38 @@
+package web
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ncpos/ncpos/events"
+)
+
+func TestLastGood(t *testing.T) {
+	kept := 0
+	m := &Monitor{Events: events.NewLog(10), LastGood: &LastGood{After: 2 * time.Minute, Keep: func() (bool, error) { kept++; return true, nil }}}
+	good := &Snapshot{System: &System{Daemons: []Daemon{{Name: "forwarderd", Configured: true, Healthy: true}}},
+		Segments: []Segment{{Name: "seg1", Forwarding: &SegmentForwarding{Healthy: true}}}}
+	bad := &Snapshot{System: good.System, Segments: []Segment{{Name: "seg1", Forwarding: &SegmentForwarding{Healthy: false}}}}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, step := range []struct {
+		at   time.Duration
+		snap *Snapshot
+		want int
+	}{
+		{0, good, 0},
+		{90 * time.Second, good, 0},
+		{100 * time.Second, bad, 0}, // a break starts the wait anew
+		{110 * time.Second, good, 0},
+		{200 * time.Second, good, 0},
+		{230 * time.Second, good, 1},
+		{400 * time.Second, good, 1}, // once per boot
+	} {
+		m.observeLastGood(t0.Add(step.at), step.snap)
+		if kept != step.want {
+			t.Fatalf("at %v: kept %d times, want %d", step.at, kept, step.want)
+		}
+	}
+	if len(m.Events.Recent(0)) != 1 {
+		t.Errorf("events %+v, want one", m.Events.Recent(0))
+	}
+}
