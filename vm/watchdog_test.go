@@ -123,19 +123,7 @@ func TestWatchdogResetsFrozenStatusd(t *testing.T) {
 	resetAfter(t, v, "stop?daemon=statusd", "statusd liveness failing since", 0)
 }
 
-// TestWatchdogResetsOutOfMemory: a program takes the box's memory until 4 %
-// is left, as a leak would: a reset gives it back. Taking it takes a
-// while in software emulation (every page is touched, and the page cache
-// goes), so the bound allows for that.
-func TestWatchdogResetsOutOfMemory(t *testing.T) {
-	requireQEMU(t)
-	t.Parallel()
-	v, _ := boot(t, wdImage(t), false)
-	waitPastGrace(t, v)
-	resetAfter(t, v, "eat?leave=4", "memory headroom failing since", 30*time.Second)
-}
-
-// resetAfter asks hangctl for what (a hang, a leak) and wants the watchdog
+// resetAfter asks hangctl for what (a hang) and wants the watchdog
 // to reset the box within timeout + interval, and the next boot to name the
 // failing check (want in its last reset). slack is what the trigger takes
 // to take effect.
