@@ -67,22 +67,21 @@ func (s *Supervisor) saveOverrides(now time.Time) {
 	}
 }
 
-// savedOverride says whether the file holds an override for pair that is
-// still in force, so that Start does not adopt a relay into normal that an
-// operator wanted elsewhere.
-func (s *Supervisor) savedOverride(pair string) bool {
-	saved, _ := readOverrides(s.opts.Overrides)
+// inForce says whether saved holds an override for pair that has not
+// expired at now, so that Start does not adopt a relay into normal that
+// an operator wanted elsewhere.
+func inForce(saved map[string]Override, pair string, now time.Time) bool {
 	o, ok := saved[pair]
-	return ok && (o.Expires.IsZero() || s.opts.Now().Before(o.Expires))
+	return ok && (o.Expires.IsZero() || now.Before(o.Expires))
 }
 
-// restoreOverrides puts the kept overrides back in force at start, with mu
-// held; expired ones are dropped and logged.
-func (s *Supervisor) restoreOverrides(now time.Time) {
+// restoreOverrides puts the kept overrides (saved, as read from the file,
+// or the error reading it) back in force at start, with mu held; expired
+// ones are dropped and logged.
+func (s *Supervisor) restoreOverrides(now time.Time, saved map[string]Override, err error) {
 	if s.opts.Overrides == "" {
 		return
 	}
-	saved, err := readOverrides(s.opts.Overrides)
 	if err != nil {
 		s.logf(Entry{Time: now, Kind: "error", Cause: err.Error() + " (starting without overrides)"})
 		return

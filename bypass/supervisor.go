@@ -149,6 +149,12 @@ func (s *Supervisor) Start(ctx context.Context) {
 	defer s.mu.Unlock()
 	now := s.opts.Now()
 	s.verdict, s.checkedAt = v, now
+	// The kept overrides, read once: they decide adoption and are put back.
+	var saved map[string]Override
+	var savedErr error
+	if s.opts.Overrides != "" {
+		saved, savedErr = readOverrides(s.opts.Overrides)
+	}
 	if s.opts.Failsafe != "" {
 		s.logf(Entry{Kind: "failsafe", Cause: "profile refused, every pair stays in bypass: " + s.opts.Failsafe})
 	}
@@ -169,14 +175,14 @@ func (s *Supervisor) Start(ctx context.Context) {
 		}
 		h := v.For(p.Segment, s.cutOff(p, now))
 		p.health = h
-		p.dec = NewDecider(s.opts.Policy, now, st == Normal && h.OK && s.opts.Failsafe == "" && !s.savedOverride(p.Name))
+		p.dec = NewDecider(s.opts.Policy, now, st == Normal && h.OK && s.opts.Failsafe == "" && !inForce(saved, p.Name, now))
 	}
 	for _, p := range s.pairs {
 		if s.opts.Failsafe != "" {
 			p.dec.Failsafe(s.opts.Failsafe)
 		}
 	}
-	s.restoreOverrides(now)
+	s.restoreOverrides(now, saved, savedErr)
 	s.started = true
 	s.reconcile(now)
 }

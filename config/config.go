@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/ncpos/ncpos/sysinfo"
 )
 
 // Config is the whole appliance configuration, one ncpos.toml file. New
@@ -135,7 +137,8 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return parse(&source{file: path, data: data, mem: MemTotal("/proc/meminfo")})
+	mem, _, _ := sysinfo.Memory("/proc/meminfo") // 0 when unknown: only the hard limit applies
+	return parse(&source{file: path, data: data, mem: mem})
 }
 
 // Parse decodes and validates a configuration. filename is only used in

@@ -180,9 +180,6 @@ func TestFlowTableMemory(t *testing.T) {
 	if _, err := Parse("ncpos.toml", big); err == nil || !strings.Contains(err.Error(), "forwarder.flow_table_size: 3000000000 is out of range") {
 		t.Fatalf("3e9 flows: %v", err)
 	}
-	if MemTotal("/proc/meminfo") == 0 {
-		t.Error("MemTotal of this machine reads 0")
-	}
 }
 
 // TestFlowTableMemoryForwardMode: forward mode keeps no flow table, so the

@@ -1,8 +1,6 @@
 package watchdog
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -31,25 +29,12 @@ func LiveCheck(runDir, daemon string, timeout time.Duration) Check {
 // check sees.
 func MemoryCheck(procRoot string, minFraction float64) Check {
 	return Check{Name: "memory headroom", Run: func(context.Context) error {
-		b, err := os.ReadFile(filepath.Join(procRoot, "meminfo"))
+		total, avail, err := sysinfo.Memory(filepath.Join(procRoot, "meminfo"))
 		if err != nil {
-			return err
-		}
-		kv := map[string]uint64{}
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) >= 2 {
-				n, _ := strconv.ParseUint(f[1], 10, 64)
-				kv[strings.TrimSuffix(f[0], ":")] = n
-			}
-		}
-		total, avail := kv["MemTotal"], kv["MemAvailable"]
-		if total == 0 {
-			return fmt.Errorf("meminfo: no MemTotal")
+			return fmt.Errorf("meminfo: %w", err)
 		}
 		if frac := float64(avail) / float64(total); frac < minFraction {
-			return fmt.Errorf("%d of %d KiB available (%.1f%%), want at least %.0f%%", avail, total, 100*frac, 100*minFraction)
+			return fmt.Errorf("%d of %d KiB available (%.1f%%), want at least %.0f%%", avail>>10, total>>10, 100*frac, 100*minFraction)
 		}
 		return nil
 	}}

@@ -3,12 +3,15 @@ package web
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ncpos/ncpos/sysinfo"
 )
 
 // CPUTimes is one CPU's line of /proc/stat in clock ticks (USER_HZ).
@@ -99,27 +102,14 @@ type Memory struct {
 }
 
 func readMemory(root string) (Memory, error) {
-	b, err := os.ReadFile(filepath.Join(root, "proc/meminfo"))
+	var m Memory
+	var err error
+	m.TotalBytes, m.AvailableBytes, err = sysinfo.Memory(filepath.Join(root, "proc/meminfo"))
+	if errors.Is(err, sysinfo.ErrNoMemTotal) {
+		return m, fmt.Errorf("proc/meminfo: %w", err)
+	}
 	if err != nil {
 		return Memory{}, err
-	}
-	var m Memory
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.ParseUint(f[1], 10, 64)
-		switch f[0] {
-		case "MemTotal:":
-			m.TotalBytes = kb * 1024
-		case "MemAvailable:":
-			m.AvailableBytes = kb * 1024
-		}
-	}
-	if m.TotalBytes == 0 {
-		return m, fmt.Errorf("proc/meminfo: no MemTotal")
 	}
 	m.UsedPercent = round1(100 * float64(m.TotalBytes-min(m.AvailableBytes, m.TotalBytes)) / float64(m.TotalBytes))
 	return m, nil
