@@ -9,16 +9,28 @@ import (
 	"github.com/asavie/xdp"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
-
-	"github.com/ncpos/ncpos/lab"
 )
 
+// Namespace is a network namespace a stream's end sits in (the lab's);
+// the appliance's test ports are in the current one.
+type Namespace interface {
+	Do(fn func() error) error
+	Link(name string) (netlink.Link, error)
+}
+
 // PortEnd is one end of a stream: an interface, in the current network
-// namespace or (in the lab) in NS.
+// namespace or in NS.
 type PortEnd struct {
 	Ifname string
-	NS     *lab.Netns // nil: the current namespace (the appliance)
+	NS     Namespace // nil: the current namespace (the appliance)
 }
+
+// Source and destination MACs of test frames on ends without a hardware
+// address of their own (locally administered).
+var (
+	defaultSrcMAC = []byte{0x02, 0x6e, 0x63, 0x70, 0x00, 0x0a}
+	defaultDstMAC = []byte{0x02, 0x6e, 0x63, 0x70, 0x00, 0x0b}
+)
 
 // PortStream is one direction through the device under test: the
 // generator on Sender, the analyzer on Receiver (on the appliance, the
@@ -85,8 +97,8 @@ func NewPorts(streams []PortStream, flows int) (_ *PortTarget, err error) {
 			ends[k] = l
 		}
 		s.spec = FrameSpec{Flows: max(flows, 1), Stream: uint16(i)}
-		copy(s.spec.SrcMAC[:], macOr(ends[0].Attrs().HardwareAddr, lab.MACA[:]))
-		copy(s.spec.DstMAC[:], macOr(ends[1].Attrs().HardwareAddr, lab.MACB[:]))
+		copy(s.spec.SrcMAC[:], macOr(ends[0].Attrs().HardwareAddr, defaultSrcMAC))
+		copy(s.spec.DstMAC[:], macOr(ends[1].Attrs().HardwareAddr, defaultDstMAC))
 		s.rxIndex = ends[1].Attrs().Index
 		// Analyzer first, as in the lab.
 		if s.an, err = newPortAnalyzer(ps.Receiver, s.rxIndex); err != nil {
@@ -168,8 +180,11 @@ func (t *PortTarget) Run(ctx context.Context, spec TrialSpec) (TrialResult, erro
 	for i, s := range t.streams {
 		streams[i] = trialStream{gen: s.gen, an: s.an, spec: s.spec, rx: s.rxPackets}
 	}
-	return runTrial(ctx, t.trial, spec, streams, "receiver rx_packets")
+	return runTrial(ctx, t.trial, spec, streams, IndependentName)
 }
+
+// IndependentName names the second count of every trial.
+const IndependentName = "receiver rx_packets"
 
 // Close releases the sockets and detaches the analyzers' programs.
 func (t *PortTarget) Close() error {

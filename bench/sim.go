@@ -6,6 +6,9 @@ import (
 	"time"
 )
 
+// TargetSim names the simulated device as a bench target.
+const TargetSim = "sim"
+
 // SimDevice is a simulated device under test with a known behaviour, for
 // the unit tests and `ncpos bench -target sim`: it forwards up to
 // CapacityPPS frames per second per stream and drops the excess, loses

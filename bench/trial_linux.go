@@ -76,3 +76,7 @@ func runTrial(ctx context.Context, trial uint16, spec TrialSpec, streams []trial
 	res.Independent = int64(independent)
 	return res, nil
 }
+
+// drain is how long the analyzer waits for frames in flight after the
+// generator stops.
+const drain = 200 * time.Millisecond

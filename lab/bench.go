@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -152,7 +150,7 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchReport, error) {
 	}
 	defer genN.Close()
 
-	b := &bench{lab: l, sinks: sinks, o: o, gen1: gen1, genN: genN}
+	b := &ppsBench{lab: l, sinks: sinks, o: o, gen1: gen1, genN: genN}
 	rep := &BenchReport{CPUs: runtime.NumCPU(), GenCPU: 0, Duration: o.Duration, Rounds: o.Rounds}
 	best := map[[2]any]int{} // setup and size -> index in rep.Rows
 	for round := 1; round <= o.Rounds; round++ {
@@ -182,7 +180,8 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchReport, error) {
 	return rep, nil
 }
 
-type bench struct {
+// ppsBench is one run of RunBench: the lab, its sinks and generators.
+type ppsBench struct {
 	lab        *Lab
 	sinks      *Sinks
 	o          BenchOptions
@@ -190,7 +189,7 @@ type bench struct {
 }
 
 // setups measures every setup once at one frame size.
-func (b *bench) setups(ctx context.Context, size int) ([]BenchRow, error) {
+func (b *ppsBench) setups(ctx context.Context, size int) ([]BenchRow, error) {
 	frame := UDPFrame(size-4, 10000, 9)
 	var rows []BenchRow
 	// add records a figure; a second sink's figure for the same setup
@@ -262,7 +261,7 @@ func (b *bench) setups(ctx context.Context, size int) ([]BenchRow, error) {
 
 // withSink runs measure with the sink of the first segment's second end
 // counting at sink (SinkXDP or SinkTC).
-func (b *bench) withSink(sink string, measure func() (float64, float64, error)) (float64, float64, error) {
+func (b *ppsBench) withSink(sink string, measure func() (float64, float64, error)) (float64, float64, error) {
 	if sink == SinkXDP {
 		return measure()
 	}
@@ -279,7 +278,7 @@ func (b *bench) withSink(sink string, measure func() (float64, float64, error)) 
 // offered. The CPU is shared with whatever else runs on the host, which can
 // only slow a setup down, so both are those of the half-second window in
 // which the sink saw the most.
-func (b *bench) measure(ctx context.Context, g *Generator, frame []byte, sink int, pps float64) (fwd, offered float64, err error) {
+func (b *ppsBench) measure(ctx context.Context, g *Generator, frame []byte, sink int, pps float64) (fwd, offered float64, err error) {
 	const (
 		warmup = 300 * time.Millisecond
 		step   = 100 * time.Millisecond
@@ -338,45 +337,23 @@ func (b *bench) measure(ctx context.Context, g *Generator, frame []byte, sink in
 // bridge measures a Linux bridge joining the two ports in the forwarder's
 // namespace, with GRO on the ingress port so that the veth accepts the
 // generator's XDP frames, and bridge netfilter off.
-func (b *bench) bridge(ctx context.Context, g *Generator, frame []byte) (float64, float64, error) {
+func (b *ppsBench) bridge(ctx context.Context, g *Generator, frame []byte) (float64, float64, error) {
 	fw, seg := b.lab.FW, b.lab.Segments[0]
-	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: b.lab.Name("br")}}
-	if err := fw.nl.LinkAdd(br); err != nil {
-		return 0, 0, fmt.Errorf("creating bridge: %w", err)
-	}
-	defer fw.nl.LinkDel(br)
-	err := fw.Do(func() error {
-		for _, f := range []string{"bridge-nf-call-iptables", "bridge-nf-call-ip6tables", "bridge-nf-call-arptables"} {
-			p := filepath.Join("/proc/sys/net/bridge", f)
-			if err := os.WriteFile(p, []byte("0"), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
-			}
-		}
-		return setGRO(seg.Ports[0], true)
-	})
+	undo, err := b.lab.Bridge(0)
 	if err != nil {
 		return 0, 0, err
 	}
-	defer fw.Do(func() error { return setGRO(seg.Ports[0], false) })
-	for _, p := range seg.Ports {
-		pl, err := fw.Link(p)
-		if err != nil {
-			return 0, 0, err
-		}
-		if err := fw.nl.LinkSetMaster(pl, br); err != nil {
-			return 0, 0, fmt.Errorf("enslaving %s: %w", p, err)
-		}
-		defer fw.nl.LinkSetNoMaster(pl)
-	}
-	if err := fw.nl.LinkSetUp(br); err != nil {
+	defer undo()
+	if err := fw.Do(func() error { return setGRO(seg.Ports[0], true) }); err != nil {
 		return 0, 0, err
 	}
+	defer fw.Do(func() error { return setGRO(seg.Ports[0], false) })
 	return b.measure(ctx, g, frame, SinkID(0, 1), 0)
 }
 
 // reference measures the smallest useful XDP forwarder: one devmap
 // redirect to a fixed port, no counters, no parsing.
-func (b *bench) reference(ctx context.Context, g *Generator, frame []byte) (float64, float64, error) {
+func (b *ppsBench) reference(ctx context.Context, g *Generator, frame []byte) (float64, float64, error) {
 	detach, err := b.attachReference()
 	if err != nil {
 		return 0, 0, err
@@ -387,7 +364,7 @@ func (b *bench) reference(ctx context.Context, g *Generator, frame []byte) (floa
 
 // attachReference attaches the reference program to the first port,
 // redirecting to the second; the returned function detaches it.
-func (b *bench) attachReference() (func(), error) {
+func (b *ppsBench) attachReference() (func(), error) {
 	fw, seg := b.lab.FW, b.lab.Segments[0]
 	spec, err := bpf.LoadLab()
 	if err != nil {
@@ -430,7 +407,7 @@ func (b *bench) attachReference() (func(), error) {
 }
 
 // forwarderd measures forwarderd started with args.
-func (b *bench) forwarderd(ctx context.Context, g *Generator, frame []byte, args ...string) (float64, float64, error) {
+func (b *ppsBench) forwarderd(ctx context.Context, g *Generator, frame []byte, args ...string) (float64, float64, error) {
 	d, err := b.startForwarderd(args...)
 	if err != nil {
 		return 0, 0, err
@@ -441,7 +418,7 @@ func (b *bench) forwarderd(ctx context.Context, g *Generator, frame []byte, args
 
 // startForwarderd starts forwarderd with args and waits until it is
 // healthy; the caller stops it.
-func (b *bench) startForwarderd(args ...string) (*Daemon, error) {
+func (b *ppsBench) startForwarderd(args ...string) (*Daemon, error) {
 	d, err := b.lab.StartForwarderd(b.o.Forwarderd, b.o.RunDir, args...)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ import (
 // that the load stays smooth) to offer a sweep of rates up to flat out; the
 // maximum is the most any of them got through. Then it is slowed to offer
 // 150 % of that maximum, where one core can offer that much.
-func (b *bench) overload(ctx context.Context, size int) ([]*Saturation, error) {
+func (b *ppsBench) overload(ctx context.Context, size int) ([]*Saturation, error) {
 	if runtime.NumCPU() < 2 {
 		return nil, errors.New("needs two CPUs")
 	}
@@ -80,7 +80,7 @@ func (b *bench) overload(ctx context.Context, size int) ([]*Saturation, error) {
 // by the datapath's redirect and run right after each of its polls: in a
 // thread of its own, taking turns with the datapath's, it would miss whole
 // time slices and its 256-frame ring would overflow.
-func (b *bench) ownCore(ctx context.Context, frame []byte, setup string) (*Saturation, error) {
+func (b *ppsBench) ownCore(ctx context.Context, frame []byte, setup string) (*Saturation, error) {
 	fw, port := b.lab.FW, b.lab.Segments[0].Ports[0]
 	threaded := func(on string) error {
 		out, err := exec.Command("ip", "netns", "exec", fw.Name, "sh", "-c",
@@ -112,7 +112,7 @@ var loadCurveSpins = []uint32{400, 200, 100, 50, 25, 10, 0}
 
 // loadCurve measures the datapath attached to the first port over a load
 // curve, then at 150 % of the most it forwarded.
-func (b *bench) loadCurve(ctx context.Context, frame []byte, setup string) (*Saturation, error) {
+func (b *ppsBench) loadCurve(ctx context.Context, frame []byte, setup string) (*Saturation, error) {
 	size := len(frame) + 4
 	run := func(step string, spin uint32) (point, error) {
 		if err := ctx.Err(); err != nil {

@@ -33,7 +33,7 @@ type benchArgs struct {
 func parseBenchArgs(args []string, stderr io.Writer) (*benchArgs, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	target := fs.String("target", bench.TargetForwarder, "what forwards between the test ports: forwarder (ncpos forwarderd, xdp engine), bridge (Linux bridge) or sim (simulated device, no traffic)")
+	target := fs.String("target", lab.TargetForwarder, "what forwards between the test ports: forwarder (ncpos forwarderd, xdp engine), bridge (Linux bridge) or sim (simulated device, no traffic)")
 	segments := fs.String("segments", "1", "configurations to measure, by number of segments: 1 or 1,2,3")
 	ports := fs.String("ports", "", "segments that carry traffic, e.g. seg0,seg1 (default: all of each configuration)")
 	sizes := fs.String("sizes", "64,128,256,512,1024,1280,1518", "frame sizes in bytes with FCS, comma-separated")
@@ -62,7 +62,7 @@ func parseBenchArgs(args []string, stderr io.Writer) (*benchArgs, error) {
 	a := &benchArgs{target: *target, flows: *flows, directions: *directions,
 		json: *jsonOut, csv: *csvOut, svg: *svgOut, selftest: *selftestOut}
 	switch a.target {
-	case bench.TargetForwarder, bench.TargetBridge, bench.TargetSim:
+	case lab.TargetForwarder, lab.TargetBridge, bench.TargetSim:
 	default:
 		return nil, fmt.Errorf("-target %q: want forwarder, bridge or sim", a.target)
 	}
@@ -197,7 +197,7 @@ func runBench(ctx context.Context, args []string) error {
 		return err
 	}
 	var bin, dir string
-	if a.target == bench.TargetForwarder {
+	if a.target == lab.TargetForwarder {
 		if os.Geteuid() != 0 {
 			return errors.New("the lab needs root (network namespaces, XDP, AF_XDP); -target sim runs without")
 		}
@@ -209,7 +209,7 @@ func runBench(ctx context.Context, args []string) error {
 		if bin, err = lab.BuildForwarderd(dir); err != nil {
 			return err
 		}
-	} else if a.target == bench.TargetBridge && os.Geteuid() != 0 {
+	} else if a.target == lab.TargetBridge && os.Geteuid() != 0 {
 		return errors.New("the lab needs root (network namespaces, XDP, AF_XDP); -target sim runs without")
 	}
 	var reports []*bench.Report
@@ -252,8 +252,8 @@ func benchConfig(ctx context.Context, a *benchArgs, segs int, bin, dir string) (
 			Latency: 8 * time.Microsecond, Streams: o.Streams}
 		rep.Notes = append(rep.Notes, "simulated device (800 Mb/s of frames per stream, 2000-frame buffer): no traffic was sent")
 	default:
-		lt, err := bench.NewLab(bench.LabOptions{Target: a.target, Segments: segs, Ports: ports, Flows: a.flows,
-			Forwarderd: bin, RunDir: dir, Log: os.Stdout})
+		lt, err := lab.NewTarget(lab.TargetOptions{Target: a.target, Segments: segs, Ports: ports, Flows: a.flows,
+			Forwarderd: bin, RunDir: dir})
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package bench
+package lab_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/bench"
 	"github.com/ncpos/ncpos/lab"
 )
 
@@ -27,14 +28,14 @@ func TestPortsSelfTest(t *testing.T) {
 			t.Errorf("closing the lab: %v", err)
 		}
 	})
-	if err := (&LabTarget{Lab: l}).bridge(); err != nil {
+	if _, err := l.Bridge(0); err != nil {
 		t.Fatal(err)
 	}
 	seg := l.Segments[0]
-	pt, err := NewPorts([]PortStream{{
+	pt, err := bench.NewPorts([]bench.PortStream{{
 		Name:     "seg0",
-		Sender:   PortEnd{Ifname: seg.HostIfs[0], NS: seg.Hosts[0]},
-		Receiver: PortEnd{Ifname: seg.HostIfs[1], NS: seg.Hosts[1]},
+		Sender:   bench.PortEnd{Ifname: seg.HostIfs[0], NS: seg.Hosts[0]},
+		Receiver: bench.PortEnd{Ifname: seg.HostIfs[1], NS: seg.Hosts[1]},
 	}}, 16)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +46,7 @@ func TestPortsSelfTest(t *testing.T) {
 		}
 	})
 	path := filepath.Join(t.TempDir(), "latest.json")
-	st, err := RunSelfTest(context.Background(), pt, SelfTestPlan{
+	st, err := bench.RunSelfTest(context.Background(), pt, bench.SelfTestPlan{
 		Segments: []string{"seg0"}, Sizes: []int{64, 1518}, Trial: 200 * time.Millisecond, Path: path,
 	})
 	if err != nil {

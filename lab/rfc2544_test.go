@@ -1,43 +1,27 @@
-package bench
+package lab_test
 
 import (
 	"bytes"
 	"context"
 	"math"
-	"os"
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/bench"
 	"github.com/ncpos/ncpos/lab"
 )
 
-// requireLab skips unless root; with NCPOS_REQUIRE_LAB=1 it fails instead.
-func requireLab(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("NCPOS_REQUIRE_LAB") == "1" {
-		t.Fatal("lab tests need root (NCPOS_REQUIRE_LAB=1)")
-	}
-	t.Skip("lab tests need root")
-}
-
-// TestLabBench runs a short RFC 2544 throughput search (two sizes, short
+// TestRFC2544Targets runs a short RFC 2544 throughput search (two sizes, short
 // trials, coarse resolution) over AF_XDP through forwarderd and through a
 // Linux bridge, and checks every trial's analyzer count against the
 // receiving veth's kernel counter: within 5 %. The figures are printed,
 // not asserted.
-func TestLabBench(t *testing.T) {
+func TestRFC2544Targets(t *testing.T) {
 	requireLab(t)
-	bin, err := lab.BuildForwarderd(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reports []*Report
-	for _, target := range []string{TargetForwarder, TargetBridge} {
+	var reports []*bench.Report
+	for _, target := range []string{lab.TargetForwarder, lab.TargetBridge} {
 		t.Run(target, func(t *testing.T) {
-			lt, err := NewLab(LabOptions{Target: target, Forwarderd: bin, RunDir: t.TempDir(), Flows: 256})
+			lt, err := lab.NewTarget(lab.TargetOptions{Target: target, Forwarderd: forwarderdBin, RunDir: t.TempDir(), Flows: 256})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -47,9 +31,9 @@ func TestLabBench(t *testing.T) {
 				}
 			})
 			var log bytes.Buffer
-			o := Options{Trial: 300 * time.Millisecond, Resolution: 12.5, LossSteps: []float64{}, Latency: true, Streams: lt.Streams(), Log: &log}
-			r := &Runner{T: lt, O: o}
-			rep := &Report{Target: target, Segments: 1, Directions: 1, LineBPS: DefaultLineBPS, Flows: 256, Trial: o.Trial, Resolution: o.Resolution, Started: time.Now()}
+			o := bench.Options{Trial: 300 * time.Millisecond, Resolution: 12.5, LossSteps: []float64{}, Latency: true, Streams: lt.Streams(), Log: &log}
+			r := &bench.Runner{T: lt, O: o}
+			rep := &bench.Report{Target: target, Segments: 1, Directions: 1, LineBPS: bench.DefaultLineBPS, Flows: 256, Trial: o.Trial, Resolution: o.Resolution, Started: time.Now()}
 			for _, size := range []int{64, 1518} {
 				sr, err := r.Size(context.Background(), size)
 				if err != nil {
@@ -82,11 +66,11 @@ func TestLabBench(t *testing.T) {
 				}
 			}
 			rep.Finished = time.Now()
-			t.Logf("trials (analyzer count vs %s):\n%s", IndependentName, log.String())
+			t.Logf("trials (analyzer count vs %s):\n%s", bench.IndependentName, log.String())
 			reports = append(reports, rep)
 		})
 	}
 	var tab bytes.Buffer
-	WriteTable(&tab, reports...)
+	bench.WriteTable(&tab, reports...)
 	t.Logf("\n%s", tab.String())
 }
