@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/image/partition"
 )
 
 // Options says what to build.
@@ -95,7 +96,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if diskSig == 0 {
 		diskSig = 1
 	}
-	cmdline := Cmdline(diskSig, PartRootA)
+	cmdline := Cmdline(diskSig, partition.RootA)
 
 	// Root file system.
 	rootDir := filepath.Join(tmp, "root")
@@ -119,14 +120,14 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	// Boot and perm file systems.
 	bootImg := filepath.Join(tmp, "boot.fat")
 	logf("boot partition (syslinux, systemd-boot)")
-	if err := makeBoot(ctx, tmp, bootImg, layout.Parts[PartBoot].Size, BootFiles{
+	if err := makeBoot(ctx, tmp, bootImg, layout.Parts[partition.Boot].Size, BootFiles{
 		Kernel: o.Kernel, Cmdline: cmdline, Label: "NCPOS-BOOT", VolumeID: diskSig,
 	}); err != nil {
 		return nil, err
 	}
 	permImg := filepath.Join(tmp, "perm.ext4")
 	logf("perm partition (ext4)")
-	if err := makePerm(ctx, permImg, layout.Parts[PartPerm].Size, uuidFrom(id[4:20])); err != nil {
+	if err := makePerm(ctx, permImg, layout.Parts[partition.Perm].Size, uuidFrom(id[4:20])); err != nil {
 		return nil, err
 	}
 
@@ -156,7 +157,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 		img  string
 		part int
 		n    *int64
-	}{{bootImg, PartBoot, &res.BootBytes}, {rootImg, PartRootA, &res.RootBytes}, {permImg, PartPerm, nil}} {
+	}{{bootImg, partition.Boot, &res.BootBytes}, {rootImg, partition.RootA, &res.RootBytes}, {permImg, partition.Perm, nil}} {
 		n, err := copyPartition(out, p.img, layout.Parts[p.part].Offset, layout.Parts[p.part].Size)
 		if err != nil {
 			return nil, fmt.Errorf("partition %d: %w", p.part, err)

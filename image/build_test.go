@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/image/partition"
 )
 
 // requireTools skips where the Debian tools are missing, unless
@@ -88,7 +89,7 @@ func TestBuildLayout(t *testing.T) {
 		if p.Start*512 != l.Parts[n].Offset || p.Size*512 != l.Parts[n].Size {
 			t.Errorf("partition %d at %d+%d sectors, want %d+%d", n, p.Start, p.Size, l.Parts[n].Offset/512, l.Parts[n].Size/512)
 		}
-		if (n == PartBoot) != p.Bootable {
+		if (n == partition.Boot) != p.Bootable {
 			t.Errorf("partition %d bootable = %v", n, p.Bootable)
 		}
 	}
@@ -108,7 +109,7 @@ func TestBuildLayout(t *testing.T) {
 		os.WriteFile(p, b, 0o644)
 		return p
 	}
-	boot := extract(PartBoot, "boot.fat")
+	boot := extract(partition.Boot, "boot.fat")
 	listing, err := exec.Command("mdir", "-i", boot, "-a", "-b", "-/", "::/").CombinedOutput()
 	if err != nil {
 		t.Fatalf("mdir: %v\n%s", err, listing)
@@ -129,7 +130,7 @@ func TestBuildLayout(t *testing.T) {
 		t.Errorf("boot FAT has %d FAT copies, want 1", bs[16])
 	}
 
-	root := extract(PartRootA, "root.squashfs")
+	root := extract(partition.RootA, "root.squashfs")
 	files, err := exec.Command("unsquashfs", "-l", "-d", "", root).CombinedOutput()
 	if err != nil {
 		t.Fatalf("unsquashfs: %v\n%s", err, files)
@@ -140,7 +141,7 @@ func TestBuildLayout(t *testing.T) {
 		}
 	}
 
-	perm := extract(PartPerm, "perm.ext4")
+	perm := extract(partition.Perm, "perm.ext4")
 	typ, err := exec.Command("blkid", "-o", "value", "-s", "TYPE", perm).Output()
 	if err != nil || strings.TrimSpace(string(typ)) != "ext4" {
 		t.Errorf("perm partition type %q (%v), want ext4", typ, err)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/ncpos/ncpos/image/partition"
 )
 
 const sector = 512
@@ -17,10 +19,10 @@ const sector = 512
 func partitionTable(ctx context.Context, path string, l *Layout, diskSig uint32) error {
 	var script strings.Builder
 	fmt.Fprintf(&script, "label: dos\nlabel-id: 0x%08x\nunit: sectors\n\n", diskSig)
-	for n := PartBoot; n <= PartPerm; n++ {
+	for n := partition.Boot; n <= partition.Perm; n++ {
 		typ := "83"
 		extra := ""
-		if n == PartBoot {
+		if n == partition.Boot {
 			typ, extra = "e", ", bootable"
 		}
 		fmt.Fprintf(&script, "start=%d, size=%d, type=%s%s\n",

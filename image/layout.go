@@ -12,14 +12,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-)
 
-// Partition numbers, as gokrazy's rootdev expects them.
-const (
-	PartBoot  = 1
-	PartRootA = 2
-	PartRootB = 3
-	PartPerm  = 4
+	"github.com/ncpos/ncpos/image/partition"
 )
 
 const (
@@ -50,7 +44,7 @@ func NewLayout(size int64) (*Layout, error) {
 	for _, p := range []struct {
 		n    int
 		size int64
-	}{{PartBoot, DefaultBootSize}, {PartRootA, DefaultRootSize}, {PartRootB, DefaultRootSize}} {
+	}{{partition.Boot, DefaultBootSize}, {partition.RootA, DefaultRootSize}, {partition.RootB, DefaultRootSize}} {
 		l.Parts[p.n].Offset, l.Parts[p.n].Size = off, p.size
 		off += p.size
 	}
@@ -59,7 +53,7 @@ func NewLayout(size int64) (*Layout, error) {
 		return nil, fmt.Errorf("disk size %d MiB is too small: boot, two roots and /perm need at least %d MiB",
 			size/mib, (off+minPermSize)/mib)
 	}
-	l.Parts[PartPerm].Offset, l.Parts[PartPerm].Size = off, perm
+	l.Parts[partition.Perm].Offset, l.Parts[partition.Perm].Size = off, perm
 	return l, nil
 }
 

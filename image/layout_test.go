@@ -1,6 +1,10 @@
 package image
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ncpos/ncpos/image/partition"
+)
 
 func TestParseSize(t *testing.T) {
 	for _, tc := range []struct {
@@ -29,11 +33,11 @@ func TestLayoutFitsCompactFlash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	end := l.Parts[PartPerm].Offset + l.Parts[PartPerm].Size
+	end := l.Parts[partition.Perm].Offset + l.Parts[partition.Perm].Size
 	if end > card || l.Size > card {
 		t.Fatalf("layout ends at %d bytes, beyond a 512 MB card (%d)", end, card)
 	}
-	for n := PartBoot; n < PartPerm; n++ {
+	for n := partition.Boot; n < partition.Perm; n++ {
 		if l.Parts[n].Offset+l.Parts[n].Size != l.Parts[n+1].Offset {
 			t.Fatalf("partition %d does not end where %d starts", n, n+1)
 		}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/ncpos/ncpos/image/partition"
 )
 
 // Image is an ncpos image file read back: its disk signature and partition
@@ -55,19 +57,19 @@ func (im *Image) RootSquashfs() ([]byte, error) {
 	}
 	defer f.Close()
 	sb := make([]byte, 96)
-	if _, err := f.ReadAt(sb, im.Parts[PartRootA].Offset); err != nil {
+	if _, err := f.ReadAt(sb, im.Parts[partition.RootA].Offset); err != nil {
 		return nil, err
 	}
 	if !bytes.Equal(sb[:4], []byte("hsqs")) {
-		return nil, fmt.Errorf("%s: partition %d holds no squashfs", im.Path, PartRootA)
+		return nil, fmt.Errorf("%s: partition %d holds no squashfs", im.Path, partition.RootA)
 	}
 	used := int64(binary.LittleEndian.Uint64(sb[40:48]))
 	used = (used + 4095) / 4096 * 4096
-	if used > im.Parts[PartRootA].Size {
+	if used > im.Parts[partition.RootA].Size {
 		return nil, fmt.Errorf("%s: squashfs claims %d bytes, more than its partition", im.Path, used)
 	}
 	b := make([]byte, used)
-	if _, err := f.ReadAt(b, im.Parts[PartRootA].Offset); err != nil {
+	if _, err := f.ReadAt(b, im.Parts[partition.RootA].Offset); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -81,7 +83,7 @@ func (im *Image) Kernel(ctx context.Context) ([]byte, error) {
 	}
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "vmlinuz")
-	src := fmt.Sprintf("%s@@%d", im.Path, im.Parts[PartBoot].Offset)
+	src := fmt.Sprintf("%s@@%d", im.Path, im.Parts[partition.Boot].Offset)
 	if err := run(ctx, []string{"MTOOLS_SKIP_CHECK=1"}, "mcopy", "-i", src, "::/vmlinuz", out); err != nil {
 		return nil, fmt.Errorf("reading the kernel from %s: %w", im.Path, err)
 	}

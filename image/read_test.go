@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/image/partition"
 )
 
 func TestOpenImageRoundTrip(t *testing.T) {
@@ -44,7 +45,7 @@ func TestOpenImageRoundTrip(t *testing.T) {
 		t.Fatalf("kernel = %q, %v", k, err)
 	}
 
-	boot, err := BuildBoot(context.Background(), kernel, 0x12345678, PartRootB)
+	boot, err := BuildBoot(context.Background(), kernel, 0x12345678, partition.RootB)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ncpos/ncpos/image"
+	"github.com/ncpos/ncpos/image/partition"
 )
 
 const sectorSize = 512
@@ -62,10 +62,10 @@ func readMBR(r io.ReaderAt) (m *mbr, ok bool, err error) {
 // small synthetic images of the tests) are recognised too.
 func (m *mbr) ncposLayout() error {
 	p := m.Parts
-	if p[image.PartBoot-1].Type != 0x0e || !p[image.PartBoot-1].Active {
-		return fmt.Errorf("partition %d is not an active FAT16 (LBA) boot partition", image.PartBoot)
+	if p[partition.Boot-1].Type != 0x0e || !p[partition.Boot-1].Active {
+		return fmt.Errorf("partition %d is not an active FAT16 (LBA) boot partition", partition.Boot)
 	}
-	for _, n := range []int{image.PartRootA, image.PartRootB, image.PartPerm} {
+	for _, n := range []int{partition.RootA, partition.RootB, partition.Perm} {
 		if p[n-1].Type != 0x83 {
 			return fmt.Errorf("partition %d is type 0x%02x, not Linux (0x83)", n, p[n-1].Type)
 		}
@@ -78,14 +78,14 @@ func (m *mbr) ncposLayout() error {
 			return fmt.Errorf("partition %d starts inside partition %d", i+1, i)
 		}
 	}
-	if p[image.PartRootA-1].Sectors != p[image.PartRootB-1].Sectors {
+	if p[partition.RootA-1].Sectors != p[partition.RootB-1].Sectors {
 		return fmt.Errorf("root A and root B differ in size")
 	}
 	return nil
 }
 
 // perm is partition 4 of an ncpos table.
-func (m *mbr) perm() mbrPart { return m.Parts[image.PartPerm-1] }
+func (m *mbr) perm() mbrPart { return m.Parts[partition.Perm-1] }
 
 // ext4Label reports whether an ext4 file system starts at off and its
 // label. ext4 is the ext2 superblock magic at 1024+0x38 with the extents

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/image"
+	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/web"
 )
 
@@ -61,7 +62,7 @@ func runningRoot(s *web.System, booted int) int {
 
 // ImageBuildID reads the build ID from the image's root file system.
 func ImageBuildID(im *image.Image) (string, error) {
-	out, err := exec.Command("unsquashfs", "-o", strconv.FormatInt(im.Parts[image.PartRootA].Offset, 10),
+	out, err := exec.Command("unsquashfs", "-o", strconv.FormatInt(im.Parts[partition.RootA].Offset, 10),
 		"-cat", im.Path, "etc/ncpos/build-id").Output()
 	if err != nil {
 		return "", fmt.Errorf("reading the build ID from %s: %w", im.Path, err)

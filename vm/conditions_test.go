@@ -12,6 +12,7 @@ import (
 
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/image"
+	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/web"
 )
 
@@ -258,7 +259,7 @@ func TestPermUnmountableNoReset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteAt(make([]byte, 4<<20), im.Parts[image.PartPerm].Offset); err != nil {
+	if _, err := f.WriteAt(make([]byte, 4<<20), im.Parts[partition.Perm].Offset); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
