@@ -37,9 +37,6 @@ const (
 	BinDir = "/user"
 	// DHCPPath is gokrazy's DHCP client.
 	DHCPPath = "/gokrazy/dhcp"
-	// GokrazyHTTPPort is where gokrazy's own web UI and update endpoints
-	// listen, so that statusd can have port 80.
-	GokrazyHTTPPort = "8080"
 )
 
 // Init runs the appliance's boot sequence and returns once the daemons are

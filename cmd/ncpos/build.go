@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/ncpos/ncpos/appliance"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/image/kernel"
@@ -47,7 +46,7 @@ func runBuild(ctx context.Context, args []string) error {
 			return fmt.Errorf("invalid configuration, no image written:\n%w", err)
 		}
 	}
-	pw, pwPath, err := appliance.EnsurePassword(*pwFile)
+	pw, pwPath, err := image.EnsurePassword(*pwFile)
 	if err != nil {
 		return err
 	}
@@ -64,7 +63,7 @@ func runBuild(ctx context.Context, args []string) error {
 		Output:     *out,
 		BuildID:    id,
 		Password:   pw,
-		HTTPPort:   appliance.GokrazyHTTPPort,
+		HTTPPort:   config.GokrazyHTTPPort,
 		Logf:       func(f string, a ...any) { log.Printf("  "+f, a...) },
 	})
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ncpos/ncpos/appliance"
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/update"
 )
@@ -33,7 +32,7 @@ func runUpdate(ctx context.Context, args []string) error {
 	if *host == "" || fs.NArg() > 0 {
 		return fmt.Errorf("usage: ncpos update -host H [-image F] [flags]")
 	}
-	pw, _, err := appliance.EnsurePassword(*pwFile)
+	pw, _, err := image.EnsurePassword(*pwFile)
 	if err != nil {
 		return err
 	}

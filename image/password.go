@@ -1,4 +1,4 @@
-package appliance
+package image
 
 import (
 	"crypto/rand"
