@@ -138,7 +138,9 @@ func Init(buildID string) error {
 		services = append(services, gokrazy.NewService(cmd))
 	}
 
-	services = append(services, testPrograms()...)
+	if testPrograms != nil {
+		services = append(services, testPrograms()...)
+	}
 
 	if err := sysinfo.WriteInitRecord(ipc.DefaultDir, rec); err != nil {
 		log.Printf("writing init record: %v", err)
@@ -146,22 +148,11 @@ func Init(buildID string) error {
 	return gokrazy.SuperviseServices(services)
 }
 
-// TestDir holds test-only programs; only test images have it.
-const TestDir = "/user/test"
-
-// testPrograms supervises whatever a test image put in TestDir.
-func testPrograms() []*gokrazy.Service {
-	ents, err := os.ReadDir(TestDir)
-	if err != nil {
-		return nil
-	}
-	var out []*gokrazy.Service
-	for _, e := range ents {
-		log.Printf("test image: starting %s", e.Name())
-		out = append(out, gokrazy.NewService(exec.Command(filepath.Join(TestDir, e.Name()))))
-	}
-	return out
-}
+// testPrograms supervises a test image's test programs. Only init built
+// for a test image (the ncpos_testimage build tag, see testimage.go) sets
+// it: a production init has no code that starts anything it was not
+// configured to.
+var testPrograms func() []*gokrazy.Service
 
 // petForever pets the watchdog every second for as long as init runs, as
 // gokrazy's own pinger would.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -25,10 +26,11 @@ type Options struct {
 	BuildID    string
 	Password   string // gokrazy's HTTP password
 	HTTPPort   string // gokrazy's web UI and update port
-	// ExtraPrograms go into the root besides init, dhcp and the configured
-	// daemons (test images add test helpers).
-	ExtraPrograms []Program
-	Logf          func(format string, args ...any)
+	// TestPrograms make a test image: they go under TestDir, and init is
+	// built with the ncpos_testimage tag, the only init that starts them.
+	// A production image has neither.
+	TestPrograms []Program
+	Logf         func(format string, args ...any)
 }
 
 // Result describes a built image.
@@ -55,6 +57,32 @@ func Programs(cfg *config.Config) []Program {
 		progs = append(progs, Program{Pkg: "github.com/ncpos/ncpos/services/" + s, Path: "/user/" + s})
 	}
 	return progs
+}
+
+// TestDir is where a test image's test programs go.
+const TestDir = "/user/test"
+
+// TestImageTag is the build tag of a test image's init.
+const TestImageTag = "ncpos_testimage"
+
+// programs are the image's programs: the production ones, and for a test
+// image its test programs with the init that starts them.
+func programs(o Options) ([]Program, error) {
+	progs := Programs(o.Config)
+	if len(o.TestPrograms) == 0 {
+		return progs, nil
+	}
+	for _, p := range o.TestPrograms {
+		if path.Dir(p.Path) != TestDir {
+			return nil, fmt.Errorf("test program %s: path %s is not in %s", p.Pkg, p.Path, TestDir)
+		}
+	}
+	for i := range progs {
+		if progs[i].Path == "/gokrazy/init" {
+			progs[i].Tags = append(progs[i].Tags, TestImageTag)
+		}
+	}
+	return append(progs, o.TestPrograms...), nil
 }
 
 // Build writes the image. It builds into a temporary file beside Output and
@@ -100,7 +128,10 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 
 	// Root file system.
 	rootDir := filepath.Join(tmp, "root")
-	progs := append(Programs(o.Config), o.ExtraPrograms...)
+	progs, err := programs(o)
+	if err != nil {
+		return nil, err
+	}
 	if err := buildPrograms(ctx, modDir, rootDir, o.BuildID, progs, logf); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -156,5 +157,43 @@ func TestBuildRefusesTooSmall(t *testing.T) {
 	}
 	if _, serr := os.Stat(out); serr == nil {
 		t.Fatal("a failed build left an output file")
+	}
+}
+
+// TestTestPrograms: a production image has no test program and an init
+// without the test-image tag; a test image's init has the tag, and a test
+// program outside TestDir is refused.
+func TestTestPrograms(t *testing.T) {
+	cfg := config.Default()
+	tagged := func(progs []Program) bool {
+		for _, p := range progs {
+			if p.Path == "/gokrazy/init" {
+				return slices.Contains(p.Tags, TestImageTag)
+			}
+		}
+		t.Fatal("no init")
+		return false
+	}
+	prod, err := programs(Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range prod {
+		if strings.HasPrefix(p.Path, TestDir) || len(p.Tags) > 0 {
+			t.Errorf("production image has %+v", p)
+		}
+	}
+	test, err := programs(Options{Config: cfg, TestPrograms: []Program{{Pkg: "example.com/x", Path: TestDir + "/x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tagged(test) || len(test) != len(prod)+1 {
+		t.Errorf("test image programs %+v: want init tagged %s and one more program", test, TestImageTag)
+	}
+	if tagged(prod) {
+		t.Error("production init tagged")
+	}
+	if _, err := programs(Options{Config: cfg, TestPrograms: []Program{{Pkg: "example.com/x", Path: "/user/x"}}}); err == nil || !strings.Contains(err.Error(), "not in /user/test") {
+		t.Errorf("test program outside %s: err %v", TestDir, err)
 	}
 }

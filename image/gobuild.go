@@ -12,8 +12,9 @@ import (
 
 // Program is a Go program to put into the root file system.
 type Program struct {
-	Pkg  string // import path
-	Path string // absolute path in the root, e.g. /gokrazy/init
+	Pkg  string   // import path
+	Path string   // absolute path in the root, e.g. /gokrazy/init
+	Tags []string // build tags
 }
 
 // buildPrograms compiles programs as static linux/amd64 binaries into dir
@@ -24,9 +25,11 @@ func buildPrograms(ctx context.Context, modDir, dir, buildID string, progs []Pro
 		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 			return err
 		}
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath",
-			"-ldflags", "-s -w -X main.buildID="+buildID,
-			"-o", out, p.Pkg)
+		args := []string{"build", "-trimpath", "-ldflags", "-s -w -X main.buildID=" + buildID}
+		if len(p.Tags) > 0 {
+			args = append(args, "-tags", strings.Join(p.Tags, ","))
+		}
+		cmd := exec.CommandContext(ctx, "go", append(args, "-o", out, p.Pkg)...)
 		cmd.Dir = modDir
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 		var stderr bytes.Buffer
