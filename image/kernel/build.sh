@@ -54,6 +54,13 @@ if ((${#need_pkgs[@]})); then
 	apt-get install -y --no-install-recommends "${pkgs[@]}" bc bison flex libelf-dev libssl-dev
 fi
 [[ -f "$src_tar" ]] || die "source tarball $src_tar still missing"
+# COPYING.md names the exact source of the committed bzImage; a build from
+# another version must update it (and VERSION) with the bzImage.
+want_src="6.12.117-1~deb12u1"
+if [[ -z "${NCPOS_KERNEL_SRC:-}" ]]; then
+	have_src="$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || true)"
+	[[ "$have_src" == "$want_src" ]] || log "WARNING: linux-source-6.12 is ${have_src:-not installed}, COPYING.md names $want_src: update it with the new bzImage"
+fi
 
 # --- extract ------------------------------------------------------------------
 src_id="$(stat -c '%s-%Y' "$src_tar") $(basename "$src_tar")"
