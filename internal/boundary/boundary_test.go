@@ -1,0 +1,159 @@
+package boundary
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/ncpos/ncpos"
+
+// hostOnly are the packages (and everything under them) that only the
+// build host and the tests use.
+var hostOnly = []string{
+	module + "/cmd",
+	module + "/image", // the builder; image/partition is shared, see below
+	module + "/lab",
+	module + "/update",
+	module + "/vm",
+	module + "/bypass/bypasslab",
+}
+
+// shared are packages under a hostOnly prefix that the appliance may link.
+var shared = []string{
+	module + "/image/partition",
+}
+
+// bpfLoaders are the appliance programs that load BPF programs: the
+// datapath, the simulated bypass relay, and statusd's self-test
+// generators and analyzers.
+var bpfLoaders = map[string][]string{
+	"github.com/cilium/ebpf": {"forwarderd", "bypassd", "statusd"},
+	"github.com/asavie/xdp":  {"forwarderd", "statusd"},
+}
+
+// applianceOnly are packages the host command must not link: gokrazy's
+// runtime (its root package starts supervision and takes over the box)
+// and what runs only as the appliance's init and daemons.
+var applianceOnly = []string{
+	"github.com/gokrazy/gokrazy",
+	module + "/appliance",
+	module + "/services",
+}
+
+func under(pkg, prefix string) bool {
+	return pkg == prefix || strings.HasPrefix(pkg, prefix+"/")
+}
+
+// deps lists what pkg links (go list -deps).
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", pkg).Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, ee.Stderr)
+		}
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// appliancePrograms are the main packages under services/.
+func appliancePrograms(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", "{{if eq .Name \"main\"}}{{.ImportPath}}{{end}}", module+"/services/...").Output()
+	if err != nil {
+		t.Fatalf("go list services: %v", err)
+	}
+	progs := strings.Fields(string(out))
+	if len(progs) < 5 {
+		t.Fatalf("found %d appliance programs (%v), want init and the four daemons", len(progs), progs)
+	}
+	return progs
+}
+
+// violations are the linked packages that break the rules for prog.
+func applianceViolations(prog string, linked []string) []string {
+	name := prog[strings.LastIndex(prog, "/")+1:]
+	var bad []string
+	for _, p := range linked {
+		if slices.Contains(shared, p) {
+			continue
+		}
+		for _, h := range hostOnly {
+			if under(p, h) {
+				bad = append(bad, p+" (host or lab code)")
+			}
+		}
+		for lib, loaders := range bpfLoaders {
+			if p == lib && !slices.Contains(loaders, name) {
+				bad = append(bad, p+" (BPF library in a program that loads no BPF)")
+			}
+		}
+		if p == "testing" {
+			bad = append(bad, p+" (test code)")
+		}
+	}
+	return bad
+}
+
+func hostViolations(linked []string) []string {
+	var bad []string
+	for _, p := range linked {
+		for _, a := range applianceOnly {
+			if under(p, a) {
+				bad = append(bad, p)
+			}
+		}
+	}
+	return bad
+}
+
+func TestAppliancePrograms(t *testing.T) {
+	for _, prog := range appliancePrograms(t) {
+		linked := deps(t, prog)
+		if bad := applianceViolations(prog, linked); len(bad) > 0 {
+			t.Errorf("%s links:\n  %s", prog, strings.Join(bad, "\n  "))
+		}
+		t.Logf("%s: %d packages", prog, len(linked))
+	}
+}
+
+func TestHostCommand(t *testing.T) {
+	linked := deps(t, module+"/cmd/ncpos")
+	if bad := hostViolations(linked); len(bad) > 0 {
+		t.Errorf("cmd/ncpos links the appliance's runtime:\n  %s", strings.Join(bad, "\n  "))
+	}
+	t.Logf("cmd/ncpos: %d packages", len(linked))
+}
+
+// TestRulesCatch feeds the rules the links they exist to stop, so that a
+// rule that no longer matches anything is noticed.
+func TestRulesCatch(t *testing.T) {
+	for _, tc := range []struct {
+		prog, pkg string
+	}{
+		{module + "/services/statusd", module + "/lab"},
+		{module + "/services/statusd", module + "/image"},
+		{module + "/services/statusd", module + "/lab/bpf"},
+		{module + "/services/watchdogd", "github.com/cilium/ebpf"},
+		{module + "/services/bypassd", "github.com/asavie/xdp"},
+		{module + "/services/init", "testing"},
+	} {
+		if bad := applianceViolations(tc.prog, []string{tc.pkg}); len(bad) != 1 {
+			t.Errorf("%s linking %s: violations %v, want one", tc.prog, tc.pkg, bad)
+		}
+	}
+	if bad := applianceViolations(module+"/services/statusd", []string{module + "/image/partition", module + "/web"}); len(bad) != 0 {
+		t.Errorf("allowed links reported: %v", bad)
+	}
+	for _, pkg := range []string{"github.com/gokrazy/gokrazy", module + "/appliance", module + "/services/init"} {
+		if bad := hostViolations([]string{pkg}); len(bad) != 1 {
+			t.Errorf("host linking %s: violations %v, want one", pkg, bad)
+		}
+	}
+	if bad := hostViolations([]string{"github.com/gokrazy/internal/fat", "github.com/gokrazy/tools/packer"}); len(bad) != 0 {
+		t.Errorf("gokrazy's build libraries reported as its runtime: %v", bad)
+	}
+}
