@@ -12,19 +12,15 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/ncpos/ncpos/internal/testenv"
 )
 
 // needRoot skips a test that needs root (BPF, namespaces) unless
 // NCPOS_REQUIRE_LAB=1, where it fails instead.
 func needRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("NCPOS_REQUIRE_LAB") == "1" {
-		t.Fatal("needs root (NCPOS_REQUIRE_LAB=1)")
-	}
-	t.Skip("needs root")
+	testenv.NeedRoot(t, testenv.Lab, "the simulated relay (BPF, namespaces)")
 }
 
 // inNetns runs fn on a locked thread inside a fresh network namespace

@@ -1,21 +1,15 @@
 package forwarder_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/internal/testenv"
 )
 
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("NCPOS_REQUIRE_LAB") == "1" {
-		t.Fatal("needs root (NCPOS_REQUIRE_LAB=1)")
-	}
-	t.Skip("needs root for BPF")
+	testenv.NeedRoot(t, testenv.Lab, "BPF")
 }
 
 // TestBPFParserMatchesGo runs the kernel's parser (port_service under

@@ -12,18 +12,14 @@ import (
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/internal/testenv"
 )
 
 // requireTools skips where the Debian tools are missing, unless
 // NCPOS_REQUIRE_TOOLS is set (CI installs them and must not skip).
 func requireTools(t *testing.T) {
 	t.Helper()
-	if err := CheckTools(); err != nil {
-		if os.Getenv("NCPOS_REQUIRE_TOOLS") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	testenv.Need(t, testenv.Tools, CheckTools())
 }
 
 func TestBuildLayout(t *testing.T) {

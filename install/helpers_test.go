@@ -3,6 +3,7 @@ package install
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand"
@@ -11,16 +12,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ncpos/ncpos/internal/testenv"
 )
 
 // skipOrFail skips, unless NCPOS_REQUIRE_TOOLS=1 says the environment is
 // supposed to have everything, in which case a missing piece is a failure.
 func skipOrFail(t *testing.T, why string) {
 	t.Helper()
-	if os.Getenv("NCPOS_REQUIRE_TOOLS") == "1" {
-		t.Fatalf("NCPOS_REQUIRE_TOOLS=1, but %s", why)
-	}
-	t.Skip(why)
+	testenv.Need(t, testenv.Tools, errors.New(why))
 }
 
 // needTools checks for the Debian tools the test drives.

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/lab"
 )
 
@@ -38,13 +39,7 @@ func TestMain(m *testing.M) {
 // instead, so a lab that cannot run is never mistaken for a passing one.
 func requireLab(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("NCPOS_REQUIRE_LAB") == "1" {
-		t.Fatal("lab tests need root (NCPOS_REQUIRE_LAB=1)")
-	}
-	t.Skip("lab tests need root")
+	testenv.NeedRoot(t, testenv.Lab, "the lab")
 }
 
 // newLab builds a lab whose ID is unique to this process and test, and

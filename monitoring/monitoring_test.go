@@ -8,20 +8,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ncpos/ncpos/internal/testenv"
 )
 
 // promtool finds Debian's promtool (package prometheus); the tests are
 // skipped without it unless NCPOS_REQUIRE_TOOLS is set.
 func promtool(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("promtool")
-	if err != nil {
-		if os.Getenv("NCPOS_REQUIRE_TOOLS") != "" {
-			t.Fatal("promtool not found: apt-get install prometheus")
-		}
-		t.Skip("promtool not found (apt-get install prometheus)")
-	}
-	return p
+	return testenv.LookPath(t, testenv.Tools, "promtool", "prometheus")
 }
 
 func run(t *testing.T, name string, args ...string) string {

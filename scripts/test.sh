@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 export NCPOS_REQUIRE_TOOLS=1 NCPOS_REQUIRE_QEMU=1 NCPOS_REQUIRE_LAB=1
 go vet ./...
+go vet -tags ncpos_testimage ./appliance
 test -z "$(gofmt -l $(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $(git ls-files '*.go'); exit 1; }
 # QEMU runs in software emulation on 2 cores: at most 3 VMs at once.
 go test -count=1 -timeout 60m -parallel 3 "$@" ./...

@@ -18,6 +18,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/image/kernel"
+	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/web"
 )
 
@@ -46,12 +47,7 @@ func requireQEMU(t *testing.T) {
 	if err == nil {
 		err = image.CheckTools()
 	}
-	if err != nil {
-		if os.Getenv("NCPOS_REQUIRE_QEMU") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	testenv.Need(t, testenv.QEMU, err)
 }
 
 // testImage builds (once) the image called name from configuration text

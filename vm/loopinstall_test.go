@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ncpos/ncpos/install"
+	"github.com/ncpos/ncpos/internal/testenv"
 )
 
 // TestInstalledLoopDeviceBoots writes the default image onto a loop device
@@ -16,12 +17,7 @@ import (
 // from that loop device.
 func TestInstalledLoopDeviceBoots(t *testing.T) {
 	requireQEMU(t)
-	if os.Geteuid() != 0 {
-		if os.Getenv("NCPOS_REQUIRE_QEMU") != "" {
-			t.Fatal("needs root for losetup")
-		}
-		t.Skip("needs root for losetup")
-	}
+	testenv.NeedRoot(t, testenv.QEMU, "losetup")
 	t.Parallel()
 	img := testImage(t, "default", nil)
 	backing := filepath.Join(t.TempDir(), "cf.img")

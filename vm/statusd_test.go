@@ -18,23 +18,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/monitoring"
 	"github.com/ncpos/ncpos/web"
 )
 
-// statusdConfig is the image of the statusd end-to-end test: bypassd (when
-// this tree has it) drives the qemu profile's simulated relays, events go
+// statusdConfig is the image of the statusd end-to-end test: bypassd
+// drives the qemu profile's simulated relays, events go
 // to a syslog collector on the host (10.0.2.2 is the host's loopback
 // through QEMU's user network), and the boot grace is long so that the
 // watchdog never resets the box during the test.
-func statusdConfig(syslogPort int, withBypassd bool) []byte {
-	services := `"watchdogd", "statusd"`
-	if withBypassd {
-		services = `"bypassd", "watchdogd", "statusd"`
-	}
+func statusdConfig(syslogPort int) []byte {
 	return fmt.Appendf(nil, `platform = "qemu"
 hostname = "ncpos-e2e"
-services = [%s]
+services = ["bypassd", "watchdogd", "statusd"]
 
 [watchdog]
 boot_grace = "3600s"
@@ -46,14 +43,7 @@ bypass = "pair1"
 
 [syslog]
 target = "udp://10.0.2.2:%d"
-`, services, syslogPort)
-}
-
-// bypassdInTree says whether services/bypassd exists to be built into the
-// image.
-func bypassdInTree() bool {
-	_, err := os.Stat("../services/bypassd/main.go")
-	return err == nil
+`, syslogPort)
 }
 
 // syslogCollector gathers the datagrams that arrive on a local UDP port.
@@ -111,13 +101,7 @@ type prometheusServer struct {
 
 func startPrometheus(t *testing.T, target string) *prometheusServer {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("NCPOS_REQUIRE_TOOLS") != "" {
-			t.Fatal("prometheus not found: apt-get install prometheus")
-		}
-		t.Skip("prometheus not found (apt-get install prometheus)")
-	}
+	bin := testenv.LookPath(t, testenv.Tools, "prometheus", "prometheus")
 	dir := t.TempDir()
 	rules := regexp.MustCompile(`(?m)^(\s+)for: \S+$`).ReplaceAll(monitoring.Rules, []byte("${1}for: 2s"))
 	if err := os.WriteFile(filepath.Join(dir, "rules.yml"), rules, 0o644); err != nil {
@@ -300,8 +284,7 @@ func TestStatusdEndToEnd(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
 	collector := newSyslogCollector(t)
-	withBypassd := bypassdInTree()
-	img := testImage(t, "statusd-e2e", statusdConfig(collector.pc.LocalAddr().(*net.UDPAddr).Port, withBypassd))
+	img := testImage(t, "statusd-e2e", statusdConfig(collector.pc.LocalAddr().(*net.UDPAddr).Port))
 	v, serial := boot(t, img, false)
 	prom := startPrometheus(t, strings.TrimSuffix(strings.TrimPrefix(v.StatusURL(), "http://"), "/"))
 	sys := system(t, v)
@@ -370,9 +353,6 @@ func TestStatusdEndToEnd(t *testing.T) {
 	})
 
 	t.Run("bypass alert", func(t *testing.T) {
-		if !withBypassd {
-			t.Skip("bypassd is not in this tree (services/bypassd): the image cannot force bypass")
-		}
 		// Without credentials, the API refuses.
 		if code, body := control(t, v, "/api/v1/control/bypass", "", "", `{"segment":"seg1","state":"bypass","reason":"e2e"}`); code != 401 {
 			t.Fatalf("override without credentials = %d %s, want 401", code, body)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/net/html"
+
+	"github.com/ncpos/ncpos/internal/testenv"
 )
 
 // chromium finds Debian's chromium; the test is skipped without it unless
@@ -27,11 +29,7 @@ func chromium(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv("NCPOS_REQUIRE_TOOLS") != "" {
-		t.Fatal("chromium not found: apt-get install chromium")
-	}
-	t.Skip("chromium not found (apt-get install chromium)")
-	return ""
+	return testenv.LookPath(t, testenv.Tools, "chromium", "chromium")
 }
 
 // runChromium runs headless Chromium once with the flags that keep it off

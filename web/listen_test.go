@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/ncpos/ncpos/internal/testenv"
 )
 
 // TestServeOnlyOnManagementInterface runs in a network namespace of its
@@ -26,12 +28,7 @@ func TestServeOnlyOnManagementInterface(t *testing.T) {
 		netnsChild(t)
 		return
 	}
-	if os.Geteuid() != 0 {
-		if os.Getenv("NCPOS_REQUIRE_TOOLS") != "" {
-			t.Fatal("needs root for a network namespace")
-		}
-		t.Skip("needs root for a network namespace")
-	}
+	testenv.NeedRoot(t, testenv.Lab, "a network namespace")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestServeOnlyOnManagementInterface$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), "NCPOS_NETNS_CHILD=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}

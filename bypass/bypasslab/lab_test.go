@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass"
+	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/lab"
 )
 
@@ -42,13 +43,7 @@ func TestMain(m *testing.M) {
 // requireLab skips unless root; with NCPOS_REQUIRE_LAB=1 it fails instead.
 func requireLab(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() == 0 {
-		return
-	}
-	if os.Getenv("NCPOS_REQUIRE_LAB") == "1" {
-		t.Fatal("lab tests need root (NCPOS_REQUIRE_LAB=1)")
-	}
-	t.Skip("lab tests need root")
+	testenv.NeedRoot(t, testenv.Lab, "the lab")
 }
 
 var labSeq atomic.Int32
