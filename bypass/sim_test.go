@@ -14,6 +14,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/ncpos/ncpos/internal/testenv"
+	"github.com/ncpos/ncpos/lab"
 )
 
 // needRoot skips a test that needs root (BPF, namespaces) unless
@@ -40,6 +41,10 @@ func inNetns(t *testing.T, fn func(ifA, ifB string)) {
 			return
 		}
 		defer orig.Close()
+		if err := lab.ShareNetnsDir(); err != nil {
+			t.Error(err)
+			return
+		}
 		ns, err := netns.NewNamed(name)
 		if err != nil {
 			t.Error(err)

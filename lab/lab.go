@@ -31,10 +31,9 @@ package lab
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
+	"os"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/vishvananda/netlink"
 )
@@ -83,9 +82,9 @@ func New(cfg Config) (_ *Lab, err error) {
 	}
 	l := &Lab{ID: cfg.ID}
 	// Never take over (or tear down) a lab that another run is using;
-	// what a killed run left is for Cleanup.
-	if used, _ := filepath.Glob(filepath.Join("/run/netns", l.Name("*"))); len(used) > 0 {
-		return nil, fmt.Errorf("lab: id %q is in use (%s); Cleanup(%q) removes it", cfg.ID, strings.Join(used, ", "), l.Name(""))
+	// what an interrupted run left is removed first.
+	if err := l.claim(); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -196,6 +195,9 @@ func (l *Lab) Close() error {
 		errs = append(errs, l.FW.Delete())
 	}
 	errs = append(errs, Cleanup(l.Name("")))
+	if err := os.Remove(l.ownerFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

@@ -10,11 +10,15 @@ import (
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
-// Prefix starts the name of every namespace and interface the lab creates,
-// so that a crashed test can always be cleaned up (Cleanup) and nothing of
-// the host is ever touched.
+// netnsDir is where named namespaces live, for the lab as for iproute2.
+const netnsDir = "/run/netns"
+
+// Prefix starts the name of every namespace and interface the lab creates
+// ("ncpos test"), so that a crashed test can always be cleaned up
+// (Cleanup) and nothing of the host is ever touched.
 const Prefix = "ncpt-"
 
 // Netns is a named network namespace (/run/netns/NAME, as `ip netns`
@@ -31,6 +35,9 @@ type Netns struct {
 func newNetns(name string) (*Netns, error) {
 	if !strings.HasPrefix(name, Prefix) {
 		return nil, fmt.Errorf("lab: namespace %q lacks the %q prefix", name, Prefix)
+	}
+	if err := ShareNetnsDir(); err != nil {
+		return nil, err
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -53,7 +60,7 @@ func newNetns(name string) (*Netns, error) {
 	nl, err := netlink.NewHandleAt(ns)
 	if err != nil {
 		ns.Close()
-		netns.DeleteNamed(name)
+		deleteNamed(name)
 		return nil, fmt.Errorf("lab: netlink in %s: %w", name, err)
 	}
 	n := &Netns{Name: name, ns: ns, nl: nl}
@@ -115,8 +122,44 @@ func (n *Netns) Delete() error {
 		n.nl.Close()
 	}
 	n.ns.Close()
-	if err := netns.DeleteNamed(n.Name); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("lab: deleting namespace %s: %w", n.Name, err)
+	return deleteNamed(n.Name)
+}
+
+// ShareNetnsDir makes /run/netns a shared mount point before the lab
+// names a namespace in it, as `ip netns add` does before its first
+// (iproute2, ip/ipnetns.c): make it shared; where that fails because it is
+// not a mount point yet, bind it onto itself, recursively, and make it
+// shared. Done by both, neither ever binds the directory over the other's
+// namespace files. Without it, an `ip netns add` after the lab had named
+// its namespaces bound /run/netns over them, and the lab could no longer
+// use or delete them.
+func ShareNetnsDir() error {
+	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
+		return fmt.Errorf("lab: %w", err)
+	}
+	err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+	if errors.Is(err, unix.EINVAL) {
+		if err := unix.Mount(netnsDir, netnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("lab: making %s a mount point: %w", netnsDir, err)
+		}
+		err = unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+	}
+	if err != nil {
+		return fmt.Errorf("lab: making %s shared: %w", netnsDir, err)
+	}
+	return nil
+}
+
+// deleteNamed unmounts and removes /run/netns/NAME. A file that is no
+// longer a mount point (a namespace that is already gone) is removed all
+// the same.
+func deleteNamed(name string) error {
+	p := filepath.Join(netnsDir, name)
+	if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("lab: deleting namespace %s: %w", name, err)
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("lab: deleting namespace %s: %w", name, err)
 	}
 	return nil
 }
@@ -129,11 +172,11 @@ func Cleanup(prefix string) error {
 		return fmt.Errorf("lab: cleanup prefix %q lacks %q", prefix, Prefix)
 	}
 	var errs []error
-	entries, _ := os.ReadDir("/run/netns")
+	entries, _ := os.ReadDir(netnsDir)
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), prefix) {
-			if err := netns.DeleteNamed(e.Name()); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, fmt.Errorf("deleting namespace %s: %w", e.Name(), err))
+			if err := deleteNamed(e.Name()); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
