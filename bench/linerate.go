@@ -3,7 +3,7 @@
 // flows), the throughput search, latency, frame-loss and back-to-back
 // procedures over a Trial (a simulated device in unit tests, AF_XDP
 // traffic in the lab and on the appliance), and the reports: a text table
-// like the seed articles', JSON, CSV, an SVG chart and the self-test
+// like NCPBench's, JSON, CSV, an SVG chart and the self-test
 // report statusd shows.
 package bench
 

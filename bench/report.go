@@ -48,7 +48,7 @@ func (r *Report) Label() string {
 // Aggregate figures over all streams of the configuration.
 func (r *Report) aggPPS(s *SizeResult) float64 { return s.ThroughputPPS * float64(r.Streams()) }
 
-// WriteTable writes the seed articles' table: per configuration, for each
+// WriteTable writes the table NCPBench users know: per configuration, for each
 // frame size the throughput in % of line rate (per port), Gb/s and Mpps
 // (over all streams), the line rate it is counted against, latency at the
 // throughput rate and the independent count's agreement; then, with more

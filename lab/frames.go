@@ -153,7 +153,7 @@ type MalformedCase struct {
 	Reasons []string
 }
 
-// MalformedCases are the frames the issue names: runts, truncated IPv4,
+// MalformedCases are the frames a hostile neighbour can send: runts, truncated IPv4,
 // IPv6 and TCP headers, IHL below 5, four stacked VLAN tags, and the
 // largest frames the MTU allows (which are not malformed at all).
 func MalformedCases() []MalformedCase {

@@ -17,7 +17,8 @@ func (r *BenchReport) find(setup string, size int) float64 {
 
 // Print writes the report: per size, each setup's rate, cost per frame,
 // cost added over the ceiling, and ratios to the Linux bridge and to the
-// devmap reference; then the overload figure and the targets.
+// devmap reference; then the overload figure and the targets the datapath
+// is held to on a 2-core lab.
 func (r *BenchReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "ncpos lab bench: veth lab, %d CPUs, generator on CPU %d, best 0.5 s window of %v, best of %d rounds\n", r.CPUs, r.GenCPU, r.Duration, r.Rounds)
 	fmt.Fprintf(w, "(on veth the generator, the datapath and the sink share one core's softirq: ns/frame is the honest figure)\n\n")

@@ -25,7 +25,7 @@ var labRunDir = filepath.Join(os.TempDir(), "ncpos-lab")
 
 func runLab(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: ncpos lab up|down|bench [flags]")
+		return errors.New("usage: ncpos lab up|down|bench|failover [flags]")
 	}
 	switch args[0] {
 	case "up":
@@ -37,7 +37,7 @@ func runLab(ctx context.Context, args []string) error {
 	case "failover":
 		return labFailover(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown lab command %q, want up, down or bench", args[0])
+	return fmt.Errorf("unknown lab command %q, want up, down, bench or failover", args[0])
 }
 
 // labUp builds a lab and leaves forwarderd running in it, for poking at by

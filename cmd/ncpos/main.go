@@ -1,6 +1,6 @@
-// Command ncpos is the host side of ncpos: it builds images and boots them
-// in QEMU (and, as later issues land, installs, updates, runs the lab and
-// the RFC 2544 bench).
+// Command ncpos is the host side of ncpos: it builds images, boots them in
+// QEMU, installs them onto cards and disks, updates running boxes, and runs
+// the namespace lab and the RFC 2544 bench.
 package main
 
 import (
@@ -19,7 +19,7 @@ var commands = map[string]struct {
 	"vm":      {runVM, "boot an image in QEMU with NICs, watchdog and serial console"},
 	"update":  {runUpdate, "update a running appliance over the network (test boot, then permanent)"},
 	"install": {runInstall, "write an image onto a USB stick, CF card or DOM (keeps its /perm)"},
-	"lab":     {runLab, "network-namespace lab: up, down, bench (needs root)"},
+	"lab":     {runLab, "network-namespace lab: up, down, bench, failover (needs root)"},
 	"bench":   {runBench, "RFC 2544 self-test over AF_XDP in the lab: throughput, latency, loss, back-to-back"},
 }
 
