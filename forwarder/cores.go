@@ -11,32 +11,6 @@ import (
 	"strings"
 )
 
-// CorePlan is how the forwarder associated ports with cores: which CPUs
-// forward, which are kept for management, and for each port which queue is
-// served by which CPU. Nobody pins by hand; this is reported on /status.
-type CorePlan struct {
-	Online     []int       `json:"online"`
-	Forwarding []int       `json:"forwarding"`
-	Management []int       `json:"management"`
-	Note       string      `json:"note,omitempty"`
-	Ports      []PortCores `json:"ports"`
-}
-
-// PortCores is one port's queues and where they are served.
-type PortCores struct {
-	Interface string      `json:"interface"`
-	Channels  string      `json:"channels"` // what was done to the queue count, and why
-	Queues    []QueueCore `json:"queues"`
-}
-
-// QueueCore is one receive queue and the CPU that serves it.
-type QueueCore struct {
-	Queue int    `json:"queue"`
-	CPU   int    `json:"cpu"`
-	IRQs  []int  `json:"irqs,omitempty"`
-	IRQ   string `json:"irq"` // "pinned", "none (virtual device)" or the error
-}
-
 // PlanCPUs chooses the forwarding CPUs: cores of them (0 = all but one),
 // taken from the end of the online list so that CPU 0, where the kernel
 // does most of its housekeeping, stays with management. With a single CPU

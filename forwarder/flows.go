@@ -18,43 +18,6 @@ import (
 // DefaultFlowIdle is how long a flow may be silent before it is expired.
 const DefaultFlowIdle = 120 * time.Second
 
-// FlowStats describe the service-mode flow table.
-type FlowStats struct {
-	TableSize int `json:"table_size"`
-	// Flows is the number of flows in the table: the live entries found by
-	// the last sweep plus those created since.
-	Flows   int    `json:"flows"`
-	Created uint64 `json:"created"` // flows inserted since start
-	Expired uint64 `json:"expired"` // removed after IdleTimeout without a frame
-	// Evicted are flows the table pushed out (least recently used first)
-	// to make room: created − expired − live, as of the last sweep.
-	Evicted      uint64  `json:"evicted"`
-	InsertFailed uint64  `json:"insert_failed"`
-	NewPerSecond float64 `json:"new_per_second"`
-	IdleTimeout  string  `json:"idle_timeout"`
-	LastSweep    string  `json:"last_sweep,omitempty"`
-	SweepTime    string  `json:"sweep_time,omitempty"`
-	// Top are the largest flows by bytes at the last sweep.
-	Top []FlowEntry `json:"top,omitempty"`
-}
-
-// FlowEntry is one flow of the table.
-type FlowEntry struct {
-	Port      uint8     `json:"-"`
-	Segment   string    `json:"segment,omitempty"`
-	In        string    `json:"in,omitempty"` // the port the flow entered
-	Proto     uint8     `json:"proto"`
-	Src       string    `json:"src"`
-	Dst       string    `json:"dst"`
-	SrcPort   uint16    `json:"src_port,omitempty"`
-	DstPort   uint16    `json:"dst_port,omitempty"`
-	Packets   uint64    `json:"packets"`
-	Bytes     uint64    `json:"bytes"`
-	FirstSeen time.Time `json:"first_seen"`
-	LastSeen  time.Time `json:"last_seen"`
-	TCPFlags  uint8     `json:"tcp_flags,omitempty"`
-}
-
 const topFlows = 10
 
 // flowTable owns the BPF flow table of service mode: the programs insert

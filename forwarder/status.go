@@ -5,58 +5,20 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc"
 )
 
-// Status is forwarderd's /status.
-type Status struct {
-	Engine     string             `json:"engine"`
-	Mode       string             `json:"mode"`
-	Started    time.Time          `json:"started"`
-	Heartbeat  time.Time          `json:"heartbeat"`
-	Live       health.Liveness    `json:"live"`
-	Conditions []health.Condition `json:"conditions"`
-	Cores      CorePlan           `json:"cores"`
-	Segments   []SegmentStatus    `json:"segments"`
-	Ports      []PortStatus       `json:"ports"`
-	Flows      *FlowStats         `json:"flows,omitempty"`
-}
-
-// PortStatus is one port: what entered it (datapath counters) and what
-// left it (the kernel's interface counters).
-type PortStatus struct {
-	Name      string `json:"name"` // front-panel label
-	Interface string `json:"interface"`
-	Segment   string `json:"segment"`
-	Peer      string `json:"peer"`
-	Attach    string `json:"attach"` // xdp: native|generic; afxdp: zerocopy|copy
-	Link      string `json:"link"`
-
-	RxPackets uint64 `json:"rx_packets"` // entered the datapath here
-	RxBytes   uint64 `json:"rx_bytes"`
-	Passed    uint64 `json:"passed"`     // handed on towards the peer
-	TxPackets uint64 `json:"tx_packets"` // left through this port (kernel)
-	TxBytes   uint64 `json:"tx_bytes"`
-
-	Drops            map[string]uint64 `json:"drops"`
-	Malformed        uint64            `json:"malformed"`
-	MalformedReasons map[string]uint64 `json:"malformed_reasons"`
-}
-
-// SegmentStatus sums a segment's two ports.
-type SegmentStatus struct {
-	Name             string            `json:"name"`
-	Ports            [2]string         `json:"ports"`
-	Packets          uint64            `json:"packets"` // entered, both directions
-	Bytes            uint64            `json:"bytes"`
-	Forwarded        uint64            `json:"forwarded"` // left, both directions
-	Drops            map[string]uint64 `json:"drops"`
-	Malformed        uint64            `json:"malformed"`
-	MalformedReasons map[string]uint64 `json:"malformed_reasons"`
-	// Forwarding: the segment has no condition (every port present and
-	// up, frames that enter leave).
-	Forwarding bool               `json:"forwarding"`
-	Conditions []health.Condition `json:"conditions"`
-}
+// The shapes of forwarderd's /status are the daemons' contract, in ipc.
+type (
+	Status        = ipc.ForwarderStatus
+	PortStatus    = ipc.PortStatus
+	SegmentStatus = ipc.SegmentStatus
+	CorePlan      = ipc.CorePlan
+	PortCores     = ipc.PortCores
+	QueueCore     = ipc.QueueCore
+	FlowStats     = ipc.FlowStats
+	FlowEntry     = ipc.FlowEntry
+)
 
 // drops merges the datapath's drop counters with the kernel's and the
 // derived egress losses.

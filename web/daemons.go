@@ -9,7 +9,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
 )
 
@@ -26,28 +25,6 @@ const (
 // KnownDaemons are the appliance daemons statusd reports on, whether the
 // configuration starts them or not.
 var KnownDaemons = []string{"forwarderd", "bypassd", "watchdogd", "statusd"}
-
-// forwarderStatus is the part of forwarderd's /status (forwarder.Status)
-// that statusd shows. It is a copy of the JSON shape, not an import, so
-// that statusd does not link the datapath (cilium/ebpf, AF_XDP) into its
-// binary; web's tests decode a real forwarder.Status through it.
-type forwarderStatus struct {
-	Engine string `json:"engine"`
-	Mode   string `json:"mode"`
-	Cores  struct {
-		Forwarding []int `json:"forwarding"`
-		Management []int `json:"management"`
-	} `json:"cores"`
-	Segments []struct {
-		Name       string             `json:"name"`
-		Packets    uint64             `json:"packets"`
-		Forwarded  uint64             `json:"forwarded"`
-		Drops      map[string]uint64  `json:"drops"`
-		Malformed  uint64             `json:"malformed"`
-		Forwarding bool               `json:"forwarding"`
-		Conditions []health.Condition `json:"conditions"`
-	} `json:"segments"`
-}
 
 // BypassState is one segment's bypass relay as the dashboard shows it,
 // taken from bypassd's /status.

@@ -275,7 +275,8 @@ ncpos_watchdog_pets_total 740
 ncpos_watchdog_last_reset_info{kind="watchdog"} 1
 `
 
-// fakeForwarderStatus has the shape of forwarder.Status (forwarder/status.go).
+// fakeForwarderStatus is a forwarderd /status (ipc.ForwarderStatus) as it
+// comes over the socket.
 const fakeForwarderStatus = `{"engine":"xdp","mode":"forward","live":{"live":true},
  "conditions":[{"kind":"link_down","segment":"seg2","port":"LAN4","source":"forwarderd","since":"2026-01-01T00:00:00Z","detail":"port LAN4 (eth4) link down"}],
  "cores":{"online":[0,1],"forwarding":[1],"management":[0],"ports":[]},

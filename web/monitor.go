@@ -169,7 +169,7 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 	c := m.Collector
 	var (
 		sys              *System
-		fwd              forwarderStatus
+		fwd              ipc.ForwarderStatus
 		byp              bypassStatus
 		fwdDown, bypDown bool
 		fwdErr, bypErr   error

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/ipc"
 )
 
 // Segment is one segment: configuration, forwarding and bypass state.
@@ -53,7 +54,7 @@ func daemonNote(daemon string, err error, down bool, services []string) string {
 
 // segments joins the configuration with what forwarderd and bypassd say
 // (fwdNote and bypNote: why they said nothing, see daemonNote).
-func segments(cfg *config.Config, fwd forwarderStatus, fwdNote string, byp bypassStatus, bypNote string) []Segment {
+func segments(cfg *config.Config, fwd ipc.ForwarderStatus, fwdNote string, byp bypassStatus, bypNote string) []Segment {
 	out := []Segment{}
 	for _, cs := range cfg.Segments {
 		s := Segment{

@@ -1,0 +1,121 @@
+package ipc
+
+import (
+	"time"
+
+	"github.com/ncpos/ncpos/health"
+)
+
+// ForwarderStatus is forwarderd's /status.
+type ForwarderStatus struct {
+	Engine     string             `json:"engine"`
+	Mode       string             `json:"mode"`
+	Started    time.Time          `json:"started"`
+	Heartbeat  time.Time          `json:"heartbeat"`
+	Live       health.Liveness    `json:"live"`
+	Conditions []health.Condition `json:"conditions"`
+	Cores      CorePlan           `json:"cores"`
+	Segments   []SegmentStatus    `json:"segments"`
+	Ports      []PortStatus       `json:"ports"`
+	Flows      *FlowStats         `json:"flows,omitempty"`
+}
+
+// PortStatus is one port: what entered it (datapath counters) and what
+// left it (the kernel's interface counters).
+type PortStatus struct {
+	Name      string `json:"name"` // front-panel label
+	Interface string `json:"interface"`
+	Segment   string `json:"segment"`
+	Peer      string `json:"peer"`
+	Attach    string `json:"attach"` // xdp: native|generic; afxdp: zerocopy|copy
+	Link      string `json:"link"`
+
+	RxPackets uint64 `json:"rx_packets"` // entered the datapath here
+	RxBytes   uint64 `json:"rx_bytes"`
+	Passed    uint64 `json:"passed"`     // handed on towards the peer
+	TxPackets uint64 `json:"tx_packets"` // left through this port (kernel)
+	TxBytes   uint64 `json:"tx_bytes"`
+
+	Drops            map[string]uint64 `json:"drops"`
+	Malformed        uint64            `json:"malformed"`
+	MalformedReasons map[string]uint64 `json:"malformed_reasons"`
+}
+
+// SegmentStatus sums a segment's two ports.
+type SegmentStatus struct {
+	Name             string            `json:"name"`
+	Ports            [2]string         `json:"ports"`
+	Packets          uint64            `json:"packets"` // entered, both directions
+	Bytes            uint64            `json:"bytes"`
+	Forwarded        uint64            `json:"forwarded"` // left, both directions
+	Drops            map[string]uint64 `json:"drops"`
+	Malformed        uint64            `json:"malformed"`
+	MalformedReasons map[string]uint64 `json:"malformed_reasons"`
+	// Forwarding: the segment has no condition (every port present and
+	// up, frames that enter leave).
+	Forwarding bool               `json:"forwarding"`
+	Conditions []health.Condition `json:"conditions"`
+}
+
+// CorePlan is how the forwarder associated ports with cores: which CPUs
+// forward, which are kept for management, and for each port which queue is
+// served by which CPU. Nobody pins by hand; this is reported on /status.
+type CorePlan struct {
+	Online     []int       `json:"online"`
+	Forwarding []int       `json:"forwarding"`
+	Management []int       `json:"management"`
+	Note       string      `json:"note,omitempty"`
+	Ports      []PortCores `json:"ports"`
+}
+
+// PortCores is one port's queues and where they are served.
+type PortCores struct {
+	Interface string      `json:"interface"`
+	Channels  string      `json:"channels"` // what was done to the queue count, and why
+	Queues    []QueueCore `json:"queues"`
+}
+
+// QueueCore is one receive queue and the CPU that serves it.
+type QueueCore struct {
+	Queue int    `json:"queue"`
+	CPU   int    `json:"cpu"`
+	IRQs  []int  `json:"irqs,omitempty"`
+	IRQ   string `json:"irq"` // "pinned", "none (virtual device)" or the error
+}
+
+// FlowStats describe the service-mode flow table.
+type FlowStats struct {
+	TableSize int `json:"table_size"`
+	// Flows is the number of flows in the table: the live entries found by
+	// the last sweep plus those created since.
+	Flows   int    `json:"flows"`
+	Created uint64 `json:"created"` // flows inserted since start
+	Expired uint64 `json:"expired"` // removed after IdleTimeout without a frame
+	// Evicted are flows the table pushed out (least recently used first)
+	// to make room: created − expired − live, as of the last sweep.
+	Evicted      uint64  `json:"evicted"`
+	InsertFailed uint64  `json:"insert_failed"`
+	NewPerSecond float64 `json:"new_per_second"`
+	IdleTimeout  string  `json:"idle_timeout"`
+	LastSweep    string  `json:"last_sweep,omitempty"`
+	SweepTime    string  `json:"sweep_time,omitempty"`
+	// Top are the largest flows by bytes at the last sweep.
+	Top []FlowEntry `json:"top,omitempty"`
+}
+
+// FlowEntry is one flow of the table.
+type FlowEntry struct {
+	Port      uint8     `json:"-"`
+	Segment   string    `json:"segment,omitempty"`
+	In        string    `json:"in,omitempty"` // the port the flow entered
+	Proto     uint8     `json:"proto"`
+	Src       string    `json:"src"`
+	Dst       string    `json:"dst"`
+	SrcPort   uint16    `json:"src_port,omitempty"`
+	DstPort   uint16    `json:"dst_port,omitempty"`
+	Packets   uint64    `json:"packets"`
+	Bytes     uint64    `json:"bytes"`
+	FirstSeen time.Time `json:"first_seen"`
+	LastSeen  time.Time `json:"last_seen"`
+	TCPFlags  uint8     `json:"tcp_flags,omitempty"`
+}
