@@ -16,21 +16,6 @@ import (
 	"github.com/ncpos/ncpos/ipc"
 )
 
-// OverrideRequest is the body of POST /override.
-type OverrideRequest struct {
-	Pair   string `json:"pair"`  // "" for every pair
-	State  State  `json:"state"` // normal, bypass or disconnect
-	Reason string `json:"reason"`
-	For    string `json:"for,omitempty"` // Go duration; "" until cleared
-	By     string `json:"by,omitempty"`  // who asked (statusd passes the user)
-}
-
-// PlanRequest is the body of POST /planned.
-type PlanRequest struct {
-	Kind   string `json:"kind"` // shutdown, reboot or update
-	Reason string `json:"reason"`
-}
-
 // Handler is bypassd's socket: the standard /healthz, /status and
 // /metrics, plus control:
 //

@@ -3,34 +3,11 @@ package bypass
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log"
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 )
-
-// Entry is one line of the transition log.
-type Entry struct {
-	Time  time.Time `json:"time"`
-	Pair  string    `json:"pair,omitempty"`
-	Kind  string    `json:"kind"` // transition, override, planned, timer, error, start, failsafe
-	From  State     `json:"from,omitempty"`
-	To    State     `json:"to,omitempty"`
-	Cause string    `json:"cause"`
-}
-
-func (e Entry) String() string {
-	s := e.Kind
-	if e.Pair != "" {
-		s = e.Pair + " " + s
-	}
-	if e.From != "" || e.To != "" {
-		s += fmt.Sprintf(" %s -> %s", e.From, e.To)
-	}
-	return s + ": " + e.Cause
-}
 
 // Journal keeps the transition log in memory (the last Keep entries) and
 // appends it to a file on /perm as JSON lines. The file is capped: when a

@@ -51,22 +51,6 @@ type Health struct {
 	Kinds []health.Kind
 }
 
-// Override is a manual state set through the API.
-type Override struct {
-	State   State     `json:"state"`
-	Reason  string    `json:"reason"`
-	By      string    `json:"by,omitempty"`
-	Set     time.Time `json:"set"`
-	Expires time.Time `json:"expires,omitzero"` // zero: until cleared
-}
-
-// Planned is a planned shutdown, reboot or update: bypass first.
-type Planned struct {
-	Kind   string    `json:"kind"` // shutdown, reboot, update or stop
-	Reason string    `json:"reason"`
-	Since  time.Time `json:"since"`
-}
-
 // Decider applies the policy to one pair. Priority, highest first: a
 // refused profile (failsafe), a planned shutdown, a manual override, then
 // forwarder health with hold-down and flap damping.

@@ -6,68 +6,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Status is bypassd's /status.
-type Status struct {
-	Failsafe  string       `json:"failsafe,omitempty"`
-	Planned   *Planned     `json:"planned,omitempty"`
-	Forwarder HealthStatus `json:"forwarder"`
-	Budget    Duration     `json:"budget"`
-	HoldDown  Duration     `json:"hold_down"`
-	Pairs     []PairStatus `json:"pairs"`
-	Log       []Entry      `json:"log"`
-}
-
-// HealthStatus is the last look at the forwarder.
-type HealthStatus struct {
-	Healthy bool      `json:"healthy"`
-	Reason  string    `json:"reason,omitempty"`
-	Checked time.Time `json:"checked"`
-}
-
-// PairStatus is one pair.
-type PairStatus struct {
-	Name       string           `json:"name"`
-	Segment    string           `json:"segment,omitempty"`
-	Ports      [2]string        `json:"ports"`
-	Interfaces [2]string        `json:"interfaces"`
-	Backend    string           `json:"backend"`
-	Problem    string           `json:"problem,omitempty"` // why it cannot be driven
-	State      State            `json:"state"`             // as read back
-	Desired    State            `json:"desired"`
-	Cause      string           `json:"cause"`
-	Since      time.Time        `json:"since"`
-	Healthy    bool             `json:"forwarder_healthy"`
-	Health     string           `json:"health,omitempty"`
-	HoldDown   Duration         `json:"hold_down"`
-	HealthyFor Duration         `json:"healthy_for"`
-	Override   *Override        `json:"override,omitempty"`
-	Timer      *TimerStatus     `json:"timer,omitempty"`
-	Defaults   map[Event]string `json:"defaults,omitempty"`
-	Caps       *Caps            `json:"caps,omitempty"`
-	Errors     uint64           `json:"errors"`
-	LastError  string           `json:"last_error,omitempty"`
-	Counts     map[State]uint64 `json:"transitions"`
-}
-
-// TimerStatus is the controller watchdog.
-type TimerStatus struct {
-	Armed    bool     `json:"armed"`
-	Timeout  Duration `json:"timeout"`
-	TimeLeft Duration `json:"time_left"`
-	Unit     Duration `json:"unit"`
-}
-
-// Duration marshals as a Go duration string.
-type Duration time.Duration
-
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	*d = Duration(v)
-	return err
-}
-
 // Status reports every pair and the last log entries.
 func (s *Supervisor) Status() Status {
 	s.mu.Lock()

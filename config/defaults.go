@@ -10,11 +10,13 @@ import (
 // listen on the appliance, so that statusd can have port 80.
 const GokrazyHTTPPort = "8080"
 
-// serviceNames are the appliance daemons init can supervise, in start order.
+// serviceNames are the appliance daemons init can supervise, in start
+// order: the one list of them (statusd reports on these, the image builder
+// compiles those a configuration names).
 var serviceNames = []string{"forwarderd", "bypassd", "watchdogd", "statusd"}
 
 // defaultServices are the daemons a default appliance runs: all of them.
-var defaultServices = []string{"forwarderd", "bypassd", "watchdogd", "statusd"}
+var defaultServices = serviceNames
 
 // defaultSelfTestSizes are the Ethernet frame sizes of RFC 2544 §9.1.
 var defaultSelfTestSizes = []int{64, 128, 256, 512, 1024, 1280, 1518}

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // Client talks to one appliance: statusd for status, gokrazy for updates.
@@ -38,7 +38,7 @@ func (c *Client) http() *http.Client {
 }
 
 // System reads statusd's /api/v1/system.
-func (c *Client) System(ctx context.Context) (*web.System, error) {
+func (c *Client) System(ctx context.Context) (*api.System, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, "GET", c.StatusURL+"api/v1/system", nil)
@@ -53,7 +53,7 @@ func (c *Client) System(ctx context.Context) (*web.System, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%sapi/v1/system: %s", c.StatusURL, resp.Status)
 	}
-	var s web.System
+	var s api.System
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 		return nil, fmt.Errorf("%sapi/v1/system: %w", c.StatusURL, err)
 	}

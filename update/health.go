@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/health"
-	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // SegmentState is what an update compares of a segment before and after:
@@ -37,7 +37,7 @@ type Baseline map[string]SegmentState
 
 // BaselineOf reads the segments of a status snapshot. A segment forwarderd
 // does not report counts as not forwarding.
-func BaselineOf(segs []web.Segment) Baseline {
+func BaselineOf(segs []api.Segment) Baseline {
 	b := Baseline{}
 	for _, s := range segs {
 		st := SegmentState{}
@@ -60,7 +60,7 @@ func BaselineOf(segs []web.Segment) Baseline {
 // again, while one that did not is forwarding now or in the very same
 // conditions as before. A cable that was out before the update is no
 // reason to refuse it; a segment the new build broke is.
-func Accept(before Baseline, daemons []web.Daemon, after Baseline) error {
+func Accept(before Baseline, daemons []api.Daemon, after Baseline) error {
 	n := 0
 	for _, d := range daemons {
 		if !d.Configured {
@@ -100,9 +100,9 @@ func Accept(before Baseline, daemons []web.Daemon, after Baseline) error {
 }
 
 // Segments reads statusd's /api/v1/segments.
-func (c *Client) Segments(ctx context.Context) ([]web.Segment, error) {
+func (c *Client) Segments(ctx context.Context) ([]api.Segment, error) {
 	var segs struct {
-		Segments []web.Segment `json:"segments"`
+		Segments []api.Segment `json:"segments"`
 	}
 	if err := c.getJSON(ctx, "api/v1/segments", &segs); err != nil {
 		return nil, err
@@ -114,7 +114,7 @@ func (c *Client) Segments(ctx context.Context) ([]web.Segment, error) {
 // forwarderd to report every one of them (statusd shows a segment without
 // forwarderd's word while forwarderd is slow to answer): the baseline of an
 // update must be what the segments do, not a missed sample.
-func (c *Client) reportedSegments(ctx context.Context, patience time.Duration) ([]web.Segment, error) {
+func (c *Client) reportedSegments(ctx context.Context, patience time.Duration) ([]api.Segment, error) {
 	deadline := time.Now().Add(patience)
 	for {
 		segs, err := c.Segments(ctx)

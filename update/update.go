@@ -11,7 +11,7 @@ import (
 
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/image/partition"
-	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // Options tunes an update.
@@ -49,7 +49,7 @@ func bootedRoot(cmdline string) (uint32, int, error) {
 // runningRoot is the partition the running system uses: the booted one,
 // unless gokrazy test-boots the other (then "/" is that partition's device
 // rather than /dev/root).
-func runningRoot(s *web.System, booted int) int {
+func runningRoot(s *api.System, booted int) int {
 	dev := s.Root.Device
 	if dev == "/dev/root" || dev == "" {
 		return booted
@@ -229,6 +229,6 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 }
 
 // bootedSince says whether the snapshot comes from a boot after t.
-func bootedSince(s *web.System, t time.Time) bool {
+func bootedSince(s *api.System, t time.Time) bool {
 	return time.Now().Add(-time.Duration(s.UptimeSeconds * float64(time.Second))).After(t)
 }

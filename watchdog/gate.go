@@ -15,16 +15,6 @@ type Check struct {
 	Run  func(ctx context.Context) error
 }
 
-// CheckState is the latest result of one check.
-type CheckState struct {
-	Name     string    `json:"name"`
-	OK       bool      `json:"ok"`
-	Error    string    `json:"error,omitempty"`
-	Since    time.Time `json:"since"` // when it last changed between ok and failing
-	LastRun  time.Time `json:"last_run"`
-	Duration float64   `json:"duration_seconds"`
-}
-
 // Decision is what the gate concluded at one evaluation.
 type Decision struct {
 	Pet     bool         `json:"pet"`

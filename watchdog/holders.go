@@ -8,14 +8,6 @@ import (
 	"strings"
 )
 
-// Holder is a process that has a watchdog device open.
-type Holder struct {
-	PID  int    `json:"pid"`
-	Name string `json:"name"`
-	FD   int    `json:"fd"`
-	Path string `json:"path"`
-}
-
 // Holders lists the processes under procRoot (normally /proc) holding one of
 // the watchdog device nodes open. It proves who, if anyone, keeps the box
 // alive: on ncpos that must be init (which only holds it) and watchdogd

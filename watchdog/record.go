@@ -31,16 +31,6 @@ type PlannedRecord struct {
 	At   time.Time `json:"at"`
 }
 
-// LastReset is why the current boot happened.
-type LastReset struct {
-	Kind       string    `json:"kind"`   // "watchdog", "planned reboot" or "power-on"
-	Detail     string    `json:"detail"` // failing checks, or what was planned
-	Text       string    `json:"text"`   // for people, e.g. "watchdog (forwarderd /healthz failing since …)"
-	BootStatus uint32    `json:"boot_status"`
-	BootID     string    `json:"boot_id"`
-	Decided    time.Time `json:"decided"`
-}
-
 // Records keeps the watchdog's records in Dir. They are tiny and written
 // only on failure, on purpose and once per boot, to spare the flash.
 type Records struct {

@@ -17,24 +17,6 @@ type Pinger interface {
 	TimeLeft() (time.Duration, error)
 }
 
-// Status is what watchdogd reports.
-type Status struct {
-	Device        string       `json:"device"`
-	Identity      string       `json:"identity"`
-	Source        string       `json:"source"` // how watchdogd got the device
-	TimeoutSec    int          `json:"timeout_seconds"`
-	TimeLeftSec   int          `json:"time_left_seconds"` // -1 when the driver cannot tell
-	IntervalSec   float64      `json:"interval_seconds"`
-	Petting       bool         `json:"petting"` // false once a required check failed
-	StoppedReason string       `json:"stopped_reason,omitempty"`
-	InGrace       bool         `json:"in_grace"`
-	Pings         uint64       `json:"pings"`
-	LastPing      time.Time    `json:"last_ping"`
-	LastPingError string       `json:"last_ping_error,omitempty"`
-	Checks        []CheckState `json:"checks"`
-	LastReset     LastReset    `json:"last_reset"`
-}
-
 // Supervisor pets the watchdog only while the gate says the appliance is
 // healthy. When it stops, it first records why in /perm, so the next boot
 // can name the failing check; if health returns before the hardware fires,

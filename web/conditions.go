@@ -1,15 +1,19 @@
 package web
 
 import (
+	"slices"
 	"time"
+
+	"github.com/ncpos/ncpos/config"
 
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/sysinfo"
 )
 
-// reportingDaemons are the daemons whose conditions statusd gathers.
-var reportingDaemons = []string{"forwarderd", "bypassd", "watchdogd"}
+// reportingDaemons are the daemons whose conditions statusd gathers: all
+// but statusd itself, which adds its own.
+var reportingDaemons = slices.DeleteFunc(config.ServiceNames(), func(d string) bool { return d == "statusd" })
 
 // conditions merges the daemons' conditions with statusd's own (a rejected
 // configuration) and turns those that began or ended into events. It runs

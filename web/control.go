@@ -59,14 +59,14 @@ type ipcBypass struct{ runDir string }
 
 func (b ipcBypass) Override(ctx context.Context, o BypassOverride) (*BypassState, error) {
 	c := ipc.NewClient(b.runDir, "bypassd", 10*time.Second)
-	var st bypassStatus
+	var st ipc.BypassStatus
 	var err error
 	if o.State == "auto" {
 		err = c.Delete(ctx, "/override?"+url.Values{"pair": {o.Pair}, "by": {o.By}}.Encode(), &st)
 	} else {
-		req := map[string]string{"pair": o.Pair, "state": o.State, "reason": o.Reason, "by": o.By}
+		req := ipc.OverrideRequest{Pair: o.Pair, State: ipc.RelayState(o.State), Reason: o.Reason, By: o.By}
 		if o.ExpiresIn > 0 {
-			req["for"] = o.ExpiresIn.String()
+			req.For = o.ExpiresIn.String()
 		}
 		err = c.Post(ctx, "/override", req, &st)
 	}
@@ -76,7 +76,7 @@ func (b ipcBypass) Override(ctx context.Context, o BypassOverride) (*BypassState
 	if err != nil {
 		return nil, err
 	}
-	bs, ok := st.pairOf(o.Segment, o.Pair)
+	bs, ok := pairOf(&st, o.Segment, o.Pair)
 	if !ok {
 		return nil, fmt.Errorf("bypassd does not report pair %s of segment %s", o.Pair, o.Segment)
 	}

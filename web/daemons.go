@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/ipc"
 )
 
@@ -24,63 +25,18 @@ const (
 
 // KnownDaemons are the appliance daemons statusd reports on, whether the
 // configuration starts them or not.
-var KnownDaemons = []string{"forwarderd", "bypassd", "watchdogd", "statusd"}
+var KnownDaemons = config.ServiceNames()
 
-// BypassState is one segment's bypass relay as the dashboard shows it,
-// taken from bypassd's /status.
-type BypassState struct {
-	Segment  string    `json:"segment"`
-	Pair     string    `json:"pair"`
-	Backend  string    `json:"backend,omitempty"`
-	State    string    `json:"state"`             // as read back: normal, bypass, disconnect or unknown
-	Desired  string    `json:"desired,omitempty"` // what the policy wants
-	Reason   string    `json:"reason"`            // bypassd's cause of the last change
-	Since    time.Time `json:"since,omitzero"`
-	Problem  string    `json:"problem,omitempty"`   // why bypassd cannot drive the relay
-	HoldDown string    `json:"hold_down,omitempty"` // in force, with flap damping (a Go duration)
-	Override *Override `json:"override,omitempty"`
-}
+// Override is a manual bypass override in force, as bypassd reports it.
+type Override = ipc.Override
 
-// Override is a manual bypass override in force.
-type Override struct {
-	State   string    `json:"state"`
-	Reason  string    `json:"reason"`
-	By      string    `json:"by,omitempty"`
-	Set     time.Time `json:"set,omitzero"`
-	Expires time.Time `json:"expires,omitzero"` // zero: until ended
-}
-
-// bypassStatus is the part of bypassd's /status (bypass.Status in
-// bypass/status.go) that statusd shows. A copy of the JSON shape, not an
-// import, as for forwarderStatus.
-type bypassStatus struct {
-	Failsafe string `json:"failsafe"`
-	Planned  *struct {
-		Kind   string    `json:"kind"`
-		Reason string    `json:"reason"`
-		Since  time.Time `json:"since"`
-	} `json:"planned"`
-	Pairs []struct {
-		Name     string    `json:"name"`
-		Segment  string    `json:"segment"`
-		Backend  string    `json:"backend"`
-		Problem  string    `json:"problem"`
-		State    string    `json:"state"`
-		Desired  string    `json:"desired"`
-		Cause    string    `json:"cause"`
-		Since    time.Time `json:"since"`
-		HoldDown string    `json:"hold_down"`
-		Override *Override `json:"override"`
-	} `json:"pairs"`
-}
-
-// pairOf finds the pair serving segment seg (by the pair's segment, else by
-// the pair name the configuration gives).
-func (b *bypassStatus) pairOf(seg, pair string) (*BypassState, bool) {
+// pairOf finds the pair of bypassd's status serving segment seg (by the
+// pair's segment, else by the pair name the configuration gives).
+func pairOf(b *ipc.BypassStatus, seg, pair string) (*BypassState, bool) {
 	for _, p := range b.Pairs {
 		if (p.Segment != "" && p.Segment == seg) || (p.Segment == "" && p.Name == pair) {
-			return &BypassState{Segment: seg, Pair: p.Name, Backend: p.Backend, State: p.State, Desired: p.Desired,
-				Reason: p.Cause, Since: p.Since, Problem: p.Problem, HoldDown: p.HoldDown, Override: p.Override}, true
+			return &BypassState{Segment: seg, Pair: p.Name, Backend: p.Backend, State: string(p.State), Desired: string(p.Desired),
+				Reason: p.Cause, Since: p.Since, Problem: p.Problem, HoldDown: time.Duration(p.HoldDown).String(), Override: p.Override}, true
 		}
 	}
 	return nil, false

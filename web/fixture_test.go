@@ -365,7 +365,7 @@ func startFakeBypassd(ctx context.Context, t *testing.T, run string, now func() 
 			return
 		}
 		b.requests = append(b.requests, req)
-		o := &Override{State: req.State, Reason: req.Reason, By: req.By, Set: b.now()}
+		o := &Override{State: ipc.RelayState(req.State), Reason: req.Reason, By: req.By, Set: b.now()}
 		if req.For != "" {
 			d, _ := time.ParseDuration(req.For)
 			o.Expires = b.now().Add(d)

@@ -170,7 +170,7 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 	var (
 		sys              *System
 		fwd              ipc.ForwarderStatus
-		byp              bypassStatus
+		byp              ipc.BypassStatus
 		fwdDown, bypDown bool
 		fwdErr, bypErr   error
 		wg               sync.WaitGroup

@@ -12,32 +12,6 @@ import (
 	"github.com/ncpos/ncpos/ipc"
 )
 
-// Segment is one segment: configuration, forwarding and bypass state.
-type Segment struct {
-	Name            string             `json:"name"`
-	Ports           []string           `json:"ports"`
-	Mode            string             `json:"mode"`
-	Engine          string             `json:"engine"`
-	Cores           []int              `json:"cores"`            // forwarding CPUs (forwarderd); empty when unknown
-	CoresConfigured int                `json:"cores_configured"` // forwarder.cores, 0 = all but one
-	BypassPair      string             `json:"bypass_pair,omitempty"`
-	Bypass          *BypassState       `json:"bypass"` // nil when unknown, see BypassNote
-	BypassNote      string             `json:"bypass_note,omitempty"`
-	Forwarding      *SegmentForwarding `json:"forwarding"` // nil when forwarderd does not report, see ForwarderNote
-	ForwarderNote   string             `json:"forwarder_note,omitempty"`
-}
-
-// SegmentForwarding is what forwarderd says about a segment.
-type SegmentForwarding struct {
-	Healthy    bool               `json:"healthy"`           // no condition: the segment forwards
-	Problem    string             `json:"problem,omitempty"` // the conditions in words
-	Conditions []health.Condition `json:"conditions"`
-	Packets    uint64             `json:"packets"`   // entered, both directions
-	Forwarded  uint64             `json:"forwarded"` // left, both directions
-	Drops      uint64             `json:"drops"`
-	Malformed  uint64             `json:"malformed"`
-}
-
 // daemonNote says why a daemon's /status is missing: "" when it answered,
 // "not running" when init starts it, "not configured" when init does not.
 func daemonNote(daemon string, err error, down bool, services []string) string {
@@ -54,7 +28,7 @@ func daemonNote(daemon string, err error, down bool, services []string) string {
 
 // segments joins the configuration with what forwarderd and bypassd say
 // (fwdNote and bypNote: why they said nothing, see daemonNote).
-func segments(cfg *config.Config, fwd ipc.ForwarderStatus, fwdNote string, byp bypassStatus, bypNote string) []Segment {
+func segments(cfg *config.Config, fwd ipc.ForwarderStatus, fwdNote string, byp ipc.BypassStatus, bypNote string) []Segment {
 	out := []Segment{}
 	for _, cs := range cfg.Segments {
 		s := Segment{
@@ -90,7 +64,7 @@ func segments(cfg *config.Config, fwd ipc.ForwarderStatus, fwdNote string, byp b
 		case bypNote != "":
 			s.BypassNote = bypNote
 		default:
-			if b, ok := byp.pairOf(cs.Name, cs.Bypass); ok {
+			if b, ok := pairOf(&byp, cs.Name, cs.Bypass); ok {
 				s.Bypass = b
 			} else {
 				s.BypassNote = "bypassd does not report this segment"

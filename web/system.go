@@ -24,54 +24,6 @@ import (
 	"github.com/ncpos/ncpos/watchdog"
 )
 
-// Interface is one network interface as the status page shows it.
-type Interface struct {
-	Name      string   `json:"name"`
-	Port      string   `json:"port,omitempty"` // front-panel name
-	MAC       string   `json:"mac"`
-	OperState string   `json:"oper_state"`
-	Addresses []string `json:"addresses"`
-}
-
-// Daemon is one ncpos daemon's health.
-type Daemon struct {
-	Name       string `json:"name"`
-	Configured bool   `json:"configured"` // init starts it (init's record)
-	State      string `json:"state"`      // healthy, unhealthy, not running, not configured
-	Healthy    bool   `json:"healthy"`
-	Reason     string `json:"reason,omitempty"`
-}
-
-// WatchdogInfo tells who holds the hardware watchdog and how it is petted.
-type WatchdogInfo struct {
-	Holders       []watchdog.Holder `json:"holders"`
-	ClaimedByInit bool              `json:"claimed_by_init"`
-	GokrazyPinger string            `json:"gokrazy_pinger"`
-	Petter        *watchdog.Status  `json:"petter,omitempty"` // from watchdogd
-	Error         string            `json:"error,omitempty"`
-}
-
-// System is the snapshot behind the status page and /api/v1/system.
-type System struct {
-	BuildID        string              `json:"build_id"`
-	MachineID      string              `json:"machine_id"`
-	Hostname       string              `json:"hostname"`
-	Kernel         string              `json:"kernel"`
-	Cmdline        string              `json:"cmdline"`
-	UptimeSeconds  float64             `json:"uptime_seconds"`
-	Root           sysinfo.Mount       `json:"root"`
-	Perm           *sysinfo.Mount      `json:"perm,omitempty"`
-	Mounts         []sysinfo.Mount     `json:"mounts"`
-	BootDisk       *sysinfo.DiskWrites `json:"boot_disk,omitempty"`
-	Interfaces     []Interface         `json:"interfaces"`
-	ManagementPort string              `json:"management_port"`
-	ConfigSource   string              `json:"config_source"`
-	ConfigRejected []string            `json:"config_rejected,omitempty"`
-	Daemons        []Daemon            `json:"daemons"`
-	Watchdog       WatchdogInfo        `json:"watchdog"`
-	Errors         []string            `json:"errors,omitempty"`
-}
-
 // Collector gathers System snapshots. Root and RunDir are "/" and
 // /run/ncpos on the appliance; tests point them at fake trees.
 type Collector struct {

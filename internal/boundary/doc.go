@@ -3,6 +3,8 @@
 // not link the host's image builder, updater, VM runner or namespace lab,
 // and only the programs that load BPF may link the BPF libraries. The host
 // command (cmd/ncpos) builds, installs, updates and tests boxes: it must
-// not link gokrazy's runtime (Boot, supervision) or the appliance's init.
+// not link gokrazy's runtime (Boot, supervision), the appliance's init,
+// statusd's server or the watchdog's petter; it reads statusd's API
+// through its types (web/api) alone.
 // docs/DESIGN.md draws the map these rules protect.
 package boundary

@@ -1,0 +1,101 @@
+// Package api holds the JSON types of statusd's API (web/API.md) that
+// other programs read: the host's update and fleet tools decode them, the
+// appliance's statusd (package web) serves them. It links no server code.
+package api
+
+import (
+	"time"
+
+	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/sysinfo"
+)
+
+// Interface is one network interface as the status page shows it.
+type Interface struct {
+	Name      string   `json:"name"`
+	Port      string   `json:"port,omitempty"` // front-panel name
+	MAC       string   `json:"mac"`
+	OperState string   `json:"oper_state"`
+	Addresses []string `json:"addresses"`
+}
+
+// Daemon is one ncpos daemon's health.
+type Daemon struct {
+	Name       string `json:"name"`
+	Configured bool   `json:"configured"` // init starts it (init's record)
+	State      string `json:"state"`      // healthy, unhealthy, not running, not configured
+	Healthy    bool   `json:"healthy"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// WatchdogInfo tells who holds the hardware watchdog and how it is petted.
+type WatchdogInfo struct {
+	Holders       []ipc.WatchdogHolder `json:"holders"`
+	ClaimedByInit bool                 `json:"claimed_by_init"`
+	GokrazyPinger string               `json:"gokrazy_pinger"`
+	Petter        *ipc.WatchdogStatus  `json:"petter,omitempty"` // from watchdogd
+	Error         string               `json:"error,omitempty"`
+}
+
+// System is the snapshot behind the status page and /api/v1/system.
+type System struct {
+	BuildID        string              `json:"build_id"`
+	MachineID      string              `json:"machine_id"`
+	Hostname       string              `json:"hostname"`
+	Kernel         string              `json:"kernel"`
+	Cmdline        string              `json:"cmdline"`
+	UptimeSeconds  float64             `json:"uptime_seconds"`
+	Root           sysinfo.Mount       `json:"root"`
+	Perm           *sysinfo.Mount      `json:"perm,omitempty"`
+	Mounts         []sysinfo.Mount     `json:"mounts"`
+	BootDisk       *sysinfo.DiskWrites `json:"boot_disk,omitempty"`
+	Interfaces     []Interface         `json:"interfaces"`
+	ManagementPort string              `json:"management_port"`
+	ConfigSource   string              `json:"config_source"`
+	ConfigRejected []string            `json:"config_rejected,omitempty"`
+	Daemons        []Daemon            `json:"daemons"`
+	Watchdog       WatchdogInfo        `json:"watchdog"`
+	Errors         []string            `json:"errors,omitempty"`
+}
+
+// Segment is one segment: configuration, forwarding and bypass state.
+type Segment struct {
+	Name            string             `json:"name"`
+	Ports           []string           `json:"ports"`
+	Mode            string             `json:"mode"`
+	Engine          string             `json:"engine"`
+	Cores           []int              `json:"cores"`            // forwarding CPUs (forwarderd); empty when unknown
+	CoresConfigured int                `json:"cores_configured"` // forwarder.cores, 0 = all but one
+	BypassPair      string             `json:"bypass_pair,omitempty"`
+	Bypass          *BypassState       `json:"bypass"` // nil when unknown, see BypassNote
+	BypassNote      string             `json:"bypass_note,omitempty"`
+	Forwarding      *SegmentForwarding `json:"forwarding"` // nil when forwarderd does not report, see ForwarderNote
+	ForwarderNote   string             `json:"forwarder_note,omitempty"`
+}
+
+// SegmentForwarding is what forwarderd says about a segment.
+type SegmentForwarding struct {
+	Healthy    bool               `json:"healthy"`           // no condition: the segment forwards
+	Problem    string             `json:"problem,omitempty"` // the conditions in words
+	Conditions []health.Condition `json:"conditions"`
+	Packets    uint64             `json:"packets"`   // entered, both directions
+	Forwarded  uint64             `json:"forwarded"` // left, both directions
+	Drops      uint64             `json:"drops"`
+	Malformed  uint64             `json:"malformed"`
+}
+
+// BypassState is one segment's bypass relay as the dashboard shows it,
+// taken from bypassd's /status.
+type BypassState struct {
+	Segment  string        `json:"segment"`
+	Pair     string        `json:"pair"`
+	Backend  string        `json:"backend,omitempty"`
+	State    string        `json:"state"`             // as read back: normal, bypass, disconnect or unknown
+	Desired  string        `json:"desired,omitempty"` // what the policy wants
+	Reason   string        `json:"reason"`            // bypassd's cause of the last change
+	Since    time.Time     `json:"since,omitzero"`
+	Problem  string        `json:"problem,omitempty"`   // why bypassd cannot drive the relay
+	HoldDown string        `json:"hold_down,omitempty"` // in force, with flap damping (a Go duration)
+	Override *ipc.Override `json:"override,omitempty"`
+}
