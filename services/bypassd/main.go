@@ -43,7 +43,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -66,16 +65,8 @@ type options struct {
 	simTimer    time.Duration
 	simUnit     time.Duration
 	simCut      bool
-	budget      time.Duration
-	holdDown    time.Duration
-	flapWindow  time.Duration
-	maxHoldDown time.Duration
-	readBack    time.Duration
-	logPath     string
-	logCap      int64
-	overrides   string
+	d           bypass.DaemonOptions
 	sysClassNet string
-	runDir      string
 	given       map[string]bool // flags set on the command line
 }
 
@@ -93,14 +84,14 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.simTimer, "sim-timer", time.Second, "controller timer of -sim-pair relays (0: none)")
 	fs.BoolVar(&o.simCut, "sim-cut-links", false, "-sim-pair relays show the ports' links down in bypass, as relays that cut the NIC off do")
 	fs.DurationVar(&o.simUnit, "sim-timer-unit", bypass.DefaultSimTimerUnit, "granularity of the sim controller timer")
-	fs.DurationVar(&o.budget, "budget", bypass.DefaultBudget, "time from the forwarder going unhealthy to the relays in bypass")
-	fs.DurationVar(&o.holdDown, "hold-down", bypass.DefaultHoldDown, "continuous health before a pair returns to normal")
-	fs.DurationVar(&o.flapWindow, "flap-window", bypass.DefaultFlapWindow, "health failures within this window double the hold-down")
-	fs.DurationVar(&o.maxHoldDown, "max-hold-down", bypass.DefaultMaxHoldDown, "cap of the damped hold-down")
-	fs.DurationVar(&o.readBack, "readback", time.Second, "how often settled relays are read back")
-	fs.StringVar(&o.logPath, "log", bypass.DefaultJournalPath, "transition log file (\"\": memory only)")
-	fs.Int64Var(&o.logCap, "log-cap", 256<<10, "size in bytes at which the transition log is rotated")
-	fs.StringVar(&o.overrides, "overrides", bypass.DefaultOverrideFile, "file keeping manual overrides across restarts (\"\": memory only)")
+	fs.DurationVar(&o.d.Budget, "budget", bypass.DefaultBudget, "time from the forwarder going unhealthy to the relays in bypass")
+	fs.DurationVar(&o.d.Policy.HoldDown, "hold-down", bypass.DefaultHoldDown, "continuous health before a pair returns to normal")
+	fs.DurationVar(&o.d.Policy.FlapWindow, "flap-window", bypass.DefaultFlapWindow, "health failures within this window double the hold-down")
+	fs.DurationVar(&o.d.Policy.MaxHoldDown, "max-hold-down", bypass.DefaultMaxHoldDown, "cap of the damped hold-down")
+	fs.DurationVar(&o.d.ReadBack, "readback", time.Second, "how often settled relays are read back")
+	fs.StringVar(&o.d.JournalPath, "log", bypass.DefaultJournalPath, "transition log file (\"\": memory only)")
+	fs.Int64Var(&o.d.JournalCap, "log-cap", 256<<10, "size in bytes at which the transition log is rotated")
+	fs.StringVar(&o.d.Overrides, "overrides", bypass.DefaultOverrideFile, "file keeping manual overrides across restarts (\"\": memory only)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -109,80 +100,38 @@ func parseFlags(args []string) (options, error) {
 	}
 	o.given = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.given[f.Name] = true })
-	if o.budget < 6*time.Millisecond {
-		return o, fmt.Errorf("-budget %v is too short, want at least 6ms", o.budget)
+	if o.d.Budget < 6*time.Millisecond {
+		return o, fmt.Errorf("-budget %v is too short, want at least 6ms", o.d.Budget)
 	}
-	o.sysClassNet, o.runDir = config.SysClassNet, ipc.Dir()
+	o.sysClassNet, o.d.RunDir = config.SysClassNet, ipc.Dir()
 	return o, nil
 }
 
-// setup works out the pairs and builds the supervisor.
+// setup works out the pairs (sim relays, or the profile's with the
+// configuration's policy unless a flag overrides it) and builds the
+// supervisor.
 func setup(o options) (*bypass.Supervisor, bypass.Setup, error) {
 	var set bypass.Setup
 	if len(o.simPairs) > 0 {
-		set.Source = "-sim-pair flags"
-		for _, spec := range o.simPairs {
-			p, err := bypass.SimPair(spec, o.simTimer, o.simUnit, o.simCut)
-			if err != nil {
-				return nil, set, err
-			}
-			set.Pairs = append(set.Pairs, p)
+		var err error
+		if set, err = bypass.SimSetup(o.simPairs, o.simTimer, o.simUnit, o.simCut); err != nil {
+			return nil, set, err
 		}
 	} else {
 		cfg, err := appliance.DaemonConfig(o.config)
 		if err != nil {
 			return nil, set, err
 		}
-		// The configuration's policy, unless a flag says otherwise.
 		if !o.given["budget"] {
-			o.budget = cfg.Bypass.Budget.Duration
+			o.d.Budget = cfg.Bypass.Budget.Duration
 		}
 		if !o.given["hold-down"] {
-			o.holdDown = cfg.Bypass.HoldDown.Duration
+			o.d.Policy.HoldDown = cfg.Bypass.HoldDown.Duration
 		}
 		set = bypass.Build(cfg, o.profileDir, o.sysClassNet, bypass.Open)
 	}
-	log.Printf("budget %v, hold-down %v", o.budget, o.holdDown)
-	j := bypass.NewJournal(o.logPath, o.logCap)
-	sup := bypass.NewSupervisor(set.Pairs, bypass.Options{
-		Policy:    bypass.Policy{HoldDown: o.holdDown, FlapWindow: o.flapWindow, MaxHoldDown: o.maxHoldDown},
-		Budget:    o.budget,
-		Prober:    bypass.NewForwarderProber(o.runDir, o.budget/3),
-		Log:       j,
-		ReadBack:  o.readBack,
-		Failsafe:  set.Failsafe,
-		Overrides: o.overrides,
-	})
-	return sup, set, nil
+	return bypass.NewDaemon(set, o.d), set, nil
 }
-
-func run(o options) error {
-	sup, set, err := setup(o)
-	if err != nil {
-		return err
-	}
-	log.Printf("profile: %s; %d bypass pairs", set.Source, len(set.Pairs))
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sup.Start(ctx)
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- ipc.Serve(ctx, o.runDir, "bypassd", sup.Handler()) }()
-	go sup.Run(ctx)
-	select {
-	case sig := <-sigs:
-		err := sup.Plan("stop", fmt.Sprintf("bypassd stopping on %v (shutdown, reboot, update or restart)", sig))
-		cancel()
-		return errors.Join(errStopped, err)
-	case err := <-serveErr:
-		sup.Plan("stop", "bypassd lost its socket")
-		return errors.Join(errors.New("serving the socket"), err)
-	}
-}
-
-// errStopped is a stop on SIGTERM: see ipc.ExitStopped.
-var errStopped = errors.New("stopped")
 
 func main() {
 	o, err := parseFlags(os.Args[1:])
@@ -192,12 +141,16 @@ func main() {
 		}
 		log.Fatalf("bypassd: %v", err)
 	}
-	err = run(o)
-	if errors.Is(err, errStopped) {
-		log.Printf("bypassd: %v", err)
-		os.Exit(ipc.ExitStopped)
-	}
+	sup, _, err := setup(o)
 	if err != nil {
 		log.Fatalf("bypassd: %v", err)
 	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	err = bypass.Serve(sup, o.d.RunDir, sigs)
+	if errors.Is(err, bypass.ErrStopped) {
+		log.Printf("bypassd: %v", err)
+		os.Exit(ipc.ExitStopped)
+	}
+	log.Fatalf("bypassd: %v", err)
 }

@@ -12,7 +12,7 @@ import (
 
 func TestFlags(t *testing.T) {
 	o, err := parseFlags([]string{"-sim-pair", "pair0=seg0,ncpt-a,ncpt-b", "-hold-down", "2s", "-budget", "150ms", "-log", "", "-overrides", ""})
-	if err != nil || len(o.simPairs) != 1 || o.holdDown != 2*time.Second || o.budget != 150*time.Millisecond || o.logPath != "" {
+	if err != nil || len(o.simPairs) != 1 || o.d.Policy.HoldDown != 2*time.Second || o.d.Budget != 150*time.Millisecond || o.d.JournalPath != "" {
 		t.Fatalf("%+v, %v", o, err)
 	}
 	if _, err := parseFlags([]string{"-budget", "1ms"}); err == nil {
