@@ -9,7 +9,8 @@ import (
 	"github.com/ncpos/ncpos/forwarder/bpf"
 )
 
-// ProgramTester runs the service-mode port program on single frames with
+// ProgramTester (compiled into the package for its tests only) runs the
+// service-mode port program on single frames with
 // BPF_PROG_RUN, attached nowhere, and reports what it counted and which flow
 // it created. Tests use it to hold the kernel parser and ParseFrame to the
 // same answers. It needs root.
