@@ -1,10 +1,13 @@
 package forwarder
 
 import (
-	"bytes"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ncpos/ncpos/health"
 )
@@ -51,11 +54,11 @@ func TestProgressProblems(t *testing.T) {
 	}
 }
 
-func TestWriteMetrics(t *testing.T) {
+func TestMetrics(t *testing.T) {
 	st := Status{
 		Live:       health.Live(time.Now()),
 		Heartbeat:  time.Now(),
-		Conditions: []health.Condition{{Kind: health.LinkDown, Segment: "seg2", Port: "LAN4"}},
+		Conditions: []health.Condition{{Kind: health.LinkDown, Segment: "seg2", Port: "LAN4"}, {Kind: health.LinkDown, Segment: "seg2", Port: "LAN4", Pair: "pair2"}},
 		Ports: []PortStatus{{
 			Name: "LAN1", Interface: "eth1", Segment: "seg1", RxPackets: 5,
 			Drops:            map[string]uint64{"no_peer": 2},
@@ -64,16 +67,18 @@ func TestWriteMetrics(t *testing.T) {
 		Segments: []SegmentStatus{{Name: "seg1", Packets: 5, Forwarding: true}},
 		Flows:    &FlowStats{Flows: 7, TableSize: 1024, Created: 9, Evicted: 2},
 	}
-	var b bytes.Buffer
-	WriteMetrics(&b, st)
-	out := b.String()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(statusCollector{func() Status { return st }})
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	out := rec.Body.String()
 	for _, want := range []string{
 		"# TYPE ncpos_forwarder_port_rx_packets_total counter\n",
-		`ncpos_forwarder_port_rx_packets_total{port="LAN1",interface="eth1",segment="seg1"} 5`,
-		`ncpos_forwarder_port_drops_total{port="LAN1",interface="eth1",segment="seg1",reason="no_peer"} 2`,
-		`ncpos_forwarder_port_malformed_total{port="LAN1",interface="eth1",segment="seg1",reason="runt"} 3`,
+		`ncpos_forwarder_port_rx_packets_total{interface="eth1",port="LAN1",segment="seg1"} 5`,
+		`ncpos_forwarder_port_drops_total{interface="eth1",port="LAN1",reason="no_peer",segment="seg1"} 2`,
+		`ncpos_forwarder_port_malformed_total{interface="eth1",port="LAN1",reason="runt",segment="seg1"} 3`,
 		`ncpos_forwarder_segment_forwarding{segment="seg1"} 1`,
-		`ncpos_forwarder_condition{kind="link_down",segment="seg2",port="LAN4"} 1`,
+		`ncpos_forwarder_condition{kind="link_down",port="LAN4",segment="seg2"} 1`,
 		"ncpos_forwarder_flows 7\n",
 		"ncpos_forwarder_flows_evicted_total 2\n",
 		"ncpos_forwarder_live 1\n",

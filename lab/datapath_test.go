@@ -161,7 +161,7 @@ func testDatapath(t *testing.T, engine, mode string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(m), `ncpos_forwarder_port_malformed_total{port="`+l.Segments[0].Ports[0]+`",interface="`+l.Segments[0].Ports[0]+`",segment="seg0",reason="too_many_vlans"}`) {
+		if !strings.Contains(string(m), `ncpos_forwarder_port_malformed_total{interface="`+l.Segments[0].Ports[0]+`",port="`+l.Segments[0].Ports[0]+`",reason="too_many_vlans",segment="seg0"}`) {
 			t.Errorf("/metrics lacks the too_many_vlans counter:\n%s", m)
 		}
 	})
