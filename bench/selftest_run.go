@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // SelfTestPlan is what the appliance's self-test measures: the RFC 2544
@@ -16,7 +18,7 @@ type SelfTestPlan struct {
 	Sizes    []int         // RFC2544Sizes when nil
 	Trial    time.Duration // 2 s when 0
 	LineBPS  float64       // 1 Gb/s when 0
-	Path     string        // where the report goes; SelfTestPath when ""
+	Path     string        // where the report goes; api.SelfTestFile when ""
 	Log      io.Writer     // trial by trial; nothing when nil
 	// Progress, when set, is told before each size which one it is
 	// (index of len(Sizes)).
@@ -27,7 +29,7 @@ type SelfTestPlan struct {
 // size of the plan and writes the self-test report (WriteSelfTest), also
 // when a trial fails or ctx ends, so that the dashboard shows what went
 // wrong. It returns the report and the error that ended the run, if any.
-func RunSelfTest(ctx context.Context, t Trial, p SelfTestPlan) (*SelfTest, error) {
+func RunSelfTest(ctx context.Context, t Trial, p SelfTestPlan) (*api.SelfTest, error) {
 	if len(p.Segments) == 0 {
 		return nil, errors.New("self-test: no segment to measure")
 	}
@@ -35,7 +37,7 @@ func RunSelfTest(ctx context.Context, t Trial, p SelfTestPlan) (*SelfTest, error
 		p.Sizes = RFC2544Sizes
 	}
 	if p.Path == "" {
-		p.Path = SelfTestPath
+		p.Path = api.SelfTestFile
 	}
 	for _, size := range p.Sizes {
 		if err := CheckSize(size, true); err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ncpos/ncpos/web/api"
 )
 
 func TestRunSelfTest(t *testing.T) {
@@ -35,7 +37,7 @@ func TestRunSelfTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back SelfTest
+	var back api.SelfTest
 	if err := json.Unmarshal(b, &back); err != nil || back.Summary != "RFC 2544 throughput on wan, lan" {
 		t.Fatalf("written report %s: %v", b, err)
 	}

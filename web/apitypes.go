@@ -11,4 +11,6 @@ type (
 	Segment           = api.Segment
 	SegmentForwarding = api.SegmentForwarding
 	BypassState       = api.BypassState
+	SelfTest          = api.SelfTest
+	SelfTestResult    = api.SelfTestResult
 )

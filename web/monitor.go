@@ -14,6 +14,7 @@ import (
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/sysinfo"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // Snapshot is everything the dashboard shows at one moment; it is
@@ -61,7 +62,7 @@ type Monitor struct {
 	Collector    *Collector
 	Config       *config.Config // effective configuration: segments, forwarder
 	Events       *events.Log
-	SelfTestFile string        // default DefaultSelfTestFile
+	SelfTestFile string        // default api.SelfTestFile
 	Interval     time.Duration // default 1 s
 	HistoryLen   int           // chart points per port, default 120
 	LastGood     *LastGood     // nil: the configuration is not kept as last good
@@ -250,7 +251,7 @@ func (m *Monitor) selfTestFile() string {
 	if m.SelfTestFile != "" {
 		return m.SelfTestFile
 	}
-	return DefaultSelfTestFile
+	return api.SelfTestFile
 }
 
 func (m *Monitor) event(sev events.Severity, kind string, fields []string, format string, args ...any) {

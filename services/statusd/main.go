@@ -25,6 +25,7 @@ import (
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/watchdog"
 	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 func main() {
@@ -33,7 +34,7 @@ func main() {
 		port     = flag.Int("port", 80, "HTTP port")
 		cfgPath  = flag.String("config", "", "configuration file (default: the one in effect on the appliance)")
 		interval = flag.Duration("interval", time.Second, "sampling interval of ports, load and daemons")
-		selfTest = flag.String("selftest", web.DefaultSelfTestFile, "latest self-test report")
+		selfTest = flag.String("selftest", api.SelfTestFile, "latest self-test report")
 	)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)

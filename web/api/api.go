@@ -99,3 +99,27 @@ type BypassState struct {
 	HoldDown string        `json:"hold_down,omitempty"` // in force, with flap damping (a Go duration)
 	Override *ipc.Override `json:"override,omitempty"`
 }
+
+// SelfTest is the latest self-test (RFC 2544) report as the dashboard shows
+// it. The self-test writes it to SelfTestFile; see API.md.
+type SelfTest struct {
+	Started  time.Time        `json:"started,omitzero"`
+	Finished time.Time        `json:"finished"`
+	Passed   bool             `json:"passed"`
+	Summary  string           `json:"summary"`
+	Results  []SelfTestResult `json:"results,omitempty"`
+}
+
+// SelfTestResult is one frame size of a self-test.
+type SelfTestResult struct {
+	Segment        string  `json:"segment,omitempty"`
+	FrameSize      int     `json:"frame_size"`
+	ThroughputPPS  float64 `json:"throughput_pps"`
+	ThroughputMbps float64 `json:"throughput_mbps"`
+	LossPercent    float64 `json:"loss_percent"`
+	LatencyUS      float64 `json:"latency_us,omitempty"`
+}
+
+// SelfTestFile is where the latest self-test report is kept
+// (/perm: it must survive a reboot, and it is written once per test run).
+const SelfTestFile = "/perm/ncpos/selftest/latest.json"
