@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/install"
+	"github.com/ncpos/ncpos/internal/job"
 	"github.com/ncpos/ncpos/ipc"
 )
 
@@ -38,7 +41,17 @@ type InstallJob struct {
 type Installer interface {
 	Disks() ([]InstallDisk, string, error) // candidates and the disk the system runs from
 	Start(target string, wipePerm bool, by string) error
-	Job() InstallJob
+	Job() job.State[install.Progress]
+}
+
+// installJob is the API's view of the install job.
+func installJob(st job.State[install.Progress]) InstallJob {
+	j := InstallJob{State: st.State, Target: st.Progress.Target, Phase: st.Progress.Phase, Done: st.Progress.Done,
+		Total: st.Progress.Total, Result: st.Result, Error: st.Error, By: st.By}
+	if !st.Started.IsZero() {
+		j.Started = st.Started.UTC().Format(time.RFC3339)
+	}
+	return j
 }
 
 // InstallRequest is the body of POST /api/v1/control/install. Confirm
@@ -59,7 +72,7 @@ func (s *Server) handleInstallInfo(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	ipc.WriteJSON(w, map[string]any{"source": source, "disks": disks, "job": s.Installer.Job()})
+	ipc.WriteJSON(w, map[string]any{"source": source, "disks": disks, "job": installJob(s.Installer.Job())})
 }
 
 func (s *Server) handleInstall(w http.ResponseWriter, r *http.Request) {
@@ -88,5 +101,5 @@ func (s *Server) handleInstall(w http.ResponseWriter, r *http.Request) {
 		fmt.Sprintf("install to internal disk %s started by %s", req.Device, by))
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusAccepted)
-	ipc.WriteJSON(w, s.Installer.Job())
+	ipc.WriteJSON(w, installJob(s.Installer.Job()))
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/ncpos/ncpos/install"
+	"github.com/ncpos/ncpos/internal/job"
 )
 
 type fakeInstaller struct {
@@ -26,7 +29,9 @@ func (f *fakeInstaller) Start(target string, wipe bool, by string) error {
 	return nil
 }
 
-func (f *fakeInstaller) Job() InstallJob { return InstallJob{State: "running", Target: "/dev/sda"} }
+func (f *fakeInstaller) Job() job.State[install.Progress] {
+	return job.State[install.Progress]{State: job.Running, Progress: install.Progress{Target: "/dev/sda"}}
+}
 
 func TestInstallAPI(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})

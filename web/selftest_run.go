@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/internal/job"
 	"github.com/ncpos/ncpos/ipc"
 )
 
@@ -39,7 +40,7 @@ type SelfTestFunc func(ctx context.Context, sizes []int, progress func(size, ind
 var ErrSelfTestRunning = errors.New("a self-test is already running")
 
 // SelfTestJobs runs the self-test in the background, one run at a time,
-// and keeps the state of the last one.
+// and keeps the state of the last.
 type SelfTestJobs struct {
 	// Ready says why the self-test cannot run here (no [selftest]
 	// cabling), or nil; nil Ready means ready.
@@ -49,16 +50,20 @@ type SelfTestJobs struct {
 	Context context.Context
 	Now     func() time.Time // time.Now when nil
 
-	mu   sync.Mutex
-	job  SelfTestJob
-	done chan struct{} // closed when the running job ends
+	once sync.Once
+	r    job.Runner[selfTestProgress]
 }
 
-func (j *SelfTestJobs) now() time.Time {
-	if j.Now != nil {
-		return j.Now()
-	}
-	return time.Now()
+// selfTestProgress is how far a self-test has come.
+type selfTestProgress struct {
+	Sizes       []int // of the run; nil: the configured ones
+	Size        int   // being measured
+	Done, Total int   // sizes
+}
+
+func (j *SelfTestJobs) runner() *job.Runner[selfTestProgress] {
+	j.once.Do(func() { j.r.Now = j.Now })
+	return &j.r
 }
 
 func (j *SelfTestJobs) ready() error {
@@ -77,80 +82,47 @@ func (j *SelfTestJobs) Start(sizes []int, by string) error {
 	if err := j.ready(); err != nil {
 		return err
 	}
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.job.State == "running" {
-		return ErrSelfTestRunning
-	}
-	j.job = SelfTestJob{State: "running", Sizes: slices.Clone(sizes), Total: len(sizes), By: by,
-		Started: j.now().UTC().Format(time.RFC3339)}
-	j.done = make(chan struct{})
 	ctx := j.Context
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	go j.run(ctx, sizes, j.done)
-	return nil
-}
-
-func (j *SelfTestJobs) run(ctx context.Context, sizes []int, done chan struct{}) {
-	defer close(done)
-	progress := func(size, index, total int) {
-		j.mu.Lock()
-		j.job.Size, j.job.Done, j.job.Total = size, index, total
-		j.mu.Unlock()
+	sizes = slices.Clone(sizes)
+	first := selfTestProgress{Sizes: sizes, Total: len(sizes)}
+	err := j.runner().Start(ctx, by, first, func(ctx context.Context, progress func(selfTestProgress)) (string, error) {
+		result, err := j.Run(ctx, sizes, func(size, index, total int) {
+			progress(selfTestProgress{Sizes: sizes, Size: size, Done: index, Total: total})
+		})
+		if err == nil {
+			progress(selfTestProgress{Sizes: sizes, Done: len(sizes), Total: len(sizes)})
+		}
+		return result, err
+	})
+	if errors.Is(err, job.ErrRunning) {
+		return ErrSelfTestRunning
 	}
-	var (
-		result string
-		err    error
-	)
-	func() {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("self-test crashed: %v", r)
-			}
-		}()
-		result, err = j.Run(ctx, sizes, progress)
-	}()
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.job.Size = 0
-	j.job.Result = result
-	j.job.Finished = j.now().UTC().Format(time.RFC3339)
-	if err != nil {
-		j.job.State, j.job.Error = "failed", err.Error()
-		return
-	}
-	j.job.State, j.job.Done = "done", j.job.Total
+	return err
 }
 
 // Job is the state of the current or last run.
 func (j *SelfTestJobs) Job() SelfTestJob {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	job := j.job
-	job.Sizes = slices.Clone(job.Sizes)
-	if job.State == "" {
-		job.State = "idle"
+	st := j.runner().State()
+	p := st.Progress
+	out := SelfTestJob{State: st.State, Sizes: slices.Clone(p.Sizes), Done: p.Done, Total: p.Total,
+		Result: st.Result, Error: st.Error, By: st.By}
+	if st.State == job.Running {
+		out.Size = p.Size
 	}
-	return job
+	if !st.Started.IsZero() {
+		out.Started = st.Started.UTC().Format(time.RFC3339)
+	}
+	if !st.Finished.IsZero() {
+		out.Finished = st.Finished.UTC().Format(time.RFC3339)
+	}
+	return out
 }
 
 // Wait blocks until the running job (if any) ends, or ctx does.
-func (j *SelfTestJobs) Wait(ctx context.Context) error {
-	j.mu.Lock()
-	done := j.done
-	j.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (j *SelfTestJobs) Wait(ctx context.Context) error { return j.runner().Wait(ctx) }
 
 // SelfTestRequest is the body of POST /api/v1/control/selftest; the body
 // and sizes are optional.

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"time"
-
 	"github.com/ncpos/ncpos/install"
+	"github.com/ncpos/ncpos/internal/job"
 	"github.com/ncpos/ncpos/web"
 )
 
@@ -39,12 +38,4 @@ func (i *installer) Start(target string, wipePerm bool, by string) error {
 	return i.job.Start(target, wipePerm, by)
 }
 
-func (i *installer) Job() web.InstallJob {
-	st := i.job.State()
-	j := web.InstallJob{State: st.State, Target: st.Target, Phase: st.Phase, Done: st.Done, Total: st.Total,
-		Result: st.Result, Error: st.Error, By: st.By}
-	if !st.Started.IsZero() {
-		j.Started = st.Started.UTC().Format(time.RFC3339)
-	}
-	return j
-}
+func (i *installer) Job() job.State[install.Progress] { return i.job.State() }
