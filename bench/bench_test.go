@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ncpos/ncpos/internal/frames"
 )
 
 func TestLineRate(t *testing.T) {
@@ -79,7 +81,7 @@ func TestFrames(t *testing.T) {
 			if len(f) != size-4 {
 				t.Fatalf("%d: frame of %d bytes", size, len(f))
 			}
-			if ipChecksum(f[14:34]) != 0 {
+			if frames.Checksum(f[14:34]) != 0 {
 				t.Fatalf("%d: bad IPv4 checksum", size)
 			}
 			if got := int(f[16])<<8 | int(f[17]); got != size-4-14 {

@@ -4,6 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net/netip"
+
+	"github.com/ncpos/ncpos/internal/frames"
 )
 
 // Test frames are Ethernet/IPv4/UDP, from 198.18.0.0/16 to 198.19.0.0/16
@@ -85,24 +88,10 @@ func FlowAddrs(spec FrameSpec, i int) (src, dst [4]byte, sport, dport uint16) {
 }
 
 func header(spec FrameSpec, flow int) []byte {
-	h := make([]byte, HeaderLen)
-	copy(h[0:6], spec.DstMAC[:])
-	copy(h[6:12], spec.SrcMAC[:])
-	binary.BigEndian.PutUint16(h[12:], 0x0800)
-	ip := h[14:34]
-	ip[0] = 0x45
-	binary.BigEndian.PutUint16(ip[2:], uint16(spec.Size-fcsLen-14))
-	ip[8] = 64
-	ip[9] = 17
 	src, dst, sport, dport := FlowAddrs(spec, flow)
-	copy(ip[12:16], src[:])
-	copy(ip[16:20], dst[:])
-	binary.BigEndian.PutUint16(ip[10:], ipChecksum(ip))
-	udp := h[34:42]
-	binary.BigEndian.PutUint16(udp[0:], sport)
-	binary.BigEndian.PutUint16(udp[2:], dport)
-	binary.BigEndian.PutUint16(udp[4:], uint16(spec.Size-fcsLen-34))
-	return h
+	udp := frames.UDP(sport, dport, make([]byte, spec.Size-fcsLen-HeaderLen))
+	f := frames.Ethernet(spec.DstMAC, spec.SrcMAC, 0x0800, frames.IPv4(netip.AddrFrom4(src), netip.AddrFrom4(dst), 17, udp))
+	return f[:HeaderLen]
 }
 
 // Len is the length of each frame as handed to the NIC (no FCS).
@@ -149,15 +138,4 @@ func ParseStamp(f []byte) (Stamp, error) {
 		Time:   binary.BigEndian.Uint64(p[8:]),
 		Stream: binary.BigEndian.Uint16(p[16:]),
 	}, nil
-}
-
-func ipChecksum(b []byte) uint16 {
-	var sum uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		sum += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	for sum > 0xffff {
-		sum = sum&0xffff + sum>>16
-	}
-	return ^uint16(sum)
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ncpos/ncpos/forwarder"
-	"github.com/ncpos/ncpos/lab"
+	"github.com/ncpos/ncpos/internal/frames"
 )
 
 // reasons lists the names of the bits set in mask.
@@ -23,7 +23,7 @@ func reasons(mask uint32) []string {
 }
 
 func TestParseFrameMalformed(t *testing.T) {
-	for _, c := range lab.MalformedCases() {
+	for _, c := range frames.MalformedCases() {
 		t.Run(c.Name, func(t *testing.T) {
 			got := reasons(forwarder.ParseFrame(c.Frame).Malformed)
 			if !slices.Equal(got, c.Reasons) {
@@ -38,7 +38,7 @@ func TestParseFrameKeys(t *testing.T) {
 	ip6Frag[0] = 17 // next: UDP
 	ip6FragLater := append([]byte(nil), ip6Frag...)
 	binary.BigEndian.PutUint16(ip6FragLater[2:], 185<<3)
-	v4Frag := lab.IPv4(lab.AddrA, lab.AddrB, 17, make([]byte, 40))
+	v4Frag := frames.IPv4(frames.AddrA, frames.AddrB, 17, make([]byte, 40))
 	binary.BigEndian.PutUint16(v4Frag[6:], 100) // offset 800
 	hbh := make([]byte, 8)
 	hbh[0] = 6 // next: TCP
@@ -49,17 +49,17 @@ func TestParseFrameKeys(t *testing.T) {
 		want  forwarder.FlowKey
 		flags uint8
 	}{
-		{"udp4", lab.UDPFrame(64, 1234, 53), key4(17, 1234, 53), 0},
-		{"tcp4_syn", lab.Pad(lab.Ethernet(lab.MACB, lab.MACA, 0x0800, lab.IPv4(lab.AddrA, lab.AddrB, 6, lab.TCP(40000, 443, 0x02, nil))), 60), key4(6, 40000, 443), 0x02},
-		{"tcp4_vlan_qinq", lab.VLAN(lab.Ethernet(lab.MACB, lab.MACA, 0x0800, lab.IPv4(lab.AddrA, lab.AddrB, 6, lab.TCP(1, 2, 0x18, nil))), 5, 6), key4(6, 1, 2), 0x18},
-		{"icmp4_echo", lab.Ethernet(lab.MACB, lab.MACA, 0x0800, lab.IPv4(lab.AddrA, lab.AddrB, 1, lab.ICMPEcho(8, 77, 1, make([]byte, 32)))), key4(1, 77, 8<<8), 0},
-		{"ipv4_later_fragment", lab.Ethernet(lab.MACB, lab.MACA, 0x0800, v4Frag), key4(17, 0, 0), 0},
-		{"udp6", lab.Ethernet(lab.MACB, lab.MACA, 0x86dd, lab.IPv6(lab.Addr6A, lab.Addr6B, 17, lab.UDP(5000, 6000, nil))), key6(17, 5000, 6000), 0},
-		{"icmp6_echo", lab.Ethernet(lab.MACB, lab.MACA, 0x86dd, lab.IPv6(lab.Addr6A, lab.Addr6B, 58, lab.ICMPEcho(128, 9, 1, nil))), key6(58, 9, 128<<8), 0},
-		{"tcp6_hopbyhop", lab.Ethernet(lab.MACB, lab.MACA, 0x86dd, lab.IPv6(lab.Addr6A, lab.Addr6B, 0, append(hbh, lab.TCP(7, 8, 0x10, nil)...))), key6(6, 7, 8), 0x10},
-		{"udp6_first_fragment", lab.Ethernet(lab.MACB, lab.MACA, 0x86dd, lab.IPv6(lab.Addr6A, lab.Addr6B, 44, append(ip6Frag, lab.UDP(3, 4, nil)...))), key6(17, 3, 4), 0},
-		{"udp6_later_fragment", lab.Ethernet(lab.MACB, lab.MACA, 0x86dd, lab.IPv6(lab.Addr6A, lab.Addr6B, 44, append(ip6FragLater, make([]byte, 16)...))), key6(17, 0, 0), 0},
-		{"gre4_address_pair", lab.Ethernet(lab.MACB, lab.MACA, 0x0800, lab.IPv4(lab.AddrA, lab.AddrB, 47, make([]byte, 30))), key4(47, 0, 0), 0},
+		{"udp4", frames.UDPFrame(64, 1234, 53), key4(17, 1234, 53), 0},
+		{"tcp4_syn", frames.Pad(frames.Ethernet(frames.MACB, frames.MACA, 0x0800, frames.IPv4(frames.AddrA, frames.AddrB, 6, frames.TCP(40000, 443, 0x02, nil))), 60), key4(6, 40000, 443), 0x02},
+		{"tcp4_vlan_qinq", frames.VLAN(frames.Ethernet(frames.MACB, frames.MACA, 0x0800, frames.IPv4(frames.AddrA, frames.AddrB, 6, frames.TCP(1, 2, 0x18, nil))), 5, 6), key4(6, 1, 2), 0x18},
+		{"icmp4_echo", frames.Ethernet(frames.MACB, frames.MACA, 0x0800, frames.IPv4(frames.AddrA, frames.AddrB, 1, frames.ICMPEcho(8, 77, 1, make([]byte, 32)))), key4(1, 77, 8<<8), 0},
+		{"ipv4_later_fragment", frames.Ethernet(frames.MACB, frames.MACA, 0x0800, v4Frag), key4(17, 0, 0), 0},
+		{"udp6", frames.Ethernet(frames.MACB, frames.MACA, 0x86dd, frames.IPv6(frames.Addr6A, frames.Addr6B, 17, frames.UDP(5000, 6000, nil))), key6(17, 5000, 6000), 0},
+		{"icmp6_echo", frames.Ethernet(frames.MACB, frames.MACA, 0x86dd, frames.IPv6(frames.Addr6A, frames.Addr6B, 58, frames.ICMPEcho(128, 9, 1, nil))), key6(58, 9, 128<<8), 0},
+		{"tcp6_hopbyhop", frames.Ethernet(frames.MACB, frames.MACA, 0x86dd, frames.IPv6(frames.Addr6A, frames.Addr6B, 0, append(hbh, frames.TCP(7, 8, 0x10, nil)...))), key6(6, 7, 8), 0x10},
+		{"udp6_first_fragment", frames.Ethernet(frames.MACB, frames.MACA, 0x86dd, frames.IPv6(frames.Addr6A, frames.Addr6B, 44, append(ip6Frag, frames.UDP(3, 4, nil)...))), key6(17, 3, 4), 0},
+		{"udp6_later_fragment", frames.Ethernet(frames.MACB, frames.MACA, 0x86dd, frames.IPv6(frames.Addr6A, frames.Addr6B, 44, append(ip6FragLater, make([]byte, 16)...))), key6(17, 0, 0), 0},
+		{"gre4_address_pair", frames.Ethernet(frames.MACB, frames.MACA, 0x0800, frames.IPv4(frames.AddrA, frames.AddrB, 47, make([]byte, 30))), key4(47, 0, 0), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,7 +78,7 @@ func TestParseFrameKeys(t *testing.T) {
 			}
 		})
 	}
-	for _, f := range [][]byte{lab.ARPRequest(), lab.Ethernet(lab.MACB, lab.MACA, 0x88cc, make([]byte, 46))} {
+	for _, f := range [][]byte{frames.ARPRequest(), frames.Ethernet(frames.MACB, frames.MACA, 0x88cc, make([]byte, 46))} {
 		if p := forwarder.ParseFrame(f); p.HasKey || p.Malformed != 0 {
 			t.Errorf("non-IP frame %x: %+v, want no key and not malformed", f[12:14], p)
 		}
@@ -86,11 +86,11 @@ func TestParseFrameKeys(t *testing.T) {
 }
 
 func key4(proto uint8, sport, dport uint16) forwarder.FlowKey {
-	return flowKey(4, proto, lab.AddrA, lab.AddrB, sport, dport)
+	return flowKey(4, proto, frames.AddrA, frames.AddrB, sport, dport)
 }
 
 func key6(proto uint8, sport, dport uint16) forwarder.FlowKey {
-	return flowKey(6, proto, lab.Addr6A, lab.Addr6B, sport, dport)
+	return flowKey(6, proto, frames.Addr6A, frames.Addr6B, sport, dport)
 }
 
 func flowKey(family, proto uint8, src, dst netip.Addr, sport, dport uint16) forwarder.FlowKey {
@@ -109,7 +109,7 @@ func flowKey(family, proto uint8, src, dst netip.Addr, sport, dport uint16) forw
 // the starting corpus of the fuzz test and of the BPF comparison.
 func seedFrames() [][]byte {
 	var out [][]byte
-	for _, c := range lab.MalformedCases() {
+	for _, c := range frames.MalformedCases() {
 		out = append(out, c.Frame)
 	}
 	hbh := make([]byte, 8)
@@ -117,12 +117,12 @@ func seedFrames() [][]byte {
 	frag := make([]byte, 8)
 	frag[0] = 6
 	out = append(out,
-		lab.ARPRequest(),
-		lab.UDPFrame(64, 1, 2),
-		lab.Ethernet(lab.MACB, lab.MACA, 0x0800, lab.IPv4(lab.AddrA, lab.AddrB, 6, lab.TCP(1, 2, 0x12, nil))),
-		lab.Ethernet(lab.MACB, lab.MACA, 0x0800, lab.IPv4(lab.AddrA, lab.AddrB, 1, lab.ICMPEcho(0, 3, 4, nil))),
-		lab.Ethernet(lab.MACB, lab.MACA, 0x86dd, lab.IPv6(lab.Addr6A, lab.Addr6B, 0, append(append(hbh, frag...), lab.TCP(1, 2, 0x01, nil)...))),
-		lab.VLAN(lab.Ethernet(lab.MACB, lab.MACA, 0x86dd, lab.IPv6(lab.Addr6A, lab.Addr6B, 58, lab.ICMPEcho(129, 1, 1, nil))), 4000),
+		frames.ARPRequest(),
+		frames.UDPFrame(64, 1, 2),
+		frames.Ethernet(frames.MACB, frames.MACA, 0x0800, frames.IPv4(frames.AddrA, frames.AddrB, 6, frames.TCP(1, 2, 0x12, nil))),
+		frames.Ethernet(frames.MACB, frames.MACA, 0x0800, frames.IPv4(frames.AddrA, frames.AddrB, 1, frames.ICMPEcho(0, 3, 4, nil))),
+		frames.Ethernet(frames.MACB, frames.MACA, 0x86dd, frames.IPv6(frames.Addr6A, frames.Addr6B, 0, append(append(hbh, frag...), frames.TCP(1, 2, 0x01, nil)...))),
+		frames.VLAN(frames.Ethernet(frames.MACB, frames.MACA, 0x86dd, frames.IPv6(frames.Addr6A, frames.Addr6B, 58, frames.ICMPEcho(129, 1, 1, nil))), 4000),
 	)
 	return out
 }

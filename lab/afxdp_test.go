@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/lab"
 )
 
@@ -32,7 +33,7 @@ func TestAFXDPBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
-	frame := lab.UDPFrame(128, 10000, 9)
+	frame := frames.UDPFrame(128, 10000, 9)
 	// Bursts of half a ring, so that few frames are dropped for want of
 	// room in the receive ring, even on a loaded machine. From one CPU:
 	// the generator numbers frames per CPU.

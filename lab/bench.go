@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
+	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/lab/bpf"
 )
 
@@ -190,7 +191,7 @@ type ppsBench struct {
 
 // setups measures every setup once at one frame size.
 func (b *ppsBench) setups(ctx context.Context, size int) ([]BenchRow, error) {
-	frame := UDPFrame(size-4, 10000, 9)
+	frame := frames.UDPFrame(size-4, 10000, 9)
 	var rows []BenchRow
 	// add records a figure; a second sink's figure for the same setup
 	// replaces the first only when it is better.

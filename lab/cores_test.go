@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/lab"
+	"github.com/ncpos/ncpos/internal/frames"
 )
 
 // TestCoreAssociation gives each port veth two queues and checks that
@@ -67,7 +67,7 @@ func TestCoreAssociation(t *testing.T) {
 			defer snd.Close()
 			const n = 200
 			for i := 0; i < n; i++ {
-				if err := snd.Send(lab.UDPFrame(64, uint16(1000+i), 9)); err != nil {
+				if err := snd.Send(frames.UDPFrame(64, uint16(1000+i), 9)); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/lab"
 )
 
@@ -27,18 +28,18 @@ func TestDatapath(t *testing.T) {
 
 // labFrames are well-formed frames of every sort a wire must pass.
 func labFrames() map[string][]byte {
-	lldp := lab.Ethernet([6]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, lab.MACA, 0x88cc, bytes.Repeat([]byte{0xaa}, 46))
+	lldp := frames.Ethernet([6]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, frames.MACA, 0x88cc, bytes.Repeat([]byte{0xaa}, 46))
 	return map[string][]byte{
-		"udp_64":      lab.UDPFrame(64, 1000, 2000),
-		"udp_1514":    lab.UDPFrame(1514, 1000, 2001),
-		"tcp":         lab.Pad(lab.Ethernet(lab.MACB, lab.MACA, 0x0800, lab.IPv4(lab.AddrA, lab.AddrB, 6, lab.TCP(40000, 443, 0x02, nil))), 60),
-		"vlan":        lab.VLAN(lab.UDPFrame(100, 1, 2), 42),
-		"qinq":        lab.VLAN(lab.UDPFrame(100, 1, 2), 100, 200),
-		"arp":         lab.ARPRequest(),
+		"udp_64":      frames.UDPFrame(64, 1000, 2000),
+		"udp_1514":    frames.UDPFrame(1514, 1000, 2001),
+		"tcp":         frames.Pad(frames.Ethernet(frames.MACB, frames.MACA, 0x0800, frames.IPv4(frames.AddrA, frames.AddrB, 6, frames.TCP(40000, 443, 0x02, nil))), 60),
+		"vlan":        frames.VLAN(frames.UDPFrame(100, 1, 2), 42),
+		"qinq":        frames.VLAN(frames.UDPFrame(100, 1, 2), 100, 200),
+		"arp":         frames.ARPRequest(),
 		"lldp":        lldp,
-		"ipv6_icmp":   lab.Ethernet(lab.MACB, lab.MACA, 0x86dd, lab.IPv6(lab.Addr6A, lab.Addr6B, 58, lab.ICMPEcho(128, 1, 1, make([]byte, 16)))),
-		"ethertype_x": lab.Ethernet(lab.MACB, lab.MACA, 0x1234, bytes.Repeat([]byte{0x5a}, 100)),
-		"broadcast":   lab.Ethernet([6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, lab.MACA, 0x0800, lab.IPv4(lab.AddrA, lab.AddrB, 17, lab.UDP(68, 67, make([]byte, 300)))),
+		"ipv6_icmp":   frames.Ethernet(frames.MACB, frames.MACA, 0x86dd, frames.IPv6(frames.Addr6A, frames.Addr6B, 58, frames.ICMPEcho(128, 1, 1, make([]byte, 16)))),
+		"ethertype_x": frames.Ethernet(frames.MACB, frames.MACA, 0x1234, bytes.Repeat([]byte{0x5a}, 100)),
+		"broadcast":   frames.Ethernet([6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, frames.MACA, 0x0800, frames.IPv4(frames.AddrA, frames.AddrB, 17, frames.UDP(68, 67, make([]byte, 300)))),
 	}
 }
 
@@ -74,14 +75,14 @@ func testDatapath(t *testing.T, engine, mode string) {
 
 	// cross sends frames from (seg, side) and wants each to arrive,
 	// unchanged and in order, at the other side of the same segment only.
-	cross := func(t *testing.T, seg, side int, frames [][]byte) {
+	cross := func(t *testing.T, seg, side int, sent [][]byte) {
 		t.Helper()
-		for _, f := range frames {
+		for _, f := range sent {
 			if err := sender(seg, side).Send(f); err != nil {
 				t.Fatal(err)
 			}
 		}
-		got, err := sinks.Capture(len(frames), 5*time.Second)
+		got, err := sinks.Capture(len(sent), 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,15 +90,15 @@ func testDatapath(t *testing.T, engine, mode string) {
 			got = append(got, extra...)
 		}
 		want := lab.SinkID(seg, 1-side)
-		if len(got) != len(frames) {
-			t.Fatalf("sent %d frames from %s, %d arrived", len(frames), l.Segments[seg].HostIfs[side], len(got))
+		if len(got) != len(sent) {
+			t.Fatalf("sent %d frames from %s, %d arrived", len(sent), l.Segments[seg].HostIfs[side], len(got))
 		}
 		for i, g := range got {
 			if g.Sink != want {
 				t.Errorf("frame %d arrived at sink %d, want %d (the other side of seg%d)", i, g.Sink, want, seg)
 			}
-			if !bytes.Equal(g.Data, frames[i]) {
-				t.Errorf("frame %d changed in transit:\n sent %x\n  got %x", i, frames[i], g.Data)
+			if !bytes.Equal(g.Data, sent[i]) {
+				t.Errorf("frame %d changed in transit:\n sent %x\n  got %x", i, sent[i], g.Data)
 			}
 		}
 	}
@@ -108,26 +109,26 @@ func testDatapath(t *testing.T, engine, mode string) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	var frames [][]byte
+	var all [][]byte
 	for _, n := range names {
-		frames = append(frames, named[n])
+		all = append(all, named[n])
 	}
 
 	t.Run("both_ways_unchanged", func(t *testing.T) {
-		cross(t, 0, 0, frames)
-		cross(t, 0, 1, frames)
+		cross(t, 0, 0, all)
+		cross(t, 0, 1, all)
 	})
 	t.Run("segments_isolated", func(t *testing.T) {
-		cross(t, 1, 0, frames[:3])
-		cross(t, 1, 1, frames[:3])
-		cross(t, 0, 0, frames[:3])
+		cross(t, 1, 0, all[:3])
+		cross(t, 1, 1, all[:3])
+		cross(t, 0, 0, all[:3])
 	})
 	t.Run("malformed_counted", func(t *testing.T) {
 		before, err := d.Status(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		cases := lab.MalformedCases()
+		cases := frames.MalformedCases()
 		want := map[string]uint64{}
 		var sent [][]byte
 		for _, c := range cases {
@@ -205,7 +206,7 @@ func testFlows(t *testing.T, d *lab.Daemon, sinks *lab.Sinks, snd *lab.Sender) {
 	}
 	sendFlows := func(n int, base uint16) {
 		for i := 0; i < n; i++ {
-			if err := snd.Send(lab.UDPFrame(64, base+uint16(i), 9)); err != nil {
+			if err := snd.Send(frames.UDPFrame(64, base+uint16(i), 9)); err != nil {
 				t.Fatal(err)
 			}
 		}

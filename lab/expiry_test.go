@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder"
-	"github.com/ncpos/ncpos/lab"
+	"github.com/ncpos/ncpos/internal/frames"
 )
 
 // TestFlowExpiry wants service mode's flows gone once idle for longer
@@ -29,7 +29,7 @@ func TestFlowExpiry(t *testing.T) {
 			defer snd.Close()
 			const n = 20
 			for i := 0; i < n; i++ {
-				if err := snd.Send(lab.UDPFrame(64, uint16(5000+i), 53)); err != nil {
+				if err := snd.Send(frames.UDPFrame(64, uint16(5000+i), 53)); err != nil {
 					t.Fatal(err)
 				}
 			}

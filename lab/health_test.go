@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/health"
-	"github.com/ncpos/ncpos/lab"
+	"github.com/ncpos/ncpos/internal/frames"
 )
 
 // TestHealthProgress cuts the far side of a segment (its traffic end loses
@@ -41,7 +41,7 @@ func TestHealthProgress(t *testing.T) {
 				sent <- nil
 				return
 			case <-tick.C:
-				if err := snd.Send(lab.UDPFrame(64, uint16(i), 9)); err != nil {
+				if err := snd.Send(frames.UDPFrame(64, uint16(i), 9)); err != nil {
 					sent <- err
 					return
 				}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/lab"
 )
 
@@ -34,7 +35,7 @@ func TestGenericXDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer snd.Close()
-	frames := [][]byte{lab.UDPFrame(64, 1, 2), lab.VLAN(lab.UDPFrame(1514, 3, 4), 7), lab.ARPRequest()}
+	frames := [][]byte{frames.UDPFrame(64, 1, 2), frames.VLAN(frames.UDPFrame(1514, 3, 4), 7), frames.ARPRequest()}
 	for _, f := range frames {
 		if err := snd.Send(f); err != nil {
 			t.Fatal(err)
@@ -73,7 +74,7 @@ func TestAFXDPSendError(t *testing.T) {
 	defer snd.Close()
 	send := func(n int) {
 		for i := 0; i < n; i++ {
-			if err := snd.Send(lab.UDPFrame(64, uint16(i), 9)); err != nil {
+			if err := snd.Send(frames.UDPFrame(64, uint16(i), 9)); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder"
-	"github.com/ncpos/ncpos/lab"
+	"github.com/ncpos/ncpos/internal/frames"
 )
 
 // TestKillLeavesNothing kills forwarderd with SIGKILL, as a crash would,
@@ -31,7 +31,7 @@ func TestKillLeavesNothing(t *testing.T) {
 				t.Helper()
 				before, _, _ := sinks.Count(0, 1)
 				for i := 0; i < 10; i++ {
-					if err := snd.Send(lab.UDPFrame(64, 1, 2)); err != nil {
+					if err := snd.Send(frames.UDPFrame(64, 1, 2)); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ncpos/ncpos/internal/frames"
 )
 
 // overload measures load curves at one frame size, each datapath with the
@@ -33,7 +35,7 @@ func (b *ppsBench) overload(ctx context.Context, size int) ([]*Saturation, error
 	if runtime.NumCPU() < 2 {
 		return nil, errors.New("needs two CPUs")
 	}
-	frame := UDPFrame(size-4, 10000, 9)
+	frame := frames.UDPFrame(size-4, 10000, 9)
 	var out []*Saturation
 	add := func(sat *Saturation, err error) error {
 		if err != nil {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/lab"
+	"github.com/ncpos/ncpos/internal/frames"
 )
 
 // TestSKBSink counts at tc ingress what afxdp transmits (socket buffers),
@@ -26,7 +26,7 @@ func TestSKBSink(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { snd.Close() })
-	frame := lab.UDPFrame(100, 10000, 9)
+	frame := frames.UDPFrame(100, 10000, 9)
 	const n = 50
 	for range n {
 		if err := snd.Send(frame); err != nil {

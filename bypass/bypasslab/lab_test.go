@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass"
+	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/lab"
 )
@@ -393,5 +394,16 @@ func TestFailover(t *testing.T) {
 		if !x.Resumed || x.Relay != bypass.Bypass || x.Lost >= x.Sent || x.Gap < x.RelayAfter {
 			t.Errorf("repetition %+v", x)
 		}
+	}
+}
+
+func TestSeqFrame(t *testing.T) {
+	for _, seq := range []uint64{0, 1, 1<<32 - 1, 7<<32 + 12345, 1<<48 - 1} {
+		if got, ok := parseSeq(SeqFrame(seq)); !ok || got != seq {
+			t.Errorf("frame %d read back as %d, %v", seq, got, ok)
+		}
+	}
+	if _, ok := parseSeq(frames.UDPFrame(60, 1, 2)); ok {
+		t.Error("a plain UDP frame read as a test frame")
 	}
 }

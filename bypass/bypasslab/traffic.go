@@ -1,7 +1,6 @@
 package bypasslab
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"sort"
@@ -10,36 +9,35 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ncpos/ncpos/bench"
+	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/lab"
 )
 
-// Test frames carry a magic and a sequence number in a UDP payload, from
-// side a to side b of a segment (lab.AddrA -> lab.AddrB), so the receiver
-// knows exactly which frames crossed.
-const (
-	udpPort   = 0x6e63 // "nc"
-	frameSize = 64     // without FCS
-)
+// Test frames are the self-test's (package bench), 64 bytes from side a
+// to side b of a segment, so the receiver knows exactly which frames
+// crossed: a 48-bit sequence number whose high 16 bits go in the stamp's
+// trial and its low 32 in the stamp's sequence.
+var seqFrames = func() *bench.Builder {
+	b, err := bench.NewBuilder(bench.FrameSpec{Size: 64, SrcMAC: frames.MACA, DstMAC: frames.MACB})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
 
-var magic = []byte("ncposfo1")
-
-// SeqFrame is test frame number seq.
+// SeqFrame is test frame number seq (below 2^48).
 func SeqFrame(seq uint64) []byte {
-	payload := make([]byte, 16, frameSize)
-	copy(payload, magic)
-	binary.BigEndian.PutUint64(payload[8:], seq)
-	f := lab.Ethernet(lab.MACB, lab.MACA, 0x0800, lab.IPv4(lab.AddrA, lab.AddrB, 17, lab.UDP(udpPort, udpPort, payload)))
-	return lab.Pad(f, frameSize)
+	return seqFrames.Write(make([]byte, seqFrames.Len()), uint16(seq>>32), uint32(seq), 0)
 }
 
 // parseSeq returns the sequence number of a test frame.
 func parseSeq(f []byte) (uint64, bool) {
-	const off = 14 + 20 + 8
-	if len(f) < off+16 || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[14+9] != 17 ||
-		binary.BigEndian.Uint16(f[14+20+2:]) != udpPort || !bytes.Equal(f[off:off+8], magic) {
+	st, err := bench.ParseStamp(f)
+	if err != nil {
 		return 0, false
 	}
-	return binary.BigEndian.Uint64(f[off+8:]), true
+	return uint64(st.Trial)<<32 | uint64(st.Seq), true
 }
 
 // Arrival is a test frame received on the far side, with the kernel's

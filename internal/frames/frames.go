@@ -1,12 +1,12 @@
-package lab
+// Package frames builds Ethernet frames by hand for tests, the lab and the
+// self-test, so that every byte is known: the tests compare what leaves a
+// segment with what entered it.
+package frames
 
 import (
 	"encoding/binary"
 	"net/netip"
 )
-
-// Frames for tests and the bench, built by hand so that every byte is
-// known: the tests compare what leaves a segment with what entered it.
 
 // MACs used by the lab; locally administered, never seen outside it.
 var (
@@ -51,7 +51,7 @@ func IPv4(src, dst netip.Addr, proto uint8, payload []byte) []byte {
 	s, d := src.As4(), dst.As4()
 	copy(h[12:16], s[:])
 	copy(h[16:20], d[:])
-	binary.BigEndian.PutUint16(h[10:], checksum(h))
+	binary.BigEndian.PutUint16(h[10:], Checksum(h))
 	return append(h, payload...)
 }
 
@@ -131,7 +131,9 @@ func ARPRequest() []byte {
 	return Pad(Ethernet([6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, MACA, 0x0806, p), 60)
 }
 
-func checksum(b []byte) uint16 {
+// Checksum is the Internet checksum of b (RFC 1071); over a header that
+// holds its own checksum it is 0.
+func Checksum(b []byte) uint16 {
 	var sum uint32
 	for i := 0; i+1 < len(b); i += 2 {
 		sum += uint32(binary.BigEndian.Uint16(b[i:]))
