@@ -3,10 +3,7 @@ package watchdog
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -24,12 +21,12 @@ func LiveCheck(runDir, daemon string, timeout time.Duration) Check {
 	return Check{Name: daemon + " liveness", Run: c.Live}
 }
 
-// MemoryCheck passes while MemAvailable is at least minFraction of
+// MemoryCheck (root is "/" on the appliance) passes while MemAvailable is at least minFraction of
 // MemTotal: a box that is out of memory is about to fail in ways no other
 // check sees.
-func MemoryCheck(procRoot string, minFraction float64) Check {
+func MemoryCheck(root string, minFraction float64) Check {
 	return Check{Name: "memory headroom", Run: func(context.Context) error {
-		total, avail, err := sysinfo.Memory(filepath.Join(procRoot, "meminfo"))
+		total, avail, err := sysinfo.Memory(filepath.Join(root, "proc/meminfo"))
 		if err != nil {
 			return fmt.Errorf("meminfo: %w", err)
 		}
@@ -42,18 +39,12 @@ func MemoryCheck(procRoot string, minFraction float64) Check {
 
 // FDCheck passes while the system-wide open file count stays below
 // maxFraction of fs.file-max.
-func FDCheck(procRoot string, maxFraction float64) Check {
+func FDCheck(root string, maxFraction float64) Check {
 	return Check{Name: "file descriptor headroom", Run: func(context.Context) error {
-		b, err := os.ReadFile(filepath.Join(procRoot, "sys/fs/file-nr"))
+		used, max, err := sysinfo.FileHandles(root)
 		if err != nil {
 			return err
 		}
-		f := strings.Fields(string(b))
-		if len(f) < 3 {
-			return fmt.Errorf("file-nr: %q", b)
-		}
-		used, _ := strconv.ParseUint(f[0], 10, 64)
-		max, _ := strconv.ParseUint(f[2], 10, 64)
 		if max > 0 && float64(used) > maxFraction*float64(max) {
 			return fmt.Errorf("%d of %d file descriptors in use", used, max)
 		}

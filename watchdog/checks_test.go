@@ -9,27 +9,28 @@ import (
 )
 
 func TestMemoryAndFDChecks(t *testing.T) {
-	proc := t.TempDir()
+	root := t.TempDir()
+	proc := filepath.Join(root, "proc")
 	os.MkdirAll(filepath.Join(proc, "sys/fs"), 0o755)
 	meminfo := filepath.Join(proc, "meminfo")
 	filenr := filepath.Join(proc, "sys/fs/file-nr")
 	ctx := context.Background()
 
 	os.WriteFile(meminfo, []byte("MemTotal: 1000000 kB\nMemFree: 10 kB\nMemAvailable: 500000 kB\n"), 0o644)
-	if err := MemoryCheck(proc, 0.05).Run(ctx); err != nil {
+	if err := MemoryCheck(root, 0.05).Run(ctx); err != nil {
 		t.Fatalf("50%% available: %v", err)
 	}
 	os.WriteFile(meminfo, []byte("MemTotal: 1000000 kB\nMemAvailable: 20000 kB\n"), 0o644)
-	if err := MemoryCheck(proc, 0.05).Run(ctx); err == nil || !strings.Contains(err.Error(), "2.0%") {
+	if err := MemoryCheck(root, 0.05).Run(ctx); err == nil || !strings.Contains(err.Error(), "2.0%") {
 		t.Fatalf("2%% available: %v", err)
 	}
 
 	os.WriteFile(filenr, []byte("1000\t0\t100000\n"), 0o644)
-	if err := FDCheck(proc, 0.9).Run(ctx); err != nil {
+	if err := FDCheck(root, 0.9).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filenr, []byte("95000\t0\t100000\n"), 0o644)
-	if err := FDCheck(proc, 0.9).Run(ctx); err == nil {
+	if err := FDCheck(root, 0.9).Run(ctx); err == nil {
 		t.Fatal("95% of descriptors in use passed")
 	}
 }

@@ -1,8 +1,6 @@
 package web
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -14,59 +12,6 @@ import (
 	"github.com/ncpos/ncpos/sysinfo"
 )
 
-// CPUTimes is one CPU's line of /proc/stat in clock ticks (USER_HZ).
-type CPUTimes struct {
-	CPU   int
-	Modes map[string]uint64 // user, nice, system, idle, iowait, irq, softirq, steal
-}
-
-// cpuModes are the columns of a cpu line of /proc/stat, in order.
-var cpuModes = []string{"user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"}
-
-// busy and total in ticks; idle and iowait count as not busy.
-func (c CPUTimes) busyTotal() (busy, total uint64) {
-	for m, v := range c.Modes {
-		total += v
-		if m != "idle" && m != "iowait" {
-			busy += v
-		}
-	}
-	return busy, total
-}
-
-// readStat reads the per-CPU lines and the boot time (btime, seconds since
-// the epoch, fixed for the boot, unlike now-minus-uptime) of /proc/stat.
-func readStat(root string) (cpus []CPUTimes, btime int64, err error) {
-	b, err := os.ReadFile(filepath.Join(root, "proc/stat"))
-	if err != nil {
-		return nil, 0, err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 2 {
-			continue
-		}
-		switch {
-		case f[0] == "btime":
-			btime, _ = strconv.ParseInt(f[1], 10, 64)
-		case strings.HasPrefix(f[0], "cpu") && f[0] != "cpu":
-			n, err := strconv.Atoi(f[0][3:])
-			if err != nil {
-				continue
-			}
-			ct := CPUTimes{CPU: n, Modes: map[string]uint64{}}
-			for i, m := range cpuModes {
-				if i+1 < len(f) {
-					ct.Modes[m], _ = strconv.ParseUint(f[i+1], 10, 64)
-				}
-			}
-			cpus = append(cpus, ct)
-		}
-	}
-	return cpus, btime, sc.Err()
-}
-
 // CPULoad is how busy one CPU was between two samples.
 type CPULoad struct {
 	CPU         int     `json:"cpu"`
@@ -74,8 +19,8 @@ type CPULoad struct {
 }
 
 // cpuLoads compares two /proc/stat samples.
-func cpuLoads(prev, cur []CPUTimes) []CPULoad {
-	before := map[int]CPUTimes{}
+func cpuLoads(prev, cur []sysinfo.CPUTimes) []CPULoad {
+	before := map[int]sysinfo.CPUTimes{}
 	for _, c := range prev {
 		before[c.CPU] = c
 	}
@@ -83,8 +28,8 @@ func cpuLoads(prev, cur []CPUTimes) []CPULoad {
 	for _, c := range cur {
 		l := CPULoad{CPU: c.CPU}
 		if p, ok := before[c.CPU]; ok {
-			b1, t1 := p.busyTotal()
-			b2, t2 := c.busyTotal()
+			b1, t1 := p.BusyTotal()
+			b2, t2 := c.BusyTotal()
 			if t2 > t1 && b2 >= b1 {
 				l.BusyPercent = round1(100 * float64(b2-b1) / float64(t2-t1))
 			}
@@ -113,23 +58,6 @@ func readMemory(root string) (Memory, error) {
 	}
 	m.UsedPercent = round1(100 * float64(m.TotalBytes-min(m.AvailableBytes, m.TotalBytes)) / float64(m.TotalBytes))
 	return m, nil
-}
-
-// readLoadAvg returns the 1, 5 and 15 minute load averages.
-func readLoadAvg(root string) ([3]float64, error) {
-	var l [3]float64
-	b, err := os.ReadFile(filepath.Join(root, "proc/loadavg"))
-	if err != nil {
-		return l, err
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return l, fmt.Errorf("proc/loadavg: %q", b)
-	}
-	for i := range l {
-		l[i], _ = strconv.ParseFloat(f[i], 64)
-	}
-	return l, nil
 }
 
 // Sensor is one hwmon reading: a temperature in °C or a fan in RPM.

@@ -50,7 +50,7 @@ type Host struct {
 	Memory   Memory     `json:"memory"`
 	Sensors  []Sensor   `json:"sensors"`
 
-	cpuTimes []CPUTimes // raw, for ncpos_cpu_seconds_total
+	cpuTimes []sysinfo.CPUTimes // raw, for ncpos_cpu_seconds_total
 }
 
 // Monitor samples the appliance every Interval: port counters (rates and
@@ -79,7 +79,7 @@ type Monitor struct {
 type monitorState struct {
 	started   bool
 	ports     map[string]*portState
-	cpu       []CPUTimes
+	cpu       []sysinfo.CPUTimes
 	bypass    map[string]string // segment -> state
 	daemons   map[string]string // daemon -> state
 	conds     map[string]health.Condition
@@ -385,7 +385,7 @@ func (m *Monitor) sampleHost(sys *System) (Host, []string) {
 	root := m.Collector.Root
 	var h Host
 	var errs []string
-	cpus, btime, err := readStat(root)
+	cpus, btime, err := sysinfo.ReadStat(root)
 	if err != nil {
 		errs = append(errs, "cpu load: "+err.Error())
 	} else {
@@ -396,7 +396,7 @@ func (m *Monitor) sampleHost(sys *System) (Host, []string) {
 			h.BootTime = time.Unix(btime, 0).UTC()
 		}
 	}
-	if h.Load, err = readLoadAvg(root); err != nil {
+	if h.Load, err = sysinfo.LoadAvg(root); err != nil {
 		errs = append(errs, "load average: "+err.Error())
 	}
 	if h.Memory, err = readMemory(root); err != nil {

@@ -88,8 +88,8 @@ func run(fdPid, fd int, device string, timeout, interval, grace time.Duration, r
 	if err != nil {
 		log.Print(err)
 	}
-	bootID, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	base.LastReset, err = rec.DecideLastReset(bootStatus, strings.TrimSpace(string(bootID)), now)
+	bootID, _ := sysinfo.BootID("/")
+	base.LastReset, err = rec.DecideLastReset(bootStatus, bootID, now)
 	if err != nil {
 		log.Printf("reset records: %v", err)
 	}
@@ -106,8 +106,8 @@ func run(fdPid, fd int, device string, timeout, interval, grace time.Duration, r
 		}
 	}
 	gate.Checks = append(gate.Checks,
-		watchdog.MemoryCheck("/proc", 0.05),
-		watchdog.FDCheck("/proc", 0.9),
+		watchdog.MemoryCheck("/", 0.05),
+		watchdog.FDCheck("/", 0.9),
 	)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
