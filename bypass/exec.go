@@ -50,33 +50,19 @@ func newExec(run runner, cfg config.Exec, pair string, ifnames [2]string) (*exec
 	if b.unit <= 0 {
 		b.unit = time.Second
 	}
-	for _, m := range []struct {
-		s  State
-		re string
-	}{{Disconnect, cfg.Match.Disconnect}, {Bypass, cfg.Match.Bypass}, {Normal, cfg.Match.Normal}} {
-		if m.re == "" {
+	for _, s := range recogniseOrder {
+		expr := *cfg.Match.Of(string(s))
+		if expr == "" {
 			continue
 		}
-		re, err := regexp.Compile(m.re)
+		re, err := regexp.Compile(expr)
 		if err != nil {
-			return nil, fmt.Errorf("exec: match.%s: %w", m.s, err)
+			return nil, fmt.Errorf("exec: match.%s: %w", s, err)
 		}
-		b.match = append(b.match, stateRE{m.s, re})
+		b.match = append(b.match, stateRE{s, re})
 	}
 	c := Caps{Events: map[Event][]State{}, Fixed: map[Event]State{}, ReadBack: len(cfg.Get) > 0, LinkDownInBypass: true}
-	for _, s := range States {
-		if len(execStates(cfg.State, s)) > 0 {
-			c.States = append(c.States, s)
-		}
-	}
-	for _, e := range Events {
-		es := b.eventStates(e)
-		for _, s := range States {
-			if len(execStates(es, s)) > 0 {
-				c.Events[e] = append(c.Events[e], s)
-			}
-		}
-	}
+	tableCaps(&c, &b.cfg.State, b.cfg.Event)
 	powerOffNotes(&c)
 	if len(cfg.Arm) > 0 {
 		c.Timer = &TimerCaps{Unit: b.unit, Min: b.unit, Max: cfg.TimerMax.Duration}
@@ -86,30 +72,6 @@ func newExec(run runner, cfg config.Exec, pair string, ifnames [2]string) (*exec
 	}
 	b.caps = c
 	return b, nil
-}
-
-func execStates(es config.ExecStates, s State) []string {
-	switch s {
-	case Normal:
-		return es.Normal
-	case Bypass:
-		return es.Bypass
-	case Disconnect:
-		return es.Disconnect
-	}
-	return nil
-}
-
-func (b *execBackend) eventStates(e Event) config.ExecStates {
-	switch e {
-	case PowerOff:
-		return b.cfg.PowerOff
-	case PowerUp:
-		return b.cfg.PowerUp
-	case TimerExpiry:
-		return b.cfg.TimerExpiry
-	}
-	return config.ExecStates{}
 }
 
 func (b *execBackend) exec(argv []string, extra map[string]string) ([]byte, error) {
@@ -135,7 +97,7 @@ func (b *execBackend) exec(argv []string, extra map[string]string) ([]byte, erro
 func (b *execBackend) Caps() Caps { return b.caps }
 
 func (b *execBackend) Set(s State) error {
-	argv := execStates(b.cfg.State, s)
+	argv := writesOf(&b.cfg.State, s)
 	if len(argv) == 0 {
 		return fmt.Errorf("exec: state %s: %w", s, ErrUnsupported)
 	}
@@ -160,7 +122,7 @@ func (b *execBackend) Get() (State, error) {
 }
 
 func (b *execBackend) SetDefault(e Event, s State) error {
-	argv := execStates(b.eventStates(e), s)
+	argv := writesOf(b.cfg.Event(string(e)), s)
 	if len(argv) == 0 {
 		return fmt.Errorf("exec: %s default %s: %w", e, s, ErrUnsupported)
 	}

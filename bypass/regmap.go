@@ -43,54 +43,10 @@ func newRegBackend(kind string, space regSpace, m config.RegisterMap) (*regBacke
 	return b, nil
 }
 
-func regStates(rs config.RegStates, s State) []config.RegBits {
-	switch s {
-	case Normal:
-		return rs.Normal
-	case Bypass:
-		return rs.Bypass
-	case Disconnect:
-		return rs.Disconnect
-	}
-	return nil
-}
-
-func (b *regBackend) eventStates(e Event) (config.RegStates, bool) {
-	switch e {
-	case PowerOff:
-		return b.m.PowerOff, true
-	case PowerUp:
-		return b.m.PowerUp, true
-	case TimerExpiry:
-		return b.m.TimerExpiry, true
-	}
-	return config.RegStates{}, false
-}
-
 // regCaps derives the capabilities from what the map can write.
 func regCaps(m config.RegisterMap) Caps {
 	c := Caps{Events: map[Event][]State{}, Fixed: map[Event]State{}, ReadBack: true, LinkDownInBypass: true}
-	for _, s := range States {
-		if len(regStates(m.State, s)) > 0 {
-			c.States = append(c.States, s)
-		}
-	}
-	for _, e := range Events {
-		var rs config.RegStates
-		switch e {
-		case PowerOff:
-			rs = m.PowerOff
-		case PowerUp:
-			rs = m.PowerUp
-		case TimerExpiry:
-			rs = m.TimerExpiry
-		}
-		for _, s := range States {
-			if len(regStates(rs, s)) > 0 {
-				c.Events[e] = append(c.Events[e], s)
-			}
-		}
-	}
+	tableCaps(&c, &m.State, m.Event)
 	powerOffNotes(&c)
 	if t := m.Timer; t.Unit.Duration > 0 {
 		c.Timer = &TimerCaps{Unit: t.Unit.Duration, Min: t.Unit.Duration, Max: time.Duration(t.Max) * t.Unit.Duration, TimeLeft: t.CountsDown}
@@ -166,7 +122,7 @@ func (b *regBackend) match(list []config.RegBits, cache map[[2]int]byte) (bool, 
 }
 
 // recognise reads which state of rs the registers are in.
-func (b *regBackend) recognise(what string, rs config.RegStates) (_ State, err error) {
+func (b *regBackend) recognise(what string, rs *config.RegStates) (_ State, err error) {
 	if err := b.space.begin(); err != nil {
 		return Unknown, err
 	}
@@ -177,8 +133,8 @@ func (b *regBackend) recognise(what string, rs config.RegStates) (_ State, err e
 	}()
 	var seen []string
 	cache := map[[2]int]byte{}
-	for _, s := range []State{Disconnect, Bypass, Normal} {
-		list := regStates(rs, s)
+	for _, s := range recogniseOrder {
+		list := writesOf(rs, s)
 		if len(list) == 0 {
 			continue
 		}
@@ -195,18 +151,17 @@ func (b *regBackend) recognise(what string, rs config.RegStates) (_ State, err e
 }
 
 func (b *regBackend) Set(s State) error {
-	list := regStates(b.m.State, s)
+	list := writesOf(&b.m.State, s)
 	if len(list) == 0 {
 		return fmt.Errorf("%s: state %s: %w", b.kind, s, ErrUnsupported)
 	}
 	return b.apply("set "+string(s), list)
 }
 
-func (b *regBackend) Get() (State, error) { return b.recognise("state", b.m.State) }
+func (b *regBackend) Get() (State, error) { return b.recognise("state", &b.m.State) }
 
 func (b *regBackend) SetDefault(e Event, s State) error {
-	rs, _ := b.eventStates(e)
-	list := regStates(rs, s)
+	list := writesOf(b.m.Event(string(e)), s)
 	if len(list) == 0 {
 		return fmt.Errorf("%s: %s default %s: %w", b.kind, e, s, ErrUnsupported)
 	}
@@ -214,8 +169,8 @@ func (b *regBackend) SetDefault(e Event, s State) error {
 }
 
 func (b *regBackend) Default(e Event) (State, error) {
-	rs, ok := b.eventStates(e)
-	if !ok || len(rs.Normal)+len(rs.Bypass)+len(rs.Disconnect) == 0 {
+	rs := b.m.Event(string(e))
+	if !anyWrites(rs) {
 		return Unknown, fmt.Errorf("%s: reading the %s default: %w", b.kind, e, ErrUnsupported)
 	}
 	return b.recognise(string(e)+" default", rs)

@@ -61,49 +61,13 @@ func newSysfs(fs files, cfg config.Sysfs, ifnames [2]string) (*sysfsBackend, err
 		return nil, fmt.Errorf("sysfs: driver directory: %w", err)
 	}
 	c := Caps{Events: map[Event][]State{}, Fixed: map[Event]State{}, ReadBack: true, LinkDownInBypass: true}
-	for _, s := range States {
-		if len(fileStates(cfg.State, s)) > 0 {
-			c.States = append(c.States, s)
-		}
-	}
-	for _, e := range Events {
-		fsx, _ := b.eventStates(e)
-		for _, s := range States {
-			if len(fileStates(fsx, s)) > 0 {
-				c.Events[e] = append(c.Events[e], s)
-			}
-		}
-	}
+	tableCaps(&c, &b.cfg.State, b.cfg.Event)
 	powerOffNotes(&c)
 	if t := cfg.Timer; t.File != "" {
 		c.Timer = &TimerCaps{Unit: t.Unit.Duration, Min: t.Unit.Duration, Max: time.Duration(t.Max) * t.Unit.Duration, TimeLeft: t.Left != ""}
 	}
 	b.caps = c
 	return b, nil
-}
-
-func fileStates(fs config.FileStates, s State) []config.FileWrite {
-	switch s {
-	case Normal:
-		return fs.Normal
-	case Bypass:
-		return fs.Bypass
-	case Disconnect:
-		return fs.Disconnect
-	}
-	return nil
-}
-
-func (b *sysfsBackend) eventStates(e Event) (config.FileStates, bool) {
-	switch e {
-	case PowerOff:
-		return b.cfg.PowerOff, true
-	case PowerUp:
-		return b.cfg.PowerUp, true
-	case TimerExpiry:
-		return b.cfg.TimerExpiry, true
-	}
-	return config.FileStates{}, false
 }
 
 func (b *sysfsBackend) path(file string) string { return filepath.Join(b.dir, file) }
@@ -117,11 +81,11 @@ func (b *sysfsBackend) writeAll(what string, list []config.FileWrite) error {
 	return nil
 }
 
-func (b *sysfsBackend) recognise(what string, fsx config.FileStates) (State, error) {
+func (b *sysfsBackend) recognise(what string, fsx *config.FileStates) (State, error) {
 	cache := map[string]string{}
 	var seen []string
-	for _, s := range []State{Disconnect, Bypass, Normal} {
-		list := fileStates(fsx, s)
+	for _, s := range recogniseOrder {
+		list := writesOf(fsx, s)
 		if len(list) == 0 {
 			continue
 		}
@@ -152,18 +116,17 @@ func (b *sysfsBackend) recognise(what string, fsx config.FileStates) (State, err
 func (b *sysfsBackend) Caps() Caps { return b.caps }
 
 func (b *sysfsBackend) Set(s State) error {
-	list := fileStates(b.cfg.State, s)
+	list := writesOf(&b.cfg.State, s)
 	if len(list) == 0 {
 		return fmt.Errorf("sysfs: state %s: %w", s, ErrUnsupported)
 	}
 	return b.writeAll("set "+string(s), list)
 }
 
-func (b *sysfsBackend) Get() (State, error) { return b.recognise("state", b.cfg.State) }
+func (b *sysfsBackend) Get() (State, error) { return b.recognise("state", &b.cfg.State) }
 
 func (b *sysfsBackend) SetDefault(e Event, s State) error {
-	fsx, _ := b.eventStates(e)
-	list := fileStates(fsx, s)
+	list := writesOf(b.cfg.Event(string(e)), s)
 	if len(list) == 0 {
 		return fmt.Errorf("sysfs: %s default %s: %w", e, s, ErrUnsupported)
 	}
@@ -171,8 +134,8 @@ func (b *sysfsBackend) SetDefault(e Event, s State) error {
 }
 
 func (b *sysfsBackend) Default(e Event) (State, error) {
-	fsx, ok := b.eventStates(e)
-	if !ok || len(fsx.Normal)+len(fsx.Bypass)+len(fsx.Disconnect) == 0 {
+	fsx := b.cfg.Event(string(e))
+	if !anyWrites(fsx) {
 		return Unknown, fmt.Errorf("sysfs: %s default: %w", e, ErrUnsupported)
 	}
 	return b.recognise(string(e)+" default", fsx)

@@ -50,11 +50,7 @@ type RegBits struct {
 // relay itself or of one of its event defaults. A state without writes is
 // one the hardware (or the map) does not offer. Reading back, a state is
 // recognised when every one of its writes reads back as written.
-type RegStates struct {
-	Normal     []RegBits `toml:"normal"`
-	Bypass     []RegBits `toml:"bypass"`
-	Disconnect []RegBits `toml:"disconnect"`
-}
+type RegStates = Writes[[]RegBits]
 
 // RegTimer is the bypass controller's own watchdog timer in registers: a
 // count register loaded with ceil(timeout/unit), counting down when
@@ -135,11 +131,7 @@ type FileWrite struct {
 
 // FileStates are the file writes that select each state; reading back, a
 // state is recognised when each file reads (trimmed) as written.
-type FileStates struct {
-	Normal     []FileWrite `toml:"normal"`
-	Bypass     []FileWrite `toml:"bypass"`
-	Disconnect []FileWrite `toml:"disconnect"`
-}
+type FileStates = Writes[[]FileWrite]
 
 // FileTimer is a vendor driver's bypass watchdog in files: File takes the
 // timeout as a count of Unit (0 stops it), Kick restarts it, Left (if set)
@@ -171,20 +163,12 @@ type Bpctl struct {
 }
 
 // ExecStates are command lines (argv, no shell) that select each state.
-type ExecStates struct {
-	Normal     []string `toml:"normal"`
-	Bypass     []string `toml:"bypass"`
-	Disconnect []string `toml:"disconnect"`
-}
+type ExecStates = Writes[[]string]
 
 // ExecMatch holds a regular expression per state, matched against the
 // output of Exec.Get; the first match in the order disconnect, bypass,
 // normal wins.
-type ExecMatch struct {
-	Normal     string `toml:"normal"`
-	Bypass     string `toml:"bypass"`
-	Disconnect string `toml:"disconnect"`
-}
+type ExecMatch = Writes[string]
 
 // Exec runs a vendor's command line tool. Arguments may contain {if},
 // {if2}, {pair}, and for Arm {ms} and {s} (the timeout).
@@ -355,15 +339,13 @@ func validateRegisterMap(add addFunc, f string, m *RegisterMap, maxReg int, supe
 		}
 	}
 	states := func(path string, s *RegStates) {
-		regs(path+".normal", s.Normal)
-		regs(path+".bypass", s.Bypass)
-		regs(path+".disconnect", s.Disconnect)
+		s.Each(func(state string, list *[]RegBits) { regs(path+"."+state, *list) })
 	}
 	regs(f+".init", m.Init)
 	states(f+".state", &m.State)
-	states(f+".power_off", &m.PowerOff)
-	states(f+".power_up", &m.PowerUp)
-	states(f+".timer_expiry", &m.TimerExpiry)
+	for _, e := range bypassEvents {
+		states(f+"."+e, m.Event(e))
+	}
 	t := &m.Timer
 	regs(f+".timer.arm", t.Arm)
 	regs(f+".timer.disarm", t.Disarm)
@@ -414,14 +396,12 @@ func validateSysfs(add addFunc, f string, s *Sysfs, missing bool) {
 		}
 	}
 	states := func(p string, st *FileStates) {
-		files(p+".normal", st.Normal)
-		files(p+".bypass", st.Bypass)
-		files(p+".disconnect", st.Disconnect)
+		st.Each(func(state string, list *[]FileWrite) { files(p+"."+state, *list) })
 	}
 	states(f+".state", &s.State)
-	states(f+".power_off", &s.PowerOff)
-	states(f+".power_up", &s.PowerUp)
-	states(f+".timer_expiry", &s.TimerExpiry)
+	for _, e := range bypassEvents {
+		states(f+"."+e, s.Event(e))
+	}
 	if t := &s.Timer; t.File != "" || t.Left != "" || len(t.Kick) > 0 {
 		for _, fl := range []struct{ key, name string }{{"file", t.File}, {"left", t.Left}} {
 			if fl.name != "" && !fileNameRE.MatchString(fl.name) {
@@ -462,23 +442,21 @@ func validateExec(add addFunc, f string, e *Exec, missing bool) {
 		}
 	}
 	states := func(p string, st *ExecStates) {
-		argv(p+".normal", st.Normal)
-		argv(p+".bypass", st.Bypass)
-		argv(p+".disconnect", st.Disconnect)
+		st.Each(func(state string, args *[]string) { argv(p+"."+state, *args) })
 	}
 	states(f+".state", &e.State)
-	states(f+".power_off", &e.PowerOff)
-	states(f+".power_up", &e.PowerUp)
-	states(f+".timer_expiry", &e.TimerExpiry)
+	for _, ev := range bypassEvents {
+		states(f+"."+ev, e.Event(ev))
+	}
 	argv(f+".get", e.Get)
 	argv(f+".arm", e.Arm, "{ms}", "{s}")
 	argv(f+".kick", e.Kick)
 	argv(f+".disarm", e.Disarm)
-	for _, m := range []struct{ key, re string }{{"normal", e.Match.Normal}, {"bypass", e.Match.Bypass}, {"disconnect", e.Match.Disconnect}} {
-		if _, err := regexp.Compile(m.re); err != nil {
-			add(f+".match."+m.key, "%q is not a regular expression: %v", m.re, err)
+	e.Match.Each(func(state string, re *string) {
+		if _, err := regexp.Compile(*re); err != nil {
+			add(f+".match."+state, "%q is not a regular expression: %v", *re, err)
 		}
-	}
+	})
 	if d := e.Timeout.Duration; d < 0 || d > maxExecTimeout {
 		add(f+".timeout", "%q is out of range, want up to 1m (0 for 2s)", e.Timeout)
 	}
