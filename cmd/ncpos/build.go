@@ -28,7 +28,25 @@ func runBuild(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	sz, err := image.ParseSize(*size)
+	return buildImage(ctx, buildOptions{config: *cfgPath, size: *size, out: *out, buildID: *buildID, passwordFile: *pwFile})
+}
+
+// buildOptions are what `ncpos build` takes, and what install and update
+// pass when they build the image they write.
+type buildOptions struct {
+	config       string // "": the embedded default
+	size         string // "": 512M
+	out          string
+	buildID      string // "": from the time
+	passwordFile string // "": ~/.config/ncpos/http-password.txt
+}
+
+// buildImage builds an image as `ncpos build` does.
+func buildImage(ctx context.Context, o buildOptions) error {
+	if o.size == "" {
+		o.size = "512M"
+	}
+	sz, err := image.ParseSize(o.size)
 	if err != nil {
 		return err
 	}
@@ -36,21 +54,21 @@ func runBuild(ctx context.Context, args []string) error {
 		cfg  *config.Config
 		text []byte
 	)
-	if *cfgPath == "" {
+	if o.config == "" {
 		cfg, text = config.Default(), config.DefaultTOML()
 	} else {
-		if text, err = os.ReadFile(*cfgPath); err != nil {
+		if text, err = os.ReadFile(o.config); err != nil {
 			return err
 		}
-		if cfg, err = config.Parse(*cfgPath, text); err != nil {
+		if cfg, err = config.Parse(o.config, text); err != nil {
 			return fmt.Errorf("invalid configuration, no image written:\n%w", err)
 		}
 	}
-	pw, pwPath, err := image.EnsurePassword(*pwFile)
+	pw, pwPath, err := image.EnsurePassword(o.passwordFile)
 	if err != nil {
 		return err
 	}
-	id := *buildID
+	id := o.buildID
 	if id == "" {
 		id = time.Now().UTC().Format("20060102-150405")
 	}
@@ -60,7 +78,7 @@ func runBuild(ctx context.Context, args []string) error {
 		ConfigTOML: text,
 		Kernel:     kernel.BzImage(),
 		Size:       sz,
-		Output:     *out,
+		Output:     o.out,
 		BuildID:    id,
 		Password:   pw,
 		HTTPPort:   config.GokrazyHTTPPort,

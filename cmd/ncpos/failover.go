@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass"
-	"github.com/ncpos/ncpos/bypass/bypasslab"
 	"github.com/ncpos/ncpos/lab"
+	"github.com/ncpos/ncpos/lab/bypasslab"
 )
 
 // labFailover is `ncpos lab failover`: it builds a one-segment lab

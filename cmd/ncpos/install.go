@@ -13,7 +13,7 @@ import (
 
 // runInstall is `ncpos install [-image F] [-yes] [-file] [-wipe-perm] [DEVICE]`.
 // The checks and the writing live in package install; this only parses
-// flags, builds the image when none is given (through runBuild, the same
+// flags, builds the image when none is given (through buildImage, the same
 // path as `ncpos build`) and prints.
 func runInstall(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("ncpos install", flag.ContinueOnError)
@@ -78,14 +78,7 @@ func runInstall(ctx context.Context, args []string) error {
 		}
 		defer os.RemoveAll(dir)
 		*img = filepath.Join(dir, "ncpos.img")
-		bargs := []string{"-o", *img, "-size", *size}
-		if *cfgPath != "" {
-			bargs = append(bargs, "-config", *cfgPath)
-		}
-		if *pwFile != "" {
-			bargs = append(bargs, "-password-file", *pwFile)
-		}
-		if err := runBuild(ctx, bargs); err != nil {
+		if err := buildImage(ctx, buildOptions{config: *cfgPath, size: *size, out: *img, passwordFile: *pwFile}); err != nil {
 			return fmt.Errorf("building the image: %w", err)
 		}
 	}

@@ -44,14 +44,7 @@ func runUpdate(ctx context.Context, args []string) error {
 		}
 		defer os.RemoveAll(tmp)
 		path = filepath.Join(tmp, "ncpos.img")
-		buildArgs := []string{"-o", path}
-		if *cfgPath != "" {
-			buildArgs = append(buildArgs, "-config", *cfgPath)
-		}
-		if *pwFile != "" {
-			buildArgs = append(buildArgs, "-password-file", *pwFile)
-		}
-		if err := runBuild(ctx, buildArgs); err != nil {
+		if err := buildImage(ctx, buildOptions{config: *cfgPath, out: path, passwordFile: *pwFile}); err != nil {
 			return err
 		}
 	}

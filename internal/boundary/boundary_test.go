@@ -17,7 +17,6 @@ var hostOnly = []string{
 	module + "/lab",
 	module + "/update",
 	module + "/vm",
-	module + "/bypass/bypasslab",
 }
 
 // shared are packages under a hostOnly prefix that the appliance may link.
