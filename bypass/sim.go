@@ -1,17 +1,18 @@
 package bypass
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/ncpos/ncpos/bypass/bpf"
 )
 
 // The sim relay lives entirely in the kernel, so that it outlives bypassd
@@ -37,23 +38,12 @@ import (
 // forwards what it redirects; the moment forwarderd dies its programs go
 // (they hang on its BPF links) and every frame meets the relay.
 
-// simRelay is the controller's state, the map value.
-type simRelay struct {
-	Mode       uint32 // 0 normal, 1 bypass, 2 disconnect
-	Armed      uint32
-	Deadline   uint64 // CLOCK_MONOTONIC ns
-	IfA, IfB   uint32 // ifindexes of the two ports
-	Expired    uint32 // latched: the timer ran out
-	ExpiryMode uint32 // mode to fall to when it does
-	Timeout    uint64 // ns, reloaded by a kick
-	// Instrumentation of the lab relay (no hardware has it): when it first
-	// carried a frame since it was last set (CLOCK_MONOTONIC ns, 0: not
-	// yet), and how many frames it has carried in all.
-	FirstCarried uint64
-	Carried      uint64
-}
+// simRelay is the controller's state, the map value (struct relay of
+// bpf/relay.c).
+type simRelay = bpf.RelayRelay
 
-const simRelaySize = 56
+// simRelaySize is the map's value size.
+const simRelaySize = uint32(unsafe.Sizeof(simRelay{}))
 
 var simModes = []State{Normal, Bypass, Disconnect}
 
@@ -66,34 +56,6 @@ func simMode(s State) uint32 {
 	return 1
 }
 
-func (r *simRelay) marshal() []byte {
-	b := make([]byte, simRelaySize)
-	binary.NativeEndian.PutUint32(b[0:], r.Mode)
-	binary.NativeEndian.PutUint32(b[4:], r.Armed)
-	binary.NativeEndian.PutUint64(b[8:], r.Deadline)
-	binary.NativeEndian.PutUint32(b[16:], r.IfA)
-	binary.NativeEndian.PutUint32(b[20:], r.IfB)
-	binary.NativeEndian.PutUint32(b[24:], r.Expired)
-	binary.NativeEndian.PutUint32(b[28:], r.ExpiryMode)
-	binary.NativeEndian.PutUint64(b[32:], r.Timeout)
-	binary.NativeEndian.PutUint64(b[40:], r.FirstCarried)
-	binary.NativeEndian.PutUint64(b[48:], r.Carried)
-	return b
-}
-
-func (r *simRelay) unmarshal(b []byte) {
-	r.Mode = binary.NativeEndian.Uint32(b[0:])
-	r.Armed = binary.NativeEndian.Uint32(b[4:])
-	r.Deadline = binary.NativeEndian.Uint64(b[8:])
-	r.IfA = binary.NativeEndian.Uint32(b[16:])
-	r.IfB = binary.NativeEndian.Uint32(b[20:])
-	r.Expired = binary.NativeEndian.Uint32(b[24:])
-	r.ExpiryMode = binary.NativeEndian.Uint32(b[28:])
-	r.Timeout = binary.NativeEndian.Uint64(b[32:])
-	r.FirstCarried = binary.NativeEndian.Uint64(b[40:])
-	r.Carried = binary.NativeEndian.Uint64(b[48:])
-}
-
 // TC verdicts.
 const (
 	tcActOK       = 0
@@ -101,80 +63,17 @@ const (
 	tcActRedirect = 7
 )
 
-// skbIfindex is offsetof(struct __sk_buff, ifindex).
-const skbIfindex = 40
-
-// xadd is a 64-bit atomic add of src to *(dst+off).
-func xadd(dst asm.Register, off int16, src asm.Register) asm.Instruction {
-	ins := asm.StoreXAdd(dst, src, asm.DWord)
-	ins.Offset = off
-	return ins
-}
-
-// simProgram is the relay: see the comment at the top of the file.
-func simProgram(mapFD int) asm.Instructions {
-	return asm.Instructions{
-		asm.Mov.Reg(asm.R6, asm.R1), // skb
-		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -4),
-		asm.LoadMapPtr(asm.R1, mapFD),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "pass"),
-		asm.Mov.Reg(asm.R7, asm.R0), // relay
-		asm.LoadMem(asm.R8, asm.R7, 0, asm.Word),
-		asm.JEq.Imm(asm.R8, 1, "redirect"),
-		asm.JEq.Imm(asm.R8, 2, "drop"),
-		asm.LoadMem(asm.R2, asm.R7, 4, asm.Word), // armed
-		asm.JEq.Imm(asm.R2, 0, "pass"),
-		asm.FnKtimeGetNs.Call(),
-		asm.LoadMem(asm.R2, asm.R7, 8, asm.DWord), // deadline
-		asm.JLT.Reg(asm.R0, asm.R2, "pass"),
-		// The timer ran out: latch the expiry state, stop the timer.
-		asm.LoadMem(asm.R8, asm.R7, 28, asm.Word),
-		asm.StoreMem(asm.R7, 0, asm.R8, asm.Word),
-		asm.StoreImm(asm.R7, 24, 1, asm.Word),
-		asm.StoreImm(asm.R7, 4, 0, asm.Word),
-		asm.JEq.Imm(asm.R8, 2, "drop"),
-		asm.JEq.Imm(asm.R8, 0, "pass"),
-		// Carried: note the time of the first frame since the last set,
-		// count every frame.
-		asm.LoadMem(asm.R2, asm.R7, 40, asm.DWord).WithSymbol("redirect"),
-		asm.JNE.Imm(asm.R2, 0, "count"),
-		asm.FnKtimeGetNs.Call(),
-		asm.StoreMem(asm.R7, 40, asm.R0, asm.DWord),
-		asm.Mov.Imm(asm.R2, 1).WithSymbol("count"),
-		xadd(asm.R7, 48, asm.R2),
-		// Out of the other port.
-		asm.LoadMem(asm.R2, asm.R6, skbIfindex, asm.Word),
-		asm.LoadMem(asm.R3, asm.R7, 16, asm.Word),
-		asm.LoadMem(asm.R1, asm.R7, 20, asm.Word),
-		asm.JEq.Reg(asm.R2, asm.R3, "go"),
-		asm.Mov.Reg(asm.R1, asm.R3),
-		asm.Mov.Imm(asm.R2, 0).WithSymbol("go"),
-		asm.FnRedirect.Call(),
-		asm.Return(),
-		asm.Mov.Imm(asm.R0, tcActOK).WithSymbol("pass"),
-		asm.Return(),
-		asm.Mov.Imm(asm.R0, tcActShot).WithSymbol("drop"),
-		asm.Return(),
-	}
-}
-
-func newSimMap() (*ebpf.Map, error) {
-	m, err := ebpf.NewMap(&ebpf.MapSpec{Name: "ncpos_relay", Type: ebpf.Array, KeySize: 4, ValueSize: simRelaySize, MaxEntries: 1})
+// newSimObjects loads the relay program and its map (bpf/relay.c).
+func newSimObjects() (*ebpf.Map, *ebpf.Program, error) {
+	spec, err := bpf.LoadRelay()
 	if err != nil {
-		return nil, fmt.Errorf("sim: creating the relay map: %w", err)
+		return nil, nil, fmt.Errorf("sim: %w", err)
 	}
-	return m, nil
-}
-
-func newSimProgram(m *ebpf.Map) (*ebpf.Program, error) {
-	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "ncpos_relay", Type: ebpf.SchedCLS, License: "GPL", Instructions: simProgram(m.FD())})
-	if err != nil {
-		return nil, fmt.Errorf("sim: loading the relay program: %w", err)
+	var objs bpf.RelayObjects
+	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+		return nil, nil, fmt.Errorf("sim: loading the relay: %w", err)
 	}
-	return p, nil
+	return objs.NcposRelay, objs.RelayIngress, nil
 }
 
 // monotonic is CLOCK_MONOTONIC in ns, the clock of bpf_ktime_get_ns.
@@ -308,14 +207,11 @@ func (s *Sim) adopt(links [2]netlink.Link) error {
 
 func (s *Sim) install(links [2]netlink.Link) error {
 	var err error
-	if s.m, err = newSimMap(); err != nil {
+	if s.m, s.prog, err = newSimObjects(); err != nil {
 		return err
 	}
 	r := simRelay{Mode: simMode(Bypass), IfA: uint32(s.idx[0]), IfB: uint32(s.idx[1]), ExpiryMode: simMode(Bypass)}
 	if err := s.store(&r); err != nil {
-		return err
-	}
-	if s.prog, err = newSimProgram(s.m); err != nil {
 		return err
 	}
 	for _, l := range links {
@@ -365,16 +261,14 @@ func RemoveSim(pair, ifA, ifB string) error {
 
 func (s *Sim) load() (simRelay, error) {
 	var r simRelay
-	b := make([]byte, simRelaySize)
-	if err := s.m.Lookup(uint32(0), &b); err != nil {
+	if err := s.m.Lookup(uint32(0), &r); err != nil {
 		return r, fmt.Errorf("sim: reading the relay: %w", err)
 	}
-	r.unmarshal(b)
 	return r, nil
 }
 
 func (s *Sim) store(r *simRelay) error {
-	if err := s.m.Update(uint32(0), r.marshal(), ebpf.UpdateAny); err != nil {
+	if err := s.m.Update(uint32(0), r, ebpf.UpdateAny); err != nil {
 		return fmt.Errorf("sim: writing the relay: %w", err)
 	}
 	return nil
