@@ -15,18 +15,10 @@ func TestFlowExpiry(t *testing.T) {
 	for _, engine := range []string{forwarder.EngineXDP, forwarder.EngineAFXDP} {
 		t.Run(engine, func(t *testing.T) {
 			l := newLab(t, 1, 1)
-			sinks, err := l.AttachSinks(false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { sinks.Close() })
+			attachSinks(t, l, false) // a veth drops redirected frames unless its peer has XDP
 			d := startForwarderd(t, l, "-engine", engine, "-mode", "service",
 				"-flow-table-size", "4096", "-flow-idle", "1s", "-flow-sweep", "200ms")
-			snd, err := l.Sender(0, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer snd.Close()
+			snd := sender(t, l)
 			const n = 20
 			for i := 0; i < n; i++ {
 				if err := snd.Send(frames.UDPFrame(64, uint16(5000+i), 53)); err != nil {

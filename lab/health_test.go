@@ -17,16 +17,8 @@ import (
 // leave again.
 func TestHealthProgress(t *testing.T) {
 	l := newLab(t, 1, 1)
-	sinks, err := l.AttachSinks(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sinks.Close() })
-	snd, err := l.Sender(0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { snd.Close() })
+	sinks := attachSinks(t, l, false)
+	snd := sender(t, l)
 	d := startForwarderd(t, l, "-engine", "xdp")
 
 	// send keeps traffic entering until stop is closed.
@@ -71,7 +63,7 @@ func TestHealthProgress(t *testing.T) {
 	if err := sinks.Detach(0, 1); err != nil {
 		t.Fatal(err)
 	}
-	err = waitHealth(false, 8*time.Second)
+	err := waitHealth(false, 8*time.Second)
 	if err == nil {
 		t.Fatal("still healthy 8s after frames stopped leaving the segment")
 	}

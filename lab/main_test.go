@@ -63,6 +63,30 @@ func newLab(t *testing.T, segments, queues int) *lab.Lab {
 	return l
 }
 
+// attachSinks attaches the lab's sinks (capturing frames when capture is
+// set) and detaches them when the test ends.
+func attachSinks(t *testing.T, l *lab.Lab, capture bool) *lab.Sinks {
+	t.Helper()
+	sinks, err := l.AttachSinks(capture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sinks.Close() })
+	return sinks
+}
+
+// sender opens a raw sender on side 0 of segment 0, closed when the test
+// ends.
+func sender(t *testing.T, l *lab.Lab) *lab.Sender {
+	t.Helper()
+	snd, err := l.Sender(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { snd.Close() })
+	return snd
+}
+
 // startForwarderd runs forwarderd in the lab and stops it at the end of
 // the test; its log is printed if the test failed.
 func startForwarderd(t *testing.T, l *lab.Lab, args ...string) *lab.Daemon {

@@ -15,11 +15,7 @@ import (
 // gets) and wants it reported, and frames to cross unchanged.
 func TestGenericXDP(t *testing.T) {
 	l := newLab(t, 1, 1)
-	sinks, err := l.AttachSinks(true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sinks.Close() })
+	sinks := attachSinks(t, l, true)
 	d := startForwarderd(t, l, "-xdp-mode", "generic")
 	st, err := d.Status(context.Background())
 	if err != nil {

@@ -17,16 +17,8 @@ func TestKillLeavesNothing(t *testing.T) {
 	for _, engine := range []string{forwarder.EngineXDP, forwarder.EngineAFXDP} {
 		t.Run(engine, func(t *testing.T) {
 			l := newLab(t, 1, 1)
-			sinks, err := l.AttachSinks(false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { sinks.Close() })
-			snd, err := l.Sender(0, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { snd.Close() })
+			sinks := attachSinks(t, l, false)
+			snd := sender(t, l)
 			passes := func(what string) {
 				t.Helper()
 				before, _, _ := sinks.Count(0, 1)

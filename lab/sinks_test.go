@@ -11,11 +11,7 @@ import (
 // as the bench does, and gets every frame.
 func TestSKBSink(t *testing.T) {
 	l := newLab(t, 1, 1)
-	sinks, err := l.AttachSinks(false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sinks.Close() })
+	sinks := attachSinks(t, l, false)
 	restore, err := sinks.SKBSink(0, 1)
 	if err != nil {
 		t.Fatal(err)
