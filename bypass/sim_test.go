@@ -56,6 +56,7 @@ func inNetns(t *testing.T, fn func(ifA, ifB string)) {
 			if err := netns.DeleteNamed(name); err != nil {
 				t.Errorf("deleting %s: %v", name, err)
 			}
+			lab.ReleaseNetnsDir()
 		}()
 		ifs := []string{"ncpt-sa", "ncpt-sb"}
 		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: ifs[0]}, PeerName: ifs[1]}); err != nil {

@@ -198,6 +198,8 @@ func (l *Lab) Close() error {
 	if err := os.Remove(l.ownerFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
 	}
+	os.Remove(ownerDir) // once the last lab is gone
+	ReleaseNetnsDir()
 	return errors.Join(errs...)
 }
 

@@ -150,6 +150,16 @@ func ShareNetnsDir() error {
 	return nil
 }
 
+// ReleaseNetnsDir undoes ShareNetnsDir once no named namespace is left in
+// /run/netns, so that a lab leaves no mount behind. It is best-effort: a
+// namespace another process still holds there keeps the mount busy, and
+// it stays.
+func ReleaseNetnsDir() {
+	if ents, err := os.ReadDir(netnsDir); err == nil && len(ents) == 0 {
+		unix.Unmount(netnsDir, 0)
+	}
+}
+
 // deleteNamed unmounts and removes /run/netns/NAME. A file that is no
 // longer a mount point (a namespace that is already gone) is removed all
 // the same.
