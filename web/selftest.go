@@ -89,11 +89,14 @@ func (j *SelfTestJobs) Start(sizes []int, by string) error {
 	sizes = slices.Clone(sizes)
 	first := selfTestProgress{Sizes: sizes, Total: len(sizes)}
 	err := j.runner().Start(ctx, by, first, func(ctx context.Context, progress func(selfTestProgress)) (string, error) {
+		last := first
 		result, err := j.Run(ctx, sizes, func(size, index, total int) {
-			progress(selfTestProgress{Sizes: sizes, Size: size, Done: index, Total: total})
+			last = selfTestProgress{Sizes: sizes, Size: size, Done: index, Total: total}
+			progress(last)
 		})
 		if err == nil {
-			progress(selfTestProgress{Sizes: sizes, Done: len(sizes), Total: len(sizes)})
+			// Every size done: the configured ones when none were asked for.
+			progress(selfTestProgress{Sizes: sizes, Done: last.Total, Total: last.Total})
 		}
 		return result, err
 	})

@@ -105,6 +105,15 @@ func TestSelfTestAPI(t *testing.T) {
 	if len(fake.sizes) != 2 || fake.sizes[1] != nil {
 		t.Errorf("runs got sizes %v, want [64 128 1518] then nil", fake.sizes)
 	}
+	// A run of the configured sizes counts them as the run reported them.
+	if r := post("", auth); r.Code != 202 {
+		t.Fatalf("start without a body: %d %s", r.Code, r.Body)
+	}
+	fake.release <- nil
+	jobs.Wait(context.Background())
+	if j := job(); j.State != "done" || j.Done != 3 || j.Total != 3 || j.Sizes != nil {
+		t.Errorf("done job of the configured sizes: %+v, want 3 of 3 sizes", j)
+	}
 	var found bool
 	for _, e := range f.events.Recent(10) {
 		found = found || strings.Contains(e.Message, "self-test (64,128,1518 bytes) started by ncpos@")
