@@ -41,11 +41,11 @@ func inNetns(t *testing.T, fn func(ifA, ifB string)) {
 			return
 		}
 		defer orig.Close()
-		if err := lab.ShareNetnsDir(); err != nil {
-			t.Error(err)
-			return
-		}
-		ns, err := netns.NewNamed(name)
+		var ns netns.NsHandle
+		err = lab.InNetnsDir(func() (err error) {
+			ns, err = netns.NewNamed(name)
+			return err
+		})
 		if err != nil {
 			t.Error(err)
 			return

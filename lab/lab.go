@@ -31,7 +31,6 @@ package lab
 import (
 	"errors"
 	"fmt"
-	"os"
 	"regexp"
 	"strconv"
 
@@ -194,12 +193,7 @@ func (l *Lab) Close() error {
 	if l.FW != nil {
 		errs = append(errs, l.FW.Delete())
 	}
-	errs = append(errs, Cleanup(l.Name("")))
-	if err := os.Remove(l.ownerFile()); err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, err)
-	}
-	os.Remove(ownerDir) // once the last lab is gone
-	ReleaseNetnsDir()
+	errs = append(errs, Remove(l.ID))
 	return errors.Join(errs...)
 }
 

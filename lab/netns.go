@@ -36,9 +36,6 @@ func newNetns(name string) (*Netns, error) {
 	if !strings.HasPrefix(name, Prefix) {
 		return nil, fmt.Errorf("lab: namespace %q lacks the %q prefix", name, Prefix)
 	}
-	if err := ShareNetnsDir(); err != nil {
-		return nil, err
-	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	orig, err := netns.Get()
@@ -46,7 +43,11 @@ func newNetns(name string) (*Netns, error) {
 		return nil, fmt.Errorf("lab: current namespace: %w", err)
 	}
 	defer orig.Close()
-	ns, err := netns.NewNamed(name)
+	var ns netns.NsHandle
+	err = InNetnsDir(func() (err error) {
+		ns, err = netns.NewNamed(name)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("lab: creating namespace %s: %w", name, err)
 	}
@@ -123,41 +124,6 @@ func (n *Netns) Delete() error {
 	}
 	n.ns.Close()
 	return deleteNamed(n.Name)
-}
-
-// ShareNetnsDir makes /run/netns a shared mount point before the lab
-// names a namespace in it, as `ip netns add` does before its first
-// (iproute2, ip/ipnetns.c): make it shared; where that fails because it is
-// not a mount point yet, bind it onto itself, recursively, and make it
-// shared. Done by both, neither ever binds the directory over the other's
-// namespace files. Without it, an `ip netns add` after the lab had named
-// its namespaces bound /run/netns over them, and the lab could no longer
-// use or delete them.
-func ShareNetnsDir() error {
-	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
-		return fmt.Errorf("lab: %w", err)
-	}
-	err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
-	if errors.Is(err, unix.EINVAL) {
-		if err := unix.Mount(netnsDir, netnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("lab: making %s a mount point: %w", netnsDir, err)
-		}
-		err = unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
-	}
-	if err != nil {
-		return fmt.Errorf("lab: making %s shared: %w", netnsDir, err)
-	}
-	return nil
-}
-
-// ReleaseNetnsDir undoes ShareNetnsDir once no named namespace is left in
-// /run/netns, so that a lab leaves no mount behind. It is best-effort: a
-// namespace another process still holds there keeps the mount busy, and
-// it stays.
-func ReleaseNetnsDir() {
-	if ents, err := os.ReadDir(netnsDir); err == nil && len(ents) == 0 {
-		unix.Unmount(netnsDir, 0)
-	}
 }
 
 // deleteNamed unmounts and removes /run/netns/NAME. A file that is no

@@ -36,6 +36,19 @@ func (l *Lab) claim() error {
 	return os.WriteFile(l.ownerFile(), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 }
 
+// Remove removes what is left of lab id (a lab that was not closed, or
+// that `ncpos lab up` left running): its namespaces and interfaces, its
+// owner file, and the lab's /run/netns mount point once nothing is left in
+// it.
+func Remove(id string) error {
+	err := Cleanup(Prefix + id + "-")
+	if e := os.Remove(filepath.Join(ownerDir, id)); e != nil && !errors.Is(e, os.ErrNotExist) {
+		err = errors.Join(err, e)
+	}
+	ReleaseNetnsDir()
+	return err
+}
+
 // owner reads an owner file: the pid, and whether that process runs.
 func owner(path string) (int, bool) {
 	b, err := os.ReadFile(path)

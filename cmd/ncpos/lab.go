@@ -98,7 +98,7 @@ func labDown() error {
 		os.Remove(pidFile)
 	}
 	os.Remove(filepath.Join(labRunDir, "forwarderd.log"))
-	return lab.Cleanup(lab.Prefix + labID + "-")
+	return lab.Remove(labID)
 }
 
 // isForwarderd checks that pid is still our forwarderd, not a recycled pid.
