@@ -26,8 +26,8 @@ import (
 //   - the "controller" is a one-entry BPF array map next to it holding the
 //     state, the timer's deadline (CLOCK_MONOTONIC, as bpf_ktime_get_ns)
 //     and what to do when it expires; the program checks the deadline on
-//     every frame and latches the expiry state, and every reader does the
-//     same, so a bypassd that stops kicking (killed, hung) leaves a relay
+//     every frame that arrives in normal and latches the expiry state, and
+//     every reader does the same, so a bypassd that stops kicking (killed, hung) leaves a relay
 //     that falls to bypass on its own;
 //   - the filters hold the program and the program holds the map: nothing
 //     is pinned, and a restarted bypassd finds the map again through the

@@ -16,7 +16,7 @@ import (
 )
 
 // requireTools skips where the Debian tools are missing, unless
-// NCPOS_REQUIRE_TOOLS is set (CI installs them and must not skip).
+// NCPOS_REQUIRE_TOOLS=1 (CI installs them and must not skip).
 func requireTools(t *testing.T) {
 	t.Helper()
 	testenv.Need(t, testenv.Tools, CheckTools())

@@ -202,7 +202,7 @@ type Override struct {
 	State   RelayState `json:"state"`
 	Reason  string     `json:"reason"`
 	By      string     `json:"by,omitempty"`
-	Set     time.Time  `json:"set"`
+	Set     time.Time  `json:"set,omitzero"`
 	Expires time.Time  `json:"expires,omitzero"` // zero: until cleared
 }
 

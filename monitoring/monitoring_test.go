@@ -13,7 +13,7 @@ import (
 )
 
 // promtool finds Debian's promtool (package prometheus); the tests are
-// skipped without it unless NCPOS_REQUIRE_TOOLS is set.
+// skipped without it unless NCPOS_REQUIRE_TOOLS=1.
 func promtool(t *testing.T) string {
 	t.Helper()
 	return testenv.LookPath(t, testenv.Tools, "promtool", "prometheus")

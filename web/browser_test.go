@@ -21,7 +21,7 @@ import (
 )
 
 // chromium finds Debian's chromium; the test is skipped without it unless
-// NCPOS_REQUIRE_TOOLS is set.
+// NCPOS_REQUIRE_TOOLS=1.
 func chromium(t *testing.T) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser"} {

@@ -10,9 +10,10 @@
 //               what a relay joining the two cables does;
 //   disconnect  frames are dropped.
 //
-// The controller's timer: while armed, a frame that arrives past the
-// deadline (CLOCK_MONOTONIC, as bpf_ktime_get_ns) latches the expiry state
-// and stops the timer, so that a bypassd that stops kicking leaves a relay
+// The controller's timer: while armed, a frame that arrives in normal past
+// the deadline (CLOCK_MONOTONIC, as bpf_ktime_get_ns) latches the expiry
+// state and stops the timer (in bypass and disconnect bypassd's readers
+// latch it), so that a bypassd that stops kicking leaves a relay
 // that falls to bypass on its own. bypassd's readers latch it the same way.
 
 #include <linux/bpf.h>
