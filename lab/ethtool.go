@@ -2,17 +2,17 @@ package lab
 
 import (
 	"fmt"
-	"unsafe"
+	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/safchain/ethtool"
 )
 
 // setGRO switches generic receive offload on an interface of the calling
-// thread's namespace (ETHTOOL_SGRO). A veth with GRO on accepts frames
-// redirected into it by XDP even without an XDP program of its own, which
-// the Linux bridge measurement needs.
+// thread's namespace. A veth with GRO on accepts frames redirected into it
+// by XDP even without an XDP program of its own, which the Linux bridge
+// measurement needs.
 func setGRO(ifname string, on bool) error {
-	return ethtoolSetValue(ifname, 0x2c, on) // ETHTOOL_SGRO
+	return setFeatures(ifname, on, func(name string) bool { return name == "rx-gro" })
 }
 
 // setTxChecksum switches transmit checksum offload. A veth leaves the
@@ -20,29 +20,33 @@ func setGRO(ifname string, on bool) error {
 // skb's metadata; XDP forwarding carries bare frames, so a stack that sends
 // into the lab must compute checksums itself.
 func setTxChecksum(ifname string, on bool) error {
-	return ethtoolSetValue(ifname, 0x17, on) // ETHTOOL_STXCSUM
+	return setFeatures(ifname, on, func(name string) bool { return strings.HasPrefix(name, "tx-checksum") })
 }
 
-// ethtoolSetValue issues a legacy ethtool set command taking a value.
-func ethtoolSetValue(ifname string, cmd uint32, on bool) error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+// setFeatures switches every offload of ifname whose ethtool name matches
+// (ETHTOOL_SFEATURES, as `ethtool -K` does), in the calling thread's
+// namespace.
+func setFeatures(ifname string, on bool, match func(name string) bool) error {
+	e, err := ethtool.NewEthtool()
 	if err != nil {
-		return err
+		return fmt.Errorf("lab: ethtool socket: %w", err)
 	}
-	defer unix.Close(fd)
-	val := struct{ cmd, data uint32 }{cmd: cmd}
-	if on {
-		val.data = 1
+	defer e.Close()
+	names, err := e.FeatureNames(ifname)
+	if err != nil {
+		return fmt.Errorf("lab: features of %s: %w", ifname, err)
 	}
-	var ifr struct {
-		name [unix.IFNAMSIZ]byte
-		data uintptr
-		_    [16]byte
+	want := map[string]bool{}
+	for n := range names {
+		if match(n) {
+			want[n] = on
+		}
 	}
-	copy(ifr.name[:], ifname)
-	ifr.data = uintptr(unsafe.Pointer(&val))
-	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); errno != 0 {
-		return fmt.Errorf("lab: ethtool command %#x on %s: %w", cmd, ifname, errno)
+	if len(want) == 0 {
+		return fmt.Errorf("lab: %s has no such offload", ifname)
+	}
+	if err := e.Change(ifname, want); err != nil {
+		return fmt.Errorf("lab: setting %v on %s: %w", want, ifname, err)
 	}
 	return nil
 }
