@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -113,11 +112,6 @@ func NewTarget(o TargetOptions) (_ *Target, err error) {
 		}
 	}
 	return t, nil
-}
-
-// Run is one trial on every stream at once.
-func (t *Target) Run(ctx context.Context, spec bench.TrialSpec) (bench.TrialResult, error) {
-	return t.PortTarget.Run(ctx, spec)
 }
 
 // Close stops the target and removes the lab.

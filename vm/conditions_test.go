@@ -181,9 +181,9 @@ func TestCablePullNoReset(t *testing.T) {
 	// The relay cuts the NIC off in bypass, so bypassd tries normal after
 	// each hold-down, and the flap damping lengthens it while the cable
 	// stays out. After the replug the guest must first see LAN2's link
-	// again (under software emulation with other guests on the cores that
-	// has taken from under a second to 15 s); from then on the segment
-	// must be back within the hold-down in force.
+	// again, which under software emulation with other guests on the cores
+	// is not bypassd's doing; from then on the segment must be back within
+	// the hold-down in force.
 	plugged := time.Now()
 	if err := v.SetLink("lan2", true); err != nil {
 		t.Fatal(err)
