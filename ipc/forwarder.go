@@ -18,6 +18,9 @@ type ForwarderStatus struct {
 	Segments   []SegmentStatus    `json:"segments"`
 	Ports      []PortStatus       `json:"ports"`
 	Flows      *FlowStats         `json:"flows,omitempty"`
+	// Notes say what the datapath cannot do on this box (say, count the
+	// kernel's redirect failures), for people.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // PortStatus is one port: what entered it (datapath counters) and what
@@ -39,7 +42,37 @@ type PortStatus struct {
 	Drops            map[string]uint64 `json:"drops"`
 	Malformed        uint64            `json:"malformed"`
 	MalformedReasons map[string]uint64 `json:"malformed_reasons"`
+
+	// MTU is the port's MTU as set for its segment; MaxFrame the longest
+	// frame (without FCS) the port forwards at that MTU and attach mode.
+	MTU      int `json:"mtu"`
+	MaxFrame int `json:"max_frame"`
+	// XDPFeatures are what the driver says it can do (the kernel's XDP
+	// feature flags), AttachWhy why Attach was chosen.
+	XDPFeatures []string `json:"xdp_features,omitempty"`
+	AttachWhy   string   `json:"attach_why,omitempty"`
+	// Settings are what ncpos set on the NIC before attaching, as read
+	// back from the driver.
+	Settings []PortSetting `json:"settings"`
 }
+
+// PortSetting is one NIC setting ncpos makes on a segment port and what
+// the driver did with it.
+type PortSetting struct {
+	Name   string `json:"name"` // ethtool's name: rx-vlan-hw-parse, pause, disable-fw-lldp, …
+	Want   string `json:"want"` // "off" or "on"
+	Got    string `json:"got"`  // as read back; "" when the driver does not offer it
+	Result string `json:"result"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// The results of a PortSetting.
+const (
+	SettingSet        = "set"         // changed, and read back as wanted
+	SettingAlready    = "already"     // was as wanted
+	SettingNotOffered = "not_offered" // the driver has no such thing: nothing to change
+	SettingRefused    = "refused"     // the driver keeps it otherwise (fixed, or the change failed)
+)
 
 // SegmentStatus sums a segment's two ports.
 type SegmentStatus struct {
