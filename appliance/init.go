@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/dataport"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/watchdog"
@@ -115,6 +116,16 @@ func Init(buildID string) error {
 	rec.Ports = ports
 	rec.ManagementPort = cfg.Management.Port
 	rec.ManagementInterface = ports[cfg.Management.Port]
+	// Before any daemon runs, every port but the management port is
+	// quieted (it stays down until forwarderd or the self-test takes it).
+	for label, ifname := range ports {
+		if label == cfg.Management.Port || ifname == "" {
+			continue
+		}
+		if err := dataport.Quiet("/", ifname); err != nil {
+			log.Printf("data port %s: %v", label, err)
+		}
+	}
 
 	var services []*gokrazy.Service
 	if rec.ManagementInterface == "" {

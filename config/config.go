@@ -74,6 +74,10 @@ type Forwarder struct {
 	Mode          string `toml:"mode"`            // "forward" or "service"
 	Cores         int    `toml:"cores"`           // forwarding cores; 0 = all but one
 	FlowTableSize int    `toml:"flow_table_size"` // flow table entries in service mode
+	// FlowControl leaves 802.3x flow control (PAUSE) on the segment ports
+	// as the driver negotiates it; off by default, so that a neighbour's
+	// PAUSE frames pass like any other frame instead of stalling a port.
+	FlowControl bool `toml:"flow_control"`
 }
 
 // Segment is a pair of ports bridged to each other, optionally with a bypass
@@ -82,7 +86,23 @@ type Segment struct {
 	Name   string   `toml:"name"`
 	Ports  []string `toml:"ports"`  // exactly two front-panel port names
 	Bypass string   `toml:"bypass"` // bypass pair name in the profile; "": the pair joining the ports, if any
+	// MTU of both ports: the longest frame the segment forwards is MTU +
+	// 18 bytes (Ethernet header and one VLAN tag, FCS not counted). 0
+	// means DefaultMTU.
+	MTU int `toml:"mtu"`
 }
+
+// DefaultMTU lets a segment carry what a cable carries between ordinary
+// neighbours: a 1500-byte packet under two VLAN tags (QinQ, 1522 bytes) and
+// a few MPLS labels more, up to 1540 bytes.
+const DefaultMTU = 1522
+
+// MTU limits of a segment: a wire carries at least what Ethernet carries,
+// and 9216 is the largest jumbo MTU common NICs take.
+const (
+	MinMTU = 1500
+	MaxMTU = 9216
+)
 
 // Syslog configures remote logging, which keeps log writes off the flash.
 type Syslog struct {

@@ -20,7 +20,7 @@ func TestDefault(t *testing.T) {
 	if c.Platform != "qemu" || c.Management.Port != "MGMT" || !c.Management.DHCP {
 		t.Errorf("default platform/management = %q/%+v, want qemu, DHCP on MGMT", c.Platform, c.Management)
 	}
-	if want := []Segment{{Name: "seg1", Ports: []string{"LAN1", "LAN2"}, Bypass: "pair1"}}; !reflect.DeepEqual(c.Segments, want) {
+	if want := []Segment{{Name: "seg1", Ports: []string{"LAN1", "LAN2"}, Bypass: "pair1", MTU: DefaultMTU}}; !reflect.DeepEqual(c.Segments, want) {
 		t.Errorf("default segments = %+v, want %+v", c.Segments, want)
 	}
 	if !slices.Equal(c.Services, defaultServices) {
@@ -151,8 +151,8 @@ func TestDecodeErrors(t *testing.T) {
 			`ncpos.toml:1: bogus: unknown key, want one of hostname, platform, services, management, status, watchdog, forwarder, bypass, segment, syslog, selftest`}},
 		{"unknown key in each segment", "[[segment]]\nname = \"a\"\nports = [\"LAN1\", \"LAN2\"]\nbypas = \"pair1\"\n" +
 			"[[segment]]\nname = \"b\"\nports = [\"LAN3\", \"LAN4\"]\nbypas = \"pair2\"\n", []string{
-			`ncpos.toml:4: segment[0].bypas: unknown key, want one of name, ports, bypass`,
-			`ncpos.toml:8: segment[1].bypas: unknown key, want one of name, ports, bypass`}},
+			`ncpos.toml:4: segment[0].bypas: unknown key, want one of name, ports, bypass, mtu`,
+			`ncpos.toml:8: segment[1].bypas: unknown key, want one of name, ports, bypass, mtu`}},
 		{"wrong case is unknown", "[watchdog]\nTimeout = \"10s\"\n" + seg, []string{
 			`ncpos.toml:2: watchdog.Timeout: unknown key, want one of device, timeout, interval, boot_grace`}},
 		{"dotted unknown key", "[status]\nextra.deep = 1\n" + seg, []string{
@@ -188,7 +188,7 @@ func TestTOMLRoundTrip(t *testing.T) {
 	c := Default()
 	c.Management = Management{Port: "MGMT", Address: "192.0.2.10/24", Gateway: "192.0.2.1"}
 	c.Watchdog.Interval = Duration{1500 * time.Millisecond}
-	c.Segments = append(c.Segments, Segment{Name: "seg2", Ports: []string{"LAN3", "LAN4"}, Bypass: "pair2"})
+	c.Segments = append(c.Segments, Segment{Name: "seg2", Ports: []string{"LAN3", "LAN4"}, Bypass: "pair2", MTU: 9000})
 	b, err := c.TOML()
 	if err != nil {
 		t.Fatal(err)

@@ -71,8 +71,14 @@ func defaults() *Config {
 //   - bypass.budget defaults to the profile's bypass_budget where it has
 //     one;
 //   - management.dhcp defaults to false when a static address is given,
-//     because asking for both is never what the writer meant.
+//     because asking for both is never what the writer meant;
+//   - a segment's mtu left out (or 0) is DefaultMTU.
 func (c *Config) fillDependentDefaults(md toml.MetaData) {
+	for i := range c.Segments {
+		if c.Segments[i].MTU == 0 {
+			c.Segments[i].MTU = DefaultMTU
+		}
+	}
 	if !md.IsDefined("management", "port") {
 		c.Management.Port = "MGMT"
 		if p, err := LookupProfile(c.Platform); err == nil {

@@ -91,6 +91,11 @@ func TestValidationRules(t *testing.T) {
 			`ncpos.toml:5: forwarder.flow_table_size: 10 is out of range, want between 1024 and 2147483648`}},
 		{"segment name", "[[segment]]\nname = \"Seg_1\"\nports = [\"LAN1\", \"LAN2\"]\n", []string{
 			`ncpos.toml:2: segment[0].name: "Seg_1" is not a valid segment name, want 1-15 of a-z, 0-9 and "-"`}},
+		{"segment mtu", "[[segment]]\nname = \"seg1\"\nports = [\"LAN1\", \"LAN2\"]\nmtu = 1500\n[[segment]]\nname = \"seg2\"\nports = [\"LAN3\", \"LAN4\"]\nmtu = 9216\n", nil},
+		{"segment mtu too small", "[[segment]]\nname = \"seg1\"\nports = [\"LAN1\", \"LAN2\"]\nmtu = 1400\n", []string{
+			`ncpos.toml:4: segment[0].mtu: 1400 is out of range, want between 1500 and 9216 (0 for the default, 1522)`}},
+		{"segment jumbo with afxdp", "[forwarder]\nengine = \"afxdp\"\n[[segment]]\nname = \"seg1\"\nports = [\"LAN1\", \"LAN2\"]\nmtu = 9000\n", []string{
+			`ncpos.toml:6: segment[0].mtu: 9000 is more than the afxdp engine forwards (frames of up to 1792 bytes, MTU 1774); want engine "xdp" for jumbo frames`}},
 		{"segment name missing", "[[segment]]\nports = [\"LAN1\", \"LAN2\"]\n", []string{
 			`ncpos.toml:1: segment[0].name: "" is not a valid segment name, want 1-15 of a-z, 0-9 and "-"`}},
 		{"segment name duplicate", "[[segment]]\nname = \"a\"\nports = [\"LAN1\", \"LAN2\"]\n[[segment]]\nname = \"a\"\nports = [\"LAN3\", \"LAN4\"]\n", []string{

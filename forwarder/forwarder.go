@@ -2,17 +2,18 @@ package forwarder
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/dataport"
+	"github.com/ncpos/ncpos/dataport/fence"
 	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc"
 )
 
 // Engines and modes, as the configuration spells them.
@@ -31,7 +32,9 @@ type Options struct {
 	FlowTableSize int    // service mode; 0 = 1,000,000
 	FlowIdle      time.Duration
 	XDPMode       string // XDPAuto (default), XDPNative or XDPGeneric
-	Segments      []Segment
+	// FlowControl leaves 802.3x PAUSE on the ports (off by default).
+	FlowControl bool
+	Segments    []Segment
 	// Absent are the configuration's segments that cannot be bridged
 	// because the box lacks a port: reported, never forwarded.
 	Absent []AbsentSegment
@@ -86,11 +89,28 @@ func (o *Options) setDefaults() error {
 	if o.Logf == nil {
 		o.Logf = log.Printf
 	}
+	for i := range o.Segments {
+		s := &o.Segments[i]
+		if s.MTU == 0 {
+			s.MTU = config.DefaultMTU
+		}
+		if s.MTU < config.MinMTU || s.MTU > config.MaxMTU {
+			return fmt.Errorf("forwarder: segment %s: MTU %d, want %d to %d", s.Name, s.MTU, config.MinMTU, config.MaxMTU)
+		}
+		if o.Engine == EngineAFXDP && s.MTU > config.AFXDPMaxMTU {
+			return fmt.Errorf("forwarder: segment %s: MTU %d is more than the afxdp engine forwards (MTU %d, frames of %d bytes); use the xdp engine for jumbo frames",
+				s.Name, s.MTU, config.AFXDPMaxMTU, config.AFXDPMaxMTU+frameOverhead)
+		}
+	}
 	if len(o.Segments) == 0 && len(o.Absent) > 0 {
 		return nil
 	}
 	return checkSegments(o.Segments)
 }
+
+// frameOverhead is what a frame carries beyond the MTU and the kernel
+// still forwards: the Ethernet header and one VLAN tag (FCS not counted).
+const frameOverhead = 14 + 4
 
 // port is one segment port.
 type port struct {
@@ -100,6 +120,12 @@ type port struct {
 	ifname  string
 	ifindex int
 	peer    *port
+
+	settings  []ipc.PortSetting // as the driver read them back
+	features  XDPFeatures
+	known     bool   // features were read
+	plan      string // the attach mode planned: XDPNative, XDPGeneric or XDPAuto
+	attachWhy string // why the attach mode was chosen
 }
 
 // engine is what both datapaths provide to the forwarder.
@@ -124,6 +150,7 @@ type Forwarder struct {
 	eng     engine
 	cores   CorePlan
 	started time.Time
+	notes   []string // what the datapath cannot do here, for /status
 
 	mu        sync.Mutex
 	heartbeat time.Time
@@ -143,7 +170,11 @@ type sample struct {
 
 // handed is what a port's datapath gave on to its peer port.
 func handed(c *portCounters) uint64 {
-	return c.Passed - c.Drops[dropTxRingFull] - c.Drops[dropSendError] - c.Drops[dropXSKRx]
+	n := c.Passed
+	for _, d := range []int{dropTxRingFull, dropSendError, dropXSKRx, dropRedirectTooBig, dropRedirectNoXmit, dropRedirectPeerDown, dropRedirectFailed, dropXmit} {
+		n -= c.Drops[d]
+	}
+	return n
 }
 
 // accountLost carries egress_lost forward from prev: per port, what its
@@ -206,7 +237,7 @@ func Start(opts Options) (_ *Forwarder, err error) {
 		if p.label == "" {
 			p.label = p.ifname
 		}
-		if err := preparePort(p, opts.Logf); err != nil {
+		if err := preparePort(p, &f.opts); err != nil {
 			return nil, err
 		}
 		ifnames = append(ifnames, p.ifname)
@@ -223,6 +254,9 @@ func Start(opts Options) (_ *Forwarder, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if x, ok := f.eng.(*xdpEngine); ok && x.note != "" {
+		f.notes = append(f.notes, x.note)
+	}
 	f.heartbeat = time.Now()
 	if err := f.takeSample(); err != nil {
 		f.eng.close()
@@ -231,19 +265,33 @@ func Start(opts Options) (_ *Forwarder, err error) {
 	return f, nil
 }
 
-// preparePort finds the interface, brings it up, makes it promiscuous (a
-// wire passes frames for every MAC) and keeps the kernel from sending
-// anything of its own through it (no IPv6 link-local, no router
-// solicitations): a segment port has no address and says nothing.
-func preparePort(p *port, logf func(string, ...any)) error {
+// preparePort makes the interface a wire's end: its IP stack quieted and
+// fenced off (dataport), its MTU the segment's, the NIC's VLAN offloads,
+// flow control and LLDP agent off, promiscuous (a wire passes frames for
+// every MAC) and up. A setting the driver refuses is reported, not fatal;
+// a port that cannot be quieted, fenced or given its MTU is not used.
+func preparePort(p *port, opts *Options) error {
 	l, err := netlink.LinkByName(p.ifname)
 	if err != nil {
 		return fmt.Errorf("forwarder: port %s (%s): %w", p.label, p.ifname, err)
 	}
 	p.ifindex = l.Attrs().Index
-	sysctl := filepath.Join("/proc/sys/net/ipv6/conf", p.ifname, "disable_ipv6")
-	if err := os.WriteFile(sysctl, []byte("1\n"), 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
-		logf("port %s: disabling IPv6: %v", p.ifname, err)
+	if err := dataport.Quiet(opts.Root, p.ifname); err != nil {
+		return fmt.Errorf("forwarder: port %s: %w", p.label, err)
+	}
+	if err := fence.Install(p.ifname); err != nil {
+		return fmt.Errorf("forwarder: port %s: %w", p.label, err)
+	}
+	if l.Attrs().MTU != p.segment.MTU {
+		if err := netlink.LinkSetMTU(l, p.segment.MTU); err != nil {
+			return fmt.Errorf("forwarder: port %s (%s): setting MTU %d of segment %s: %w", p.label, p.ifname, p.segment.MTU, p.segment.Name, err)
+		}
+	}
+	p.settings = dataport.Configure(p.ifname, dataport.Want{FlowControl: opts.FlowControl})
+	for _, s := range p.settings {
+		if s.Result == ipc.SettingRefused {
+			opts.Logf("port %s (%s): %s wanted %s, the driver keeps it %s: %s", p.label, p.ifname, s.Name, s.Want, s.Got, s.Detail)
+		}
 	}
 	if err := netlink.SetPromiscOn(l); err != nil {
 		return fmt.Errorf("forwarder: port %s promiscuous: %w", p.ifname, err)

@@ -45,12 +45,19 @@ const (
 // ones are counted in BPF (enum drop in bpf/port.c), the afxdp ones in Go,
 // the kernel ones come from the interface statistics.
 var DropReasons = []string{
-	"no_peer",      // the egress slot was empty: redirect refused
-	"no_socket",    // afxdp: no socket bound to the receive queue
-	"tx_ring_full", // afxdp: the peer's transmit ring or frame pool was full
-	"send_error",   // afxdp: sendto failed (the library would have panicked)
-	"kernel_rx",    // the driver dropped on receive (rx_dropped)
-	"kernel_tx",    // the driver dropped on transmit (tx_dropped)
+	"no_peer",   // the egress slot was empty: redirect refused
+	"no_socket", // afxdp: no socket bound to the receive queue
+	// The kernel refused a redirect after the program returned
+	// (tracepoint xdp:xdp_redirect_err), by errno:
+	"redirect_too_big",   // EMSGSIZE: longer than the peer's MTU allows
+	"redirect_no_xmit",   // EOPNOTSUPP: the peer's driver has no XDP transmit
+	"redirect_peer_down", // ENETDOWN, ENXIO: the peer is down or gone
+	"redirect_failed",    // any other errno
+	"xmit_dropped",       // the peer's driver took fewer frames than it was given (xdp:xdp_devmap_xmit)
+	"tx_ring_full",       // afxdp: the peer's transmit ring or frame pool was full
+	"send_error",         // afxdp: sendto failed (the library would have panicked)
+	"kernel_rx",          // the driver dropped on receive (rx_dropped)
+	"kernel_tx",          // the driver dropped on transmit (tx_dropped)
 	// egress_lost are frames handed to a port that did not leave it and
 	// that no driver counted: passed by the peer minus transmitted, from
 	// counter deltas (e.g. XDP redirect into a veth whose peer has no XDP
@@ -62,6 +69,11 @@ var DropReasons = []string{
 const (
 	dropNoPeer = iota
 	dropNoSocket
+	dropRedirectTooBig
+	dropRedirectNoXmit
+	dropRedirectPeerDown
+	dropRedirectFailed
+	dropXmit
 	dropTxRingFull
 	dropSendError
 	dropKernelRx
@@ -72,7 +84,7 @@ const (
 )
 
 // bpfDrops is how many drop reasons the BPF programs count.
-const bpfDrops = 2
+const bpfDrops = 7
 
 // reasonMap turns counters indexed like names into a map without zeros, so
 // that /status stays short and readable.

@@ -17,6 +17,8 @@ type Segment struct {
 	// Labels are the front-panel names (LAN1, ...); the interface names
 	// when the segment was given by interface.
 	Labels [2]string
+	// MTU of both ports; 0 is config.DefaultMTU.
+	MTU int
 }
 
 var segmentFlagRE = regexp.MustCompile(`^([a-z0-9-]{1,15})=([^,=\s]{1,15}),([^,=\s]{1,15})$`)
@@ -62,7 +64,7 @@ func SegmentsFromConfig(cfg *config.Config, sysClassNet string) (segs []Segment,
 		if len(s.Ports) != 2 {
 			return nil, nil, fmt.Errorf("forwarder: segment %q has %d ports, want 2", s.Name, len(s.Ports))
 		}
-		seg := Segment{Name: s.Name, Labels: [2]string{s.Ports[0], s.Ports[1]}}
+		seg := Segment{Name: s.Name, Labels: [2]string{s.Ports[0], s.Ports[1]}, MTU: s.MTU}
 		var missing []string
 		for i, label := range s.Ports {
 			seg.Interfaces[i] = ports[label]

@@ -77,7 +77,7 @@ func TestSegmentsFromConfig(t *testing.T) {
 	if err != nil || len(absent) != 0 {
 		t.Fatal(err)
 	}
-	want := Segment{Name: "s1", Interfaces: [2]string{"eth1", "eth2"}, Labels: [2]string{"LAN1", "LAN2"}}
+	want := Segment{Name: "s1", Interfaces: [2]string{"eth1", "eth2"}, Labels: [2]string{"LAN1", "LAN2"}, MTU: config.DefaultMTU}
 	if len(segs) != 1 || segs[0] != want {
 		t.Errorf("segments %+v, want [%+v]", segs, want)
 	}

@@ -2,8 +2,11 @@ package forwarder
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/dataport"
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
 )
@@ -19,6 +22,23 @@ type (
 	FlowStats     = ipc.FlowStats
 	FlowEntry     = ipc.FlowEntry
 )
+
+// maxFrame is the longest frame (FCS not counted) that enters p and
+// leaves its peer.
+func (f *Forwarder) maxFrame(p *port) int {
+	n := min(p.segment.MTU, p.peer.segment.MTU) + frameOverhead
+	if f.opts.Engine == EngineAFXDP {
+		n = min(n, config.AFXDPMaxMTU+frameOverhead)
+	}
+	return n
+}
+
+func (p *port) featureNames() []string {
+	if !p.known {
+		return nil
+	}
+	return p.features.Names()
+}
 
 // drops merges the datapath's drop counters with the kernel's and the
 // derived egress losses.
@@ -41,7 +61,7 @@ func (f *Forwarder) Status() Status {
 		Engine: f.opts.Engine, Mode: f.opts.Mode,
 		Started: f.started.UTC(), Heartbeat: hb.UTC(),
 		Live: live, Conditions: conds,
-		Cores: f.cores,
+		Cores: f.cores, Notes: f.notes,
 	}
 	segConds := func(name string) []health.Condition {
 		out := []health.Condition{}
@@ -61,6 +81,9 @@ func (f *Forwarder) Status() Status {
 			TxPackets: ls.txPackets, TxBytes: ls.txBytes,
 			Drops:     reasonMap(DropReasons, drops(pc, ls, s.lost[i])),
 			Malformed: pc.Malformed, MalformedReasons: reasonMap(MalformedReasons, pc.Reasons[:]),
+			MTU: p.segment.MTU, MaxFrame: f.maxFrame(p),
+			XDPFeatures: p.featureNames(), AttachWhy: p.attachWhy,
+			Settings: p.settings,
 		})
 	}
 	for i := range f.opts.Segments {
@@ -154,6 +177,12 @@ func (f *Forwarder) check(now time.Time) (health.Liveness, []health.Condition) {
 		if !ls.up {
 			conds = append(conds, health.Condition{Kind: health.LinkDown, Segment: p.segment.Name, Port: p.label,
 				Detail: fmt.Sprintf("port %s (%s) link %s", p.label, p.ifname, ls.operState)})
+		}
+		if strips := dataport.Strips(p.settings); len(strips) > 0 {
+			// Frames would leave without the tags the NIC took: not a
+			// wire. The relay's bypass is.
+			conds = append(conds, health.Condition{Kind: health.VLANStripped, Segment: p.segment.Name, Port: p.label,
+				Detail: fmt.Sprintf("port %s (%s): the driver keeps %s on, so VLAN tags would be lost", p.label, p.ifname, strings.Join(strips, ", "))})
 		}
 	}
 	for _, sp := range progressProblems(f.ports, f.history, f.opts.ProgressWindow) {

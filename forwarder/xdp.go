@@ -29,6 +29,8 @@ type xdpEngine struct {
 	progs          []*ebpf.Program
 	links          []link.Link
 	modes          []string // attach mode per port slot
+	redirects      *redirectCounters
+	note           string // why redirect failures are not counted
 }
 
 // datapathSpec is the compiled port.c.
@@ -58,9 +60,25 @@ func newSharedMap(spec *ebpf.CollectionSpec, name string, maxEntries uint32) (*e
 }
 
 // loadPortProgram loads one instance of the named program for port slot
-// index, using the given shared maps. Everything else in the object is left
-// out, so that, say, forward mode never allocates the flow table.
+// index, using the given shared maps.
 func loadPortProgram(spec *ebpf.CollectionSpec, name string, index int, maps map[string]*ebpf.Map) (*ebpf.Program, error) {
+	return loadProgramWith(spec, name, maps, func(s *ebpf.CollectionSpec) error {
+		if err := s.Variables[bpf.DatapathVarPortIndex].Set(uint32(index)); err != nil {
+			return fmt.Errorf("forwarder: setting port_index: %w", err)
+		}
+		return nil
+	})
+}
+
+// loadProgram loads the named program over the given shared maps.
+func loadProgram(spec *ebpf.CollectionSpec, name string, maps map[string]*ebpf.Map) (*ebpf.Program, error) {
+	return loadProgramWith(spec, name, maps, func(*ebpf.CollectionSpec) error { return nil })
+}
+
+// loadProgramWith loads the named program, using the given shared maps,
+// after set has set its variables. Everything else in the object is left
+// out, so that, say, forward mode never allocates the flow table.
+func loadProgramWith(spec *ebpf.CollectionSpec, name string, maps map[string]*ebpf.Map, set func(*ebpf.CollectionSpec) error) (*ebpf.Program, error) {
 	s := spec.Copy()
 	ps, ok := s.Programs[name]
 	if !ok {
@@ -76,8 +94,8 @@ func loadPortProgram(spec *ebpf.CollectionSpec, name string, index int, maps map
 			delete(s.Maps, name)
 		}
 	}
-	if err := s.Variables[bpf.DatapathVarPortIndex].Set(uint32(index)); err != nil {
-		return nil, fmt.Errorf("forwarder: setting port_index: %w", err)
+	if err := set(s); err != nil {
+		return nil, err
 	}
 	coll, err := ebpf.NewCollectionWithOptions(s, ebpf.CollectionOptions{MapReplacements: maps})
 	if err != nil {
@@ -163,16 +181,59 @@ func newXDPEngine(ports []*port, opts *Options) (_ *xdpEngine, err error) {
 			return nil, fmt.Errorf("forwarder: egress slot of %s: %w", p.ifname, err)
 		}
 	}
+	if err := planPorts(ports, opts.XDPMode); err != nil {
+		return nil, err
+	}
+	progSlots, ifindexSlots := map[uint32]uint32{}, map[uint32]uint32{}
 	for i, p := range ports {
-		l, mode, err := attachXDP(e.progs[i], p.ifindex, opts.XDPMode)
+		l, mode, err := attachXDP(e.progs[i], p.ifindex, p.plan)
 		if err != nil {
 			return nil, fmt.Errorf("forwarder: attaching XDP to %s: %w", p.ifname, err)
 		}
 		e.links = append(e.links, l)
 		e.modes[i] = mode
+		info, err := e.progs[i].Info()
+		if err != nil {
+			return nil, fmt.Errorf("forwarder: program of %s: %w", p.ifname, err)
+		}
+		id, _ := info.ID()
+		progSlots[uint32(id)] = uint32(p.index)
+		ifindexSlots[uint32(p.ifindex)] = uint32(p.index)
+	}
+	// Without the counters the segment still forwards; what the kernel
+	// then drops is still seen as egress_lost.
+	if e.redirects, err = newRedirectCounters(spec, e.counts, progSlots, ifindexSlots); err != nil {
+		e.note = err.Error()
+		opts.Logf("%v", err)
+		err = nil
 	}
 	return e, nil
 }
+
+// planPorts chooses each port's attach mode from its and its peer's XDP
+// features (see planAttach).
+func planPorts(ports []*port, want string) error {
+	for _, p := range ports {
+		f, known, err := readXDPFeatures(p.ifindex)
+		if err != nil {
+			return fmt.Errorf("forwarder: port %s (%s): %w", p.label, p.ifname, err)
+		}
+		p.features, p.known = f, known
+	}
+	for _, p := range ports {
+		plan, err := planAttach(want, p.features, p.peer.features, p.known && p.peer.known, p.peer.label, p.segment.MTU > singleBufferMTU)
+		if err != nil {
+			return fmt.Errorf("forwarder: port %s (%s) of segment %s %w", p.label, p.ifname, p.segment.Name, err)
+		}
+		p.plan, p.attachWhy = plan.mode, plan.why
+	}
+	return nil
+}
+
+// singleBufferMTU is about the largest MTU at which drivers still hand XDP
+// a frame in one buffer (a 4 KiB page less headroom and the skb's shared
+// info: 3506 on veth); above it, frames arrive in several.
+const singleBufferMTU = 3500
 
 func (e *xdpEngine) attachMode(i int) string { return e.modes[i] }
 
@@ -210,6 +271,9 @@ func (e *xdpEngine) close() error {
 	}
 	for _, p := range e.progs {
 		errs = append(errs, p.Close())
+	}
+	if e.redirects != nil {
+		errs = append(errs, e.redirects.close())
 	}
 	if e.flows != nil {
 		errs = append(errs, e.flows.close())

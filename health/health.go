@@ -82,6 +82,9 @@ const (
 	// TxStalled: frames entered a port and none left its peer (802.3x
 	// PAUSE from the far end, a stuck transmit queue).
 	TxStalled Kind = "tx_stalled"
+	// VLANStripped: a port's driver keeps VLAN tag stripping on, so the
+	// forwarder would send tagged frames on without their tags.
+	VLANStripped Kind = "vlan_stripped"
 	// NotForwarded: the forwarder does not serve the segment at all.
 	NotForwarded Kind = "not_forwarded"
 	// RelayBypass: the segment's relay is in bypass (or disconnect).
@@ -121,7 +124,7 @@ var classes = map[Kind]Class{
 	HeartbeatStale: ClassLiveness, EngineFailed: ClassLiveness, ProgramDetached: ClassLiveness,
 	CountersUnreadable: ClassLiveness, NoAnswer: ClassLiveness, MemoryLow: ClassLiveness, FDsLow: ClassLiveness,
 
-	LinkDown: ClassSegment, PortAbsent: ClassSegment, TxStalled: ClassSegment, NotForwarded: ClassSegment,
+	LinkDown: ClassSegment, PortAbsent: ClassSegment, TxStalled: ClassSegment, VLANStripped: ClassSegment, NotForwarded: ClassSegment,
 	RelayBypass: ClassSegment, RelayNotDrivable: ClassSegment, RelayMismatch: ClassSegment, HoldDown: ClassSegment,
 
 	ConfigRejected: ClassBox, PermDegraded: ClassBox, ProfileIncomplete: ClassBox, ProfileRefused: ClassBox,

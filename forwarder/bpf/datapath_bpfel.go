@@ -47,7 +47,7 @@ type DatapathPortStats struct {
 	RxBytes   uint64
 	Passed    uint64
 	Malformed uint64
-	Drop      [2]uint64
+	Drop      [7]uint64
 	Reason    [15]uint64
 }
 
@@ -58,11 +58,15 @@ const (
 	DatapathMapEgress       = "egress"
 	DatapathMapFlowCounts   = "flow_counts"
 	DatapathMapFlows        = "flows"
+	DatapathMapIfindexSlots = "ifindex_slots"
 	DatapathMapPortCounts   = "port_counts"
+	DatapathMapProgSlots    = "prog_slots"
 	DatapathMapXsks         = "xsks"
+	DatapathProgDevmapXmit  = "devmap_xmit"
 	DatapathProgPortForward = "port_forward"
 	DatapathProgPortService = "port_service"
 	DatapathProgPortXsk     = "port_xsk"
+	DatapathProgRedirectErr = "redirect_err"
 	DatapathVarPortIndex    = "port_index"
 )
 
@@ -108,20 +112,24 @@ type DatapathSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DatapathProgramSpecs struct {
+	DevmapXmit  *ebpf.ProgramSpec `ebpf:"devmap_xmit"`
 	PortForward *ebpf.ProgramSpec `ebpf:"port_forward"`
 	PortService *ebpf.ProgramSpec `ebpf:"port_service"`
 	PortXsk     *ebpf.ProgramSpec `ebpf:"port_xsk"`
+	RedirectErr *ebpf.ProgramSpec `ebpf:"redirect_err"`
 }
 
 // DatapathMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DatapathMapSpecs struct {
-	Egress     *ebpf.MapSpec `ebpf:"egress"`
-	FlowCounts *ebpf.MapSpec `ebpf:"flow_counts"`
-	Flows      *ebpf.MapSpec `ebpf:"flows"`
-	PortCounts *ebpf.MapSpec `ebpf:"port_counts"`
-	Xsks       *ebpf.MapSpec `ebpf:"xsks"`
+	Egress       *ebpf.MapSpec `ebpf:"egress"`
+	FlowCounts   *ebpf.MapSpec `ebpf:"flow_counts"`
+	Flows        *ebpf.MapSpec `ebpf:"flows"`
+	IfindexSlots *ebpf.MapSpec `ebpf:"ifindex_slots"`
+	PortCounts   *ebpf.MapSpec `ebpf:"port_counts"`
+	ProgSlots    *ebpf.MapSpec `ebpf:"prog_slots"`
+	Xsks         *ebpf.MapSpec `ebpf:"xsks"`
 }
 
 // DatapathVariableSpecs contains global variables before they are loaded into the kernel.
@@ -151,11 +159,13 @@ func (o *DatapathObjects) Close() error {
 //
 // It can be passed to LoadDatapathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DatapathMaps struct {
-	Egress     *ebpf.Map `ebpf:"egress"`
-	FlowCounts *ebpf.Map `ebpf:"flow_counts"`
-	Flows      *ebpf.Map `ebpf:"flows"`
-	PortCounts *ebpf.Map `ebpf:"port_counts"`
-	Xsks       *ebpf.Map `ebpf:"xsks"`
+	Egress       *ebpf.Map `ebpf:"egress"`
+	FlowCounts   *ebpf.Map `ebpf:"flow_counts"`
+	Flows        *ebpf.Map `ebpf:"flows"`
+	IfindexSlots *ebpf.Map `ebpf:"ifindex_slots"`
+	PortCounts   *ebpf.Map `ebpf:"port_counts"`
+	ProgSlots    *ebpf.Map `ebpf:"prog_slots"`
+	Xsks         *ebpf.Map `ebpf:"xsks"`
 }
 
 func (m *DatapathMaps) Close() error {
@@ -163,7 +173,9 @@ func (m *DatapathMaps) Close() error {
 		m.Egress,
 		m.FlowCounts,
 		m.Flows,
+		m.IfindexSlots,
 		m.PortCounts,
+		m.ProgSlots,
 		m.Xsks,
 	)
 }
@@ -179,16 +191,20 @@ type DatapathVariables struct {
 //
 // It can be passed to LoadDatapathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DatapathPrograms struct {
+	DevmapXmit  *ebpf.Program `ebpf:"devmap_xmit"`
 	PortForward *ebpf.Program `ebpf:"port_forward"`
 	PortService *ebpf.Program `ebpf:"port_service"`
 	PortXsk     *ebpf.Program `ebpf:"port_xsk"`
+	RedirectErr *ebpf.Program `ebpf:"redirect_err"`
 }
 
 func (p *DatapathPrograms) Close() error {
 	return _DatapathClose(
+		p.DevmapXmit,
 		p.PortForward,
 		p.PortService,
 		p.PortXsk,
+		p.RedirectErr,
 	)
 }
 

@@ -10,6 +10,15 @@
 //   port_service  service mode: the same plus a 5-tuple flow table (LRU).
 //   port_xsk      afxdp engine: count, check the frame and hand it to the
 //                 AF_XDP socket of its receive queue.
+//   redirect_err  tracepoint xdp:xdp_redirect_err: a redirect the kernel
+//                 refused after the program returned (frame too big for the
+//                 peer's MTU, a peer without XDP transmit, a peer down).
+//   devmap_xmit   tracepoint xdp:xdp_devmap_xmit: frames the peer's driver
+//                 did not take when the redirect queue was flushed.
+//
+// All three are frags-aware (xdp.frags): a jumbo frame
+// arrives in several buffers, of which only the first is parsed (headers
+// are never past it) while lengths are checked against the whole frame.
 //
 // Malformed frames are counted and still forwarded: the box is a wire, and a
 // bypass relay would pass them too, so dropping them would make "normal" and
@@ -53,6 +62,11 @@ enum malformed {
 enum drop {
 	DROP_NO_PEER,   /* egress slot empty: redirect refused */
 	DROP_NO_SOCKET, /* afxdp: no socket on this queue */
+	DROP_REDIRECT_TOO_BIG,     /* longer than the peer's MTU allows */
+	DROP_REDIRECT_UNSUPPORTED, /* the peer's driver cannot transmit XDP frames */
+	DROP_REDIRECT_PEER_DOWN,   /* the peer is down */
+	DROP_REDIRECT_FAILED,      /* any other refusal */
+	DROP_XMIT,                 /* the peer's driver did not take it */
 	DROP_MAX,
 };
 
@@ -124,6 +138,23 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } xsks SEC(".maps");
+
+/* Which port slot an XDP program serves (by program ID) and which port
+ * slot an interface is (by ifindex), for the tracepoints, which see every
+ * XDP program on the box. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} prog_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} ifindex_slots SEC(".maps");
 
 /* Set per instance before loading. */
 const volatile __u32 port_index = 0;
@@ -222,8 +253,11 @@ static __always_inline void parse(struct xdp_md *ctx, struct flow_key *k, struct
 	struct ethhdr *eth = data;
 	void *cur;
 	__be16 proto;
+	/* The whole frame, every buffer of it: lengths are checked against
+	 * this, headers against end (the first buffer). */
+	__u32 frame_len = bpf_xdp_get_buff_len(ctx);
 
-	if (data + MIN_FRAME > end)
+	if (frame_len < MIN_FRAME)
 		set_bit(p, MAL_RUNT);
 	if ((void *)(eth + 1) > end)
 		return; /* XDP never hands us less than 14 bytes */
@@ -267,7 +301,8 @@ static __always_inline void parse(struct xdp_md *ctx, struct flow_key *k, struct
 			return;
 		}
 		__u32 tot_len = len16(iph->tot_len);
-		if (tot_len < hlen || cur + tot_len > end) {
+		__u32 l3off = cur - data;
+		if (tot_len < hlen || l3off + tot_len > frame_len) {
 			set_bit(p, MAL_BAD_IPV4_LENGTH);
 			return;
 		}
@@ -281,7 +316,10 @@ static __always_inline void parse(struct xdp_md *ctx, struct flow_key *k, struct
 		/* Later fragments carry no transport header. */
 		if (iph->frag_off & bpf_htons(0x1fff))
 			return;
-		parse_l4(cur + hlen, cur + tot_len, end, iph->protocol, k, p, want_key);
+		void *l3end = end;
+		if (l3off + tot_len <= (__u32)(end - data))
+			l3end = cur + tot_len; /* else the packet goes on past the first buffer */
+		parse_l4(cur + hlen, l3end, end, iph->protocol, k, p, want_key);
 		return;
 	}
 
@@ -299,11 +337,13 @@ static __always_inline void parse(struct xdp_md *ctx, struct flow_key *k, struct
 		void *l3end = end;
 		__u32 plen = len16(ip6->payload_len);
 		if (plen) { /* 0: a jumbogram, sized by hop-by-hop option */
-			if ((void *)(ip6 + 1) + plen > end) {
+			__u32 payoff = (void *)(ip6 + 1) - data;
+			if (payoff + plen > frame_len) {
 				set_bit(p, MAL_BAD_IPV6_LENGTH);
 				return;
 			}
-			l3end = (void *)(ip6 + 1) + plen;
+			if (payoff + plen <= (__u32)(end - data))
+				l3end = (void *)(ip6 + 1) + plen;
 		}
 		if (want_key) {
 			k->family = 6;
@@ -351,7 +391,7 @@ static __always_inline struct port_stats *count_rx(struct xdp_md *ctx, __u64 *le
 {
 	__u32 idx = port_index;
 	struct port_stats *st = bpf_map_lookup_elem(&port_counts, &idx);
-	*len = ctx->data_end - ctx->data;
+	*len = bpf_xdp_get_buff_len(ctx);
 	if (st) {
 		st->rx_packets++;
 		st->rx_bytes += *len;
@@ -382,7 +422,7 @@ static __always_inline int redirect(struct port_stats *st)
 	return act;
 }
 
-SEC("xdp")
+SEC("xdp.frags")
 int port_forward(struct xdp_md *ctx)
 {
 	__u64 len;
@@ -428,7 +468,7 @@ static __always_inline void track(struct flow_key *k, struct parsed *p, __u64 le
 		__sync_fetch_and_or(&f->tcp_flags, p->tcp_flags);
 }
 
-SEC("xdp")
+SEC("xdp.frags")
 int port_service(struct xdp_md *ctx)
 {
 	__u64 len;
@@ -444,7 +484,7 @@ int port_service(struct xdp_md *ctx)
 	return redirect(st);
 }
 
-SEC("xdp")
+SEC("xdp.frags")
 int port_xsk(struct xdp_md *ctx)
 {
 	__u64 len;
@@ -463,6 +503,85 @@ int port_xsk(struct xdp_md *ctx)
 			st->drop[DROP_NO_SOCKET]++;
 	}
 	return act;
+}
+
+/* The tracepoints' records, as /sys/kernel/tracing/events/xdp/<event>/format
+ * lays them out (the first 8 bytes are the common fields); forwarderd
+ * checks the format before attaching. */
+struct redirect_err_args {
+	__u64 common;
+	int prog_id;
+	__u32 act;
+	int ifindex;
+	int err;
+	int to_ifindex;
+	__u32 map_id;
+	int map_index;
+};
+
+struct devmap_xmit_args {
+	__u64 common;
+	int from_ifindex;
+	__u32 act;
+	int to_ifindex;
+	int drops;
+	int sent;
+	int err;
+};
+
+#define E_NXIO 6
+#define E_NETDOWN 100
+#define E_MSGSIZE 90
+#define E_OPNOTSUPP 95
+
+static __always_inline struct port_stats *slot_stats(void *slots, __u32 key)
+{
+	__u32 *slot = bpf_map_lookup_elem(slots, &key);
+	if (!slot)
+		return NULL;
+	__u32 idx = *slot;
+	return bpf_map_lookup_elem(&port_counts, &idx);
+}
+
+SEC("tracepoint/xdp/xdp_redirect_err")
+int redirect_err(struct redirect_err_args *a)
+{
+	/* By program: each port has its own instance, and program IDs are
+	 * unique on the box, whatever namespace the port is in. */
+	struct port_stats *st = slot_stats(&prog_slots, (__u32)a->prog_id);
+	if (!st)
+		return 0;
+	switch (-a->err) {
+	case E_MSGSIZE:
+		st->drop[DROP_REDIRECT_TOO_BIG]++;
+		break;
+	case E_OPNOTSUPP:
+		st->drop[DROP_REDIRECT_UNSUPPORTED]++;
+		break;
+	case E_NETDOWN:
+	case E_NXIO:
+		st->drop[DROP_REDIRECT_PEER_DOWN]++;
+		break;
+	default:
+		st->drop[DROP_REDIRECT_FAILED]++;
+	}
+	return 0;
+}
+
+SEC("tracepoint/xdp/xdp_devmap_xmit")
+int devmap_xmit(struct devmap_xmit_args *a)
+{
+	if (a->drops <= 0)
+		return 0;
+	/* Counted at the port the frames entered, as every drop reason is. */
+	struct port_stats *st = slot_stats(&ifindex_slots, (__u32)a->from_ifindex);
+	if (!st)
+		return 0;
+	__u32 *to = bpf_map_lookup_elem(&ifindex_slots, &(__u32){(__u32)a->to_ifindex});
+	if (!to)
+		return 0; /* not one of our ports: another namespace's */
+	st->drop[DROP_XMIT] += a->drops;
+	return 0;
 }
 
 char _license[] SEC("license") = "Dual BSD/GPL";

@@ -66,6 +66,7 @@ func main() {
 		flowSweep = flag.Duration("flow-sweep", 5*time.Second, "how often the flow table is swept")
 		xdpMode   = flag.String("xdp-mode", forwarder.XDPAuto, "auto, native or generic")
 		interval  = flag.Duration("interval", time.Second, "heartbeat and sampling period")
+		mtu       = flag.Int("mtu", 0, "MTU of the -segment segments (default: config.DefaultMTU)")
 	)
 	flag.Var(&segs, "segment", "bridge `name=ifA,ifB` (repeatable; replaces the configuration's segments)")
 	flag.Parse()
@@ -85,6 +86,11 @@ func main() {
 	}
 	if *flowSize > 0 {
 		opts.FlowTableSize = *flowSize
+	}
+	if *mtu > 0 && len(segs) > 0 {
+		for i := range opts.Segments {
+			opts.Segments[i].MTU = *mtu
+		}
 	}
 	opts.FlowIdle, opts.SweepInterval, opts.XDPMode, opts.Interval = *flowIdle, *flowSweep, *xdpMode, *interval
 	stopped, err := run(opts)
@@ -111,6 +117,7 @@ func options(cfgPath string, segs []forwarder.Segment) (forwarder.Options, error
 		Mode:          cfg.Forwarder.Mode,
 		Cores:         cfg.Forwarder.Cores,
 		FlowTableSize: cfg.Forwarder.FlowTableSize,
+		FlowControl:   cfg.Forwarder.FlowControl,
 		Segments:      segs,
 	}
 	if len(segs) == 0 {

@@ -1,0 +1,82 @@
+package forwarder
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPlanAttach(t *testing.T) {
+	const (
+		ixgbe  = XDPBasic | XDPRedirect | XDPNdoXmit | XDPZeroCopy
+		i40e   = ixgbe | XDPRxSG | XDPNdoXmitSG
+		e1000e = XDPFeatures(0) // no native XDP at all
+	)
+	for _, tc := range []struct {
+		name      string
+		want      string
+		me, peer  XDPFeatures
+		known     bool
+		jumbo     bool
+		mode, why string // why: a word the reason must contain
+		err       string
+	}{
+		{"two ixgbe", XDPAuto, ixgbe, ixgbe, true, false, XDPNative, "native", ""},
+		{"e1000e itself", XDPAuto, e1000e, ixgbe, true, false, XDPGeneric, "no native", ""},
+		{"into an e1000e", XDPAuto, ixgbe, e1000e, true, false, XDPGeneric, "ndo-xmit", ""},
+		{"into an e1000e, native asked", XDPNative, ixgbe, e1000e, true, false, "", "", "cannot run natively: the peer LAN2's driver cannot transmit"},
+		{"jumbo on ixgbe", XDPAuto, ixgbe, ixgbe, true, true, XDPGeneric, "rx-sg", ""},
+		{"jumbo on i40e", XDPAuto, i40e, i40e, true, true, XDPNative, "native", ""},
+		{"jumbo into ixgbe", XDPAuto, i40e, ixgbe, true, true, XDPGeneric, "ndo-xmit-sg", ""},
+		{"generic asked", XDPGeneric, i40e, i40e, true, false, XDPGeneric, "configured", ""},
+		{"old kernel", XDPAuto, 0, 0, false, false, XDPAuto, "no XDP features", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := planAttach(tc.want, tc.me, tc.peer, tc.known, "LAN2", tc.jumbo)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.mode != tc.mode || !strings.Contains(p.why, tc.why) {
+				t.Errorf("plan = %+v, want mode %s because of %q", p, tc.mode, tc.why)
+			}
+		})
+	}
+}
+
+func TestXDPFeatureNames(t *testing.T) {
+	if got := (XDPBasic | XDPRedirect | XDPNdoXmitSG).String(); got != "basic,redirect,ndo-xmit-sg" {
+		t.Errorf("names = %q", got)
+	}
+}
+
+func TestCheckFormat(t *testing.T) {
+	// The format of xdp:xdp_redirect_err on Linux 6.12 and 6.18.
+	format := `name: xdp_redirect_err
+ID: 581
+format:
+	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
+	field:unsigned char common_flags;	offset:2;	size:1;	signed:0;
+	field:unsigned char common_preempt_count;	offset:3;	size:1;	signed:0;
+	field:int common_pid;	offset:4;	size:4;	signed:1;
+
+	field:int prog_id;	offset:8;	size:4;	signed:1;
+	field:u32 act;	offset:12;	size:4;	signed:0;
+	field:int ifindex;	offset:16;	size:4;	signed:1;
+	field:int err;	offset:20;	size:4;	signed:1;
+`
+	if err := checkFormat([]byte(format), tracepointFields["xdp_redirect_err"]); err != nil {
+		t.Errorf("the known layout: %v", err)
+	}
+	moved := strings.Replace(format, "field:int err;\toffset:20", "field:int err;\toffset:24", 1)
+	if err := checkFormat([]byte(moved), tracepointFields["xdp_redirect_err"]); err == nil || !strings.Contains(err.Error(), "err at offset 24") {
+		t.Errorf("a moved field: %v", err)
+	}
+	if err := checkFormat([]byte(format), tracepointFields["xdp_devmap_xmit"]); err == nil {
+		t.Error("another event's format passed")
+	}
+}
