@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
+
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/dataport/fence"
 	"github.com/ncpos/ncpos/forwarder"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/lab"
@@ -26,22 +30,10 @@ func TestDatapath(t *testing.T) {
 	}
 }
 
-// labFrames are well-formed frames of every sort a wire must pass.
-func labFrames() map[string][]byte {
-	lldp := frames.Ethernet([6]byte{0x01, 0x80, 0xc2, 0, 0, 0x0e}, frames.MACA, 0x88cc, bytes.Repeat([]byte{0xaa}, 46))
-	return map[string][]byte{
-		"udp_64":      frames.UDPFrame(64, 1000, 2000),
-		"udp_1514":    frames.UDPFrame(1514, 1000, 2001),
-		"tcp":         frames.Pad(frames.Ethernet(frames.MACB, frames.MACA, 0x0800, frames.IPv4(frames.AddrA, frames.AddrB, 6, frames.TCP(40000, 443, 0x02, nil))), 60),
-		"vlan":        frames.VLAN(frames.UDPFrame(100, 1, 2), 42),
-		"qinq":        frames.VLAN(frames.UDPFrame(100, 1, 2), 100, 200),
-		"arp":         frames.ARPRequest(),
-		"lldp":        lldp,
-		"ipv6_icmp":   frames.Ethernet(frames.MACB, frames.MACA, 0x86dd, frames.IPv6(frames.Addr6A, frames.Addr6B, 58, frames.ICMPEcho(128, 1, 1, make([]byte, 16)))),
-		"ethertype_x": frames.Ethernet(frames.MACB, frames.MACA, 0x1234, bytes.Repeat([]byte{0x5a}, 100)),
-		"broadcast":   frames.Ethernet([6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, frames.MACA, 0x0800, frames.IPv4(frames.AddrA, frames.AddrB, 17, frames.UDP(68, 67, make([]byte, 300)))),
-	}
-}
+// jumboMTU is the MTU the xdp engine's runs set, so that the jumbo frame
+// of frames.WireFrames passes; the afxdp engine forwards at most 1792-byte
+// frames and runs with the default.
+const jumboMTU = 9000
 
 func testDatapath(t *testing.T, engine, mode string) {
 	l := newLab(t, 2, 1)
@@ -50,13 +42,20 @@ func testDatapath(t *testing.T, engine, mode string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sinks.Close() })
-	d := startForwarderd(t, l, "-engine", engine, "-mode", mode, "-flow-table-size", "1024", "-flow-sweep", "200ms")
+	args := []string{"-engine", engine, "-mode", mode, "-flow-table-size", "1024", "-flow-sweep", "200ms"}
+	jumbo, mtu := 0, config.DefaultMTU
+	if engine == forwarder.EngineXDP {
+		jumbo, mtu = jumboMTU, jumboMTU
+		args = append(args, "-mtu", fmt.Sprint(jumboMTU))
+	}
+	d := startForwarderd(t, l, args...)
 	st, err := d.Status(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range st.Ports {
-		t.Logf("port %s: %s %s, link %s", p.Interface, st.Engine, p.Attach, p.Link)
+		t.Logf("port %s: %s %s (%s), link %s, MTU %d, frames up to %d, XDP features %v", p.Interface, st.Engine, p.Attach, p.AttachWhy, p.Link, p.MTU, p.MaxFrame, p.XDPFeatures)
+		checkPortSetup(t, l, p, mtu)
 	}
 
 	senders := map[[2]int]*lab.Sender{}
@@ -103,7 +102,7 @@ func testDatapath(t *testing.T, engine, mode string) {
 		}
 	}
 
-	named := labFrames()
+	named := frames.WireFrames(jumbo)
 	names := make([]string, 0, len(named))
 	for n := range named {
 		names = append(names, n)
@@ -168,6 +167,54 @@ func testDatapath(t *testing.T, engine, mode string) {
 	})
 	if mode == forwarder.ModeService {
 		t.Run("flows", func(t *testing.T) { testFlows(t, d, sinks, sender(0, 0)) })
+	}
+}
+
+// checkPortSetup wants a port as preparePort leaves it: the segment's MTU
+// on the interface, veth's VLAN offloads off as read back, the input fence
+// on and no address.
+func checkPortSetup(t *testing.T, l *lab.Lab, p forwarder.PortStatus, mtu int) {
+	t.Helper()
+	if p.MTU != mtu || p.MaxFrame < mtu+18 {
+		t.Errorf("port %s: MTU %d, frames up to %d; want MTU %d", p.Interface, p.MTU, p.MaxFrame, mtu)
+	}
+	results := map[string]string{}
+	for _, s := range p.Settings {
+		results[s.Name] = s.Result + "/" + s.Got
+	}
+	// veth strips tags in software and offers the change; it has no
+	// flow control.
+	for name, want := range map[string]string{"rx-vlan-hw-parse": "set/off", "rx-vlan-stag-hw-parse": "set/off", "pause": "not_offered/"} {
+		if results[name] != want {
+			t.Errorf("port %s: %s %q, want %q (all: %+v)", p.Interface, name, results[name], want, p.Settings)
+		}
+	}
+	err := l.FW.Do(func() error {
+		link, err := netlink.LinkByName(p.Interface)
+		if err != nil {
+			return err
+		}
+		if link.Attrs().MTU != mtu {
+			t.Errorf("port %s: interface MTU %d, want %d", p.Interface, link.Attrs().MTU, mtu)
+		}
+		addrs, err := netlink.AddrList(link, netlink.FAMILY_ALL)
+		if err != nil {
+			return err
+		}
+		if len(addrs) > 0 {
+			t.Errorf("port %s has addresses %v, want none", p.Interface, addrs)
+		}
+		on, err := fence.Installed(p.Interface)
+		if err != nil {
+			return err
+		}
+		if !on {
+			t.Errorf("port %s has no input fence", p.Interface)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

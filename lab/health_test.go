@@ -78,8 +78,14 @@ func TestHealthProgress(t *testing.T) {
 	if st.Segments[0].Forwarding || !health.Has(st.Segments[0].Conditions, health.TxStalled) {
 		t.Errorf("segment %s: forwarding %v, conditions %+v, want tx_stalled", st.Segments[0].Name, st.Segments[0].Forwarding, st.Segments[0].Conditions)
 	}
-	if st.Ports[1].Drops["egress_lost"] == 0 {
-		t.Errorf("drops on %s: %v, want egress_lost", st.Ports[1].Interface, st.Ports[1].Drops)
+	// The veth refuses the frames redirected into it (no XDP program on
+	// its peer): the kernel's redirect tracepoints count them on the port
+	// they entered.
+	if len(st.Notes) > 0 {
+		t.Fatalf("forwarderd cannot count redirect failures: %v", st.Notes)
+	}
+	if d := st.Ports[0].Drops; d["redirect_no_xmit"]+d["xmit_dropped"] == 0 {
+		t.Errorf("drops on %s: %v, want redirect_no_xmit or xmit_dropped", st.Ports[0].Interface, d)
 	}
 	if err := sinks.Attach(0, 1); err != nil {
 		t.Fatal(err)

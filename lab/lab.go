@@ -115,6 +115,9 @@ func New(cfg Config) (_ *Lab, err error) {
 	return l, nil
 }
 
+// NeighbourMTU is the MTU of the traffic ends.
+const NeighbourMTU = 9216
+
 // veth creates the pair port (in FW) and host (in ns) and brings both up.
 func (l *Lab) veth(port, host string, ns *Netns, queues int) error {
 	v := &netlink.Veth{
@@ -130,6 +133,11 @@ func (l *Lab) veth(port, host string, ns *Netns, queues int) error {
 	hl, err := ns.Link(host)
 	if err != nil {
 		return err
+	}
+	// A neighbour may send anything a cable carries, jumbo frames too;
+	// what the port takes is the forwarder's MTU.
+	if err := ns.nl.LinkSetMTU(hl, NeighbourMTU); err != nil {
+		return fmt.Errorf("lab: %s MTU %d: %w", host, NeighbourMTU, err)
 	}
 	if err := ns.nl.LinkSetUp(hl); err != nil {
 		return fmt.Errorf("lab: %s up: %w", host, err)

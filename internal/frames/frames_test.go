@@ -2,6 +2,7 @@ package frames
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"testing"
 )
 
@@ -26,5 +27,28 @@ func TestUDPFrame(t *testing.T) {
 	}
 	if v := VLAN(f, 100, 200); len(v) != 108 || binary.BigEndian.Uint16(v[12:]) != 0x8100 || binary.BigEndian.Uint16(v[14:])&0xfff != 100 {
 		t.Errorf("VLAN: %x", v[:20])
+	}
+}
+
+func TestWireFrames(t *testing.T) {
+	fs := WireFrames(9000)
+	for name, size := range map[string]int{"qinq_1522": 1522, "qinq_1526": 1526, "vlan_1518": 1518, "jumbo": 9000, "lacp": 124, "stp": 60, "pause": 60} {
+		if len(fs[name]) != size {
+			t.Errorf("%s is %d bytes, want %d", name, len(fs[name]), size)
+		}
+	}
+	if q := fs["qinq_1522"]; q[12] != 0x88 || q[13] != 0xa8 || q[16] != 0x81 || q[17] != 0x00 {
+		t.Errorf("qinq tags: % x, want 88 a8 then 81 00", q[12:18])
+	}
+	ns := fs["ipv6_nd"]
+	// The checksum over the pseudo-header and message, as sent, is 0.
+	ip := ns[14:]
+	src, _ := netip.AddrFromSlice(ip[8:24])
+	dst, _ := netip.AddrFromSlice(ip[24:40])
+	if c := ICMPv6Checksum(src, dst, ip[40:]); c != 0 {
+		t.Errorf("neighbour solicitation checksum verifies to %#x, want 0", c)
+	}
+	if ns[0] != 0x33 || ns[1] != 0x33 || ns[5] != 0x0b {
+		t.Errorf("solicited-node MAC % x", ns[:6])
 	}
 }

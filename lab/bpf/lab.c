@@ -24,7 +24,7 @@
 #include <bpf/bpf_endian.h>
 
 #define MAX_SINKS 64
-#define CAPTURE_BYTES 2048
+#define CAPTURE_BYTES 9216 /* a jumbo frame of the largest MTU a segment takes */
 
 struct sink_stats {
 	__u64 packets;
@@ -46,7 +46,7 @@ struct record {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 24);
+	__uint(max_entries, 1 << 26);
 } captured SEC(".maps");
 
 struct {
@@ -83,12 +83,14 @@ static __always_inline void count_bytes(__u64 bytes)
 	}
 }
 
+/* Sink and capture are frags-aware, so that they take jumbo frames and
+ * count each frame's whole length. */
 static __always_inline void count(struct xdp_md *ctx)
 {
-	count_bytes(ctx->data_end - ctx->data);
+	count_bytes(bpf_xdp_get_buff_len(ctx));
 }
 
-SEC("xdp")
+SEC("xdp.frags")
 int sink(struct xdp_md *ctx)
 {
 	count(ctx);
@@ -106,11 +108,11 @@ int sink_skb(struct __sk_buff *skb)
 	return 2; /* TC_ACT_SHOT */
 }
 
-SEC("xdp")
+SEC("xdp.frags")
 int capture(struct xdp_md *ctx)
 {
 	count(ctx);
-	__u32 len = ctx->data_end - ctx->data;
+	__u32 len = bpf_xdp_get_buff_len(ctx);
 	struct record *r = bpf_ringbuf_reserve(&captured, sizeof(*r), 0);
 	if (!r)
 		return XDP_DROP;
@@ -150,7 +152,9 @@ int gen(struct xdp_md *ctx)
 	return XDP_TX;
 }
 
-SEC("xdp")
+/* Frags-aware like the forwarder's programs, so that a veth whose peer has
+ * a jumbo MTU still takes it natively. */
+SEC("xdp.frags")
 int reference(struct xdp_md *ctx)
 {
 	return bpf_redirect_map(&ref_egress, 0, 0);

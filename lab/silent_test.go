@@ -1,0 +1,374 @@
+package lab_test
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/ncpos/ncpos/dataport"
+	"github.com/ncpos/ncpos/internal/frames"
+	"github.com/ncpos/ncpos/lab"
+)
+
+// The box's management address in TestDataPortsSilent, on a veth
+// of the forwarder's namespace, and the attacker's.
+var (
+	mgmtAddr  = netip.MustParseAddr("198.51.100.1")
+	mgmtAddr6 = netip.MustParseAddr("2001:db8:100::1")
+	evilAddr  = netip.MustParseAddr("198.51.100.66")
+	evilAddr6 = netip.MustParseAddr("2001:db8:100::66")
+)
+
+const mgmtPort = 8080
+
+// TestDataPortsSilent is an attacker on a data port, cabled to the box's
+// port p0a, who knows the management addresses: in each window it asks
+// for the management address by ARP and ND and sends TCP SYNs to the
+// management listener, and the box must answer nothing. The first window
+// is the port as the kernel leaves it, where the box does answer, so that
+// the probe is known to see answers.
+func TestDataPortsSilent(t *testing.T) {
+	l := newLab(t, 1, 1)
+	port := l.Segments[0].Ports[0]
+	mg := l.Name("mg")
+	err := l.FW.Do(func() error {
+		// A veth whose other end stays in this namespace stands for
+		// the management NIC.
+		if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: mg}, PeerName: mg + "x"}); err != nil {
+			return err
+		}
+		for _, ifname := range []string{mg, port} {
+			if err := sysctl("ipv6", ifname, "disable_ipv6", "0"); err != nil {
+				return err
+			}
+		}
+		// The kernel's own defaults, whatever the host has: a namespace
+		// inherits the host's reverse-path filter.
+		for _, ifname := range []string{"all", "default", port} {
+			if err := sysctl("ipv4", ifname, "rp_filter", "0"); err != nil {
+				return err
+			}
+		}
+		lk, err := netlink.LinkByName(mg)
+		if err != nil {
+			return err
+		}
+		for _, a := range []string{mgmtAddr.String() + "/24", mgmtAddr6.String() + "/64"} {
+			addr, _ := netlink.ParseAddr(a)
+			addr.Flags = unix.IFA_F_NODAD
+			if err := netlink.AddrAdd(lk, addr); err != nil {
+				return fmt.Errorf("address %s: %w", a, err)
+			}
+		}
+		if err := netlink.LinkSetUp(lk); err != nil {
+			return err
+		}
+		for _, a := range []netip.Addr{mgmtAddr, mgmtAddr6} {
+			ln, err := net.Listen("tcp", netip.AddrPortFrom(a, mgmtPort).String())
+			if err != nil {
+				return err
+			}
+			t.Cleanup(func() { ln.Close() })
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					c.Close()
+				}
+			}()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := newProbe(t, l, mg+"x")
+
+	t.Run("unprotected port answers", func(t *testing.T) {
+		got := probe.run(t)
+		// ARP is what the kernel always answers here. The port's
+		// link-local address is still in duplicate address detection,
+		// and what the SYNs get is logged, not required.
+		if got["arp"] == 0 {
+			t.Fatalf("a port as the kernel leaves it: answers %v, want ARP answered (the probe sees nothing)", got)
+		}
+		t.Logf("the kernel's default port answers: %v", got)
+	})
+	// Init quiets every data port at boot; before forwarderd starts they
+	// are down too, here up, so that the sysctls alone are tested.
+	if err := l.FW.Do(func() error { return dataport.Quiet("/", port) }); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("before forwarderd starts", func(t *testing.T) { probe.wantSilence(t) })
+	d := startForwarderd(t, l, "-engine", "xdp")
+	t.Run("while forwarderd runs", func(t *testing.T) { probe.wantSilence(t) })
+	if err := d.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("after forwarderd is killed", func(t *testing.T) {
+		progs, err := l.AttachedXDP()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(progs) > 0 {
+			t.Fatalf("XDP programs still attached: %v", progs)
+		}
+		probe.wantSilence(t)
+	})
+	// The fence alone: with ARP and reverse-path filtering back at the
+	// kernel's defaults, nothing still answers.
+	if err := l.FW.Do(func() error {
+		for _, s := range [][2]string{{"arp_ignore", "0"}, {"rp_filter", "0"}} {
+			if err := sysctl("ipv4", port, s[0], s[1]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("fence alone", func(t *testing.T) { probe.wantSilence(t) })
+}
+
+func sysctl(family, ifname, name, value string) error {
+	return os.WriteFile(filepath.Join("/proc/sys/net", family, "conf", ifname, name), []byte(value), 0o644)
+}
+
+// probe sends the attacker's frames from the traffic end t0a and listens
+// there for answers.
+type probe struct {
+	l        *lab.Lab
+	snd      *lab.Sender
+	fd       int // on the attacker's end
+	mgmtFD   int // on the far end of the management interface
+	portMAC  [6]byte
+	evilMAC  [6]byte
+	seq      uint32
+	ifname   string
+	hostside *lab.Netns
+}
+
+func newProbe(t *testing.T, l *lab.Lab, mgmtPeer string) *probe {
+	s := l.Segments[0]
+	p := &probe{l: l, ifname: s.HostIfs[0], hostside: s.Hosts[0]}
+	var err error
+	if p.snd, err = l.Sender(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.snd.Close() })
+	pl, err := l.FW.Link(s.Ports[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(p.portMAC[:], pl.Attrs().HardwareAddr)
+	hl, err := s.Hosts[0].Link(s.HostIfs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(p.evilMAC[:], hl.Attrs().HardwareAddr)
+	err = s.Hosts[0].Do(func() error {
+		p.fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+		if err != nil {
+			return err
+		}
+		return unix.Bind(p.fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: hl.Attrs().Index})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(p.fd) })
+	// A SYN accepted through the data port is answered through the
+	// management interface (the route back to the attacker's address is
+	// there), so that is where the answer shows.
+	ml, err := l.FW.Link(mgmtPeer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.FW.Do(func() error { return netlink.LinkSetUp(ml) }); err != nil {
+		t.Fatal(err)
+	}
+	err = l.FW.Do(func() error {
+		p.mgmtFD, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+		if err != nil {
+			return err
+		}
+		return unix.Bind(p.mgmtFD, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ml.Attrs().Index})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(p.mgmtFD) })
+	tv := unix.NsecToTimeval(int64(20 * time.Millisecond))
+	for _, fd := range []int{p.fd, p.mgmtFD} {
+		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// frames are the attacker's: an ARP who-has for the management address,
+// an ND solicitation for its IPv6 address, and TCP SYNs to the listener
+// sent to the port's MAC (as a neighbour who learnt it would).
+func (p *probe) frames() [][]byte {
+	p.seq++
+	arp := make([]byte, 28)
+	binary.BigEndian.PutUint16(arp[0:], 1)
+	binary.BigEndian.PutUint16(arp[2:], 0x0800)
+	arp[4], arp[5] = 6, 4
+	binary.BigEndian.PutUint16(arp[6:], 1)
+	copy(arp[8:14], p.evilMAC[:])
+	e, m := evilAddr.As4(), mgmtAddr.As4()
+	copy(arp[14:18], e[:])
+	copy(arp[24:28], m[:])
+	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+	ns := frames.NeighborSolicitation(evilAddr6, mgmtAddr6)
+	copy(ns[6:12], p.evilMAC[:])
+	copy(ns[14+40+26:], p.evilMAC[:]) // the source link-layer option
+	binary.BigEndian.PutUint16(ns[14+40+2:], 0)
+	binary.BigEndian.PutUint16(ns[14+40+2:], frames.ICMPv6Checksum(evilAddr6, netip.AddrFrom16([16]byte(ns[14+24:14+40])), ns[14+40:]))
+	syn := frames.TCP(40000+uint16(p.seq), mgmtPort, 0x02, nil)
+	ip4 := frames.IPv4(evilAddr, mgmtAddr, 6, syn)
+	tcpChecksum(ip4[20:], e[:], m[:])
+	ip6 := frames.IPv6(evilAddr6, mgmtAddr6, 6, frames.TCP(40000+uint16(p.seq), mgmtPort, 0x02, nil))
+	e6, m6 := evilAddr6.As16(), mgmtAddr6.As16()
+	tcpChecksum(ip6[40:], e6[:], m6[:])
+	// The port's own link-local address, which it has whenever IPv6 is
+	// on: EUI-64 of its MAC.
+	ll := [16]byte{0xfe, 0x80, 8: p.portMAC[0] ^ 2, 9: p.portMAC[1], 10: p.portMAC[2], 11: 0xff, 12: 0xfe, 13: p.portMAC[3], 14: p.portMAC[4], 15: p.portMAC[5]}
+	nsLL := frames.NeighborSolicitation(evilAddr6, netip.AddrFrom16(ll))
+	copy(nsLL[6:12], p.evilMAC[:])
+	copy(nsLL[14+40+26:], p.evilMAC[:])
+	binary.BigEndian.PutUint16(nsLL[14+40+2:], 0)
+	binary.BigEndian.PutUint16(nsLL[14+40+2:], frames.ICMPv6Checksum(evilAddr6, netip.AddrFrom16([16]byte(nsLL[14+24:14+40])), nsLL[14+40:]))
+	return [][]byte{
+		frames.Pad(frames.Ethernet(bcast, p.evilMAC, 0x0806, arp), 60),
+		ns,
+		nsLL,
+		frames.Pad(frames.Ethernet(p.portMAC, p.evilMAC, 0x0800, ip4), 60),
+		frames.Ethernet(p.portMAC, p.evilMAC, 0x86dd, ip6),
+	}
+}
+
+// tcpChecksum fills in a TCP segment's checksum over the pseudo-header of
+// src and dst (4 or 16 bytes each).
+func tcpChecksum(seg, src, dst []byte) {
+	seg[16], seg[17] = 0, 0
+	pseudo := append(append([]byte(nil), src...), dst...)
+	if len(src) == 4 {
+		pseudo = append(pseudo, 0, 6, byte(len(seg)>>8), byte(len(seg)))
+	} else {
+		pseudo = append(pseudo, 0, 0, byte(len(seg)>>8), byte(len(seg)), 0, 0, 0, 6)
+	}
+	binary.BigEndian.PutUint16(seg[16:], frames.Checksum(append(pseudo, seg...)))
+}
+
+// run sends the frames three times and counts the answers by kind.
+func (p *probe) run(t *testing.T) map[string]int {
+	t.Helper()
+	// Drain what is queued from before.
+	buf := make([]byte, 2048)
+	for {
+		if _, _, err := unix.Recvfrom(p.fd, buf, unix.MSG_DONTWAIT); err != nil {
+			break
+		}
+	}
+	for range 3 {
+		for _, f := range p.frames() {
+			if err := p.snd.Send(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := map[string]int{}
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); {
+		for i, fd := range []int{p.fd, p.mgmtFD} {
+			n, from, err := unix.Recvfrom(fd, buf, 0)
+			if err != nil {
+				continue
+			}
+			if ll, ok := from.(*unix.SockaddrLinklayer); ok && (ll.Pkttype == unix.PACKET_OUTGOING) == (i == 0) {
+				continue // the attacker's own frames; on mgmt, only what the box sent
+			}
+			kind := answerKind(buf[:n])
+			if i == 1 {
+				if !towardsAttacker(buf[:n]) {
+					continue
+				}
+				kind += "_via_mgmt"
+			}
+			if kind == "" {
+				kind = "other"
+			}
+			got[kind]++
+		}
+	}
+	return got
+}
+
+// towardsAttacker tells whether the box sent a frame to the attacker's
+// addresses (or asked for them by ARP).
+func towardsAttacker(f []byte) bool {
+	if len(f) < 14 {
+		return false
+	}
+	e, e6 := evilAddr.As4(), evilAddr6.As16()
+	switch binary.BigEndian.Uint16(f[12:]) {
+	case 0x0806:
+		return len(f) >= 42 && [4]byte(f[38:42]) == e
+	case 0x0800:
+		return len(f) >= 34 && [4]byte(f[30:34]) == e
+	case 0x86dd:
+		return len(f) >= 54 && [16]byte(f[38:54]) == e6
+	}
+	return false
+}
+
+func (p *probe) wantSilence(t *testing.T) {
+	t.Helper()
+	if got := p.run(t); len(got) > 0 {
+		t.Errorf("the box answered the attacker on its data port: %v", got)
+	}
+}
+
+// answerKind tells an ARP reply, an ND advertisement and a TCP answer (a
+// SYN-ACK or a reset) apart.
+func answerKind(f []byte) string {
+	if len(f) < 14 {
+		return ""
+	}
+	switch binary.BigEndian.Uint16(f[12:]) {
+	case 0x0806:
+		if len(f) >= 22 && binary.BigEndian.Uint16(f[20:]) == 2 {
+			return "arp"
+		}
+	case 0x0800:
+		if len(f) >= 14+20+14 && f[14+9] == 6 {
+			return "tcp"
+		}
+	case 0x86dd:
+		if len(f) >= 14+40+1 {
+			switch f[14+6] {
+			case 58:
+				if f[14+40] == 136 {
+					return "nd"
+				}
+			case 6:
+				return "tcp"
+			}
+		}
+	}
+	return ""
+}

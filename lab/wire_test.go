@@ -1,0 +1,123 @@
+package lab_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/internal/frames"
+	"github.com/ncpos/ncpos/lab"
+)
+
+// TestMixedSegment pairs a port whose peer cannot transmit redirected
+// frames (a veth whose far end has neither an XDP program nor GRO, as an
+// e1000e has no XDP transmit) with one that can: the forwarder runs the
+// direction into it generic, says why, and every frame crosses both ways.
+func TestMixedSegment(t *testing.T) {
+	l := newLab(t, 1, 1)
+	sinks := attachSinks(t, l, false)
+	if _, err := sinks.SKBSink(0, 1); err != nil {
+		t.Fatal(err)
+	}
+	d := startForwarderd(t, l, "-engine", "xdp")
+	st, err := d.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := st.Ports[0], st.Ports[1]
+	t.Logf("%s: %s (%s); %s: %s (%s)", a.Interface, a.Attach, a.AttachWhy, b.Interface, b.Attach, b.AttachWhy)
+	if a.Attach != "generic" || !strings.Contains(a.AttachWhy, "ndo-xmit") {
+		t.Errorf("%s attached %s because %q, want generic because its peer has no XDP transmit", a.Interface, a.Attach, a.AttachWhy)
+	}
+	if b.Attach != "native" {
+		t.Errorf("%s attached %s (%s), want native", b.Interface, b.Attach, b.AttachWhy)
+	}
+	const n = 100
+	for side := 0; side < 2; side++ {
+		snd, err := l.Sender(0, side)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { snd.Close() })
+		for range n {
+			if err := snd.Send(frames.QinQ(frames.UDPFrame(200, 1, 2), 10, 20)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got uint64
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if got, _, err = sinks.Count(0, 1-side); err != nil {
+				t.Fatal(err)
+			}
+			if got >= n {
+				break
+			}
+		}
+		if got != n {
+			t.Errorf("side %d: %d of %d frames arrived", side, got, n)
+		}
+	}
+}
+
+// TestRedirectFailuresCounted makes the kernel refuse redirects after the
+// program returned (the peer's MTU lowered behind the forwarder's back) and
+// wants them counted per port as redirect_too_big, on /status and
+// /metrics.
+func TestRedirectFailuresCounted(t *testing.T) {
+	l := newLab(t, 1, 1)
+	sinks := attachSinks(t, l, false)
+	d := startForwarderd(t, l, "-engine", "xdp")
+	if len(mustStatus(t, d).Notes) > 0 {
+		t.Fatalf("forwarderd notes: %v", mustStatus(t, d).Notes)
+	}
+	peer := l.Segments[0].Ports[1]
+	if err := l.FW.Do(func() error {
+		lk, err := netlink.LinkByName(peer)
+		if err != nil {
+			return err
+		}
+		return netlink.LinkSetMTU(lk, 1500)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	snd := sender(t, l)
+	const n = 20
+	big := frames.QinQ(frames.UDPFrame(1514, 1, 2), 10, 20) // 1522 > 1500 + 18
+	for range n {
+		if err := snd.Send(big); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got uint64
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got = mustStatus(t, d).Ports[0].Drops["redirect_too_big"]; got >= n {
+			break
+		}
+	}
+	if got != n {
+		t.Errorf("redirect_too_big = %d, want %d (drops %v)", got, n, mustStatus(t, d).Ports[0].Drops)
+	}
+	if arrived, _, _ := sinks.Count(0, 1); arrived != 0 {
+		t.Errorf("%d too-big frames arrived", arrived)
+	}
+	m, err := d.Metrics(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(m), `reason="redirect_too_big"`) {
+		t.Errorf("/metrics has no redirect_too_big drops")
+	}
+}
+
+func mustStatus(t *testing.T, d *lab.Daemon) forwarder.Status {
+	t.Helper()
+	st, err := d.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
