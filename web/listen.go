@@ -3,11 +3,15 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
 	"net"
 	"net/http"
 	"strconv"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ServeOnInterface serves h on every address of the named interface only
@@ -57,7 +61,7 @@ func ServeOnInterface(ctx context.Context, ifname string, port int, h http.Handl
 			if servers[addr] != nil {
 				continue
 			}
-			ln, err := net.Listen("tcp", addr)
+			ln, err := listenOn(ctx, ifname, addr)
 			if err != nil {
 				log.Printf("statusd: %v", err)
 				continue
@@ -77,6 +81,26 @@ func ServeOnInterface(ctx context.Context, ifname string, port int, h http.Handl
 		case <-t.C:
 		}
 	}
+}
+
+// listenOn listens on addr with the socket bound to ifname
+// (SO_BINDTODEVICE): the kernel takes connections to it only from packets
+// that arrived on the management interface, not from a data port that a
+// frame for the management address reached.
+func listenOn(ctx context.Context, ifname, addr string) (net.Listener, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptString(int(fd), unix.SOL_SOCKET, unix.SO_BINDTODEVICE, ifname)
+		}); err != nil {
+			return err
+		}
+		if serr != nil {
+			return fmt.Errorf("binding to %s: %w", ifname, serr)
+		}
+		return nil
+	}}
+	return lc.Listen(ctx, "tcp", addr)
 }
 
 // interfaceAddrs lists the IPs of ifname as listen hosts (IPv6 link-local

@@ -210,6 +210,7 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 	st := &m.st
 
 	snap.Ports = m.samplePorts(now, rec, cfg, first)
+	addDatapath(snap.Ports, fwd.Ports)
 	snap.Host, snap.Errors = m.sampleHost(sys)
 	snap.Segments = segments(cfg, fwd, daemonNote("forwarderd", fwdErr, fwdDown, rec.Services),
 		byp, daemonNote("bypassd", bypErr, bypDown, rec.Services))

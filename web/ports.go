@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/ncpos/ncpos/ipc"
 )
 
 // PortCounters are the kernel's interface counters
@@ -55,6 +57,31 @@ type Port struct {
 	Rates     PortRates    `json:"rates"`
 	History   []RatePoint  `json:"history,omitempty"`
 	Error     string       `json:"error,omitempty"`
+	// Datapath is what forwarderd reports of a segment port.
+	Datapath *PortDatapath `json:"datapath,omitempty"`
+}
+
+// PortDatapath is forwarderd's view of a segment port: how its program is
+// attached and why, the MTU and longest frame it forwards, the NIC
+// settings as the driver read them back, and its drops by reason.
+type PortDatapath struct {
+	Attach    string            `json:"attach"`
+	AttachWhy string            `json:"attach_why,omitempty"`
+	MTU       int               `json:"mtu"`
+	MaxFrame  int               `json:"max_frame"`
+	Settings  []ipc.PortSetting `json:"settings"`
+	Drops     map[string]uint64 `json:"drops,omitempty"`
+}
+
+// addDatapath fills in Datapath from forwarderd's ports, by interface.
+func addDatapath(ports []Port, fwd []ipc.PortStatus) {
+	for i := range ports {
+		for _, f := range fwd {
+			if f.Interface == ports[i].Interface {
+				ports[i].Datapath = &PortDatapath{Attach: f.Attach, AttachWhy: f.AttachWhy, MTU: f.MTU, MaxFrame: f.MaxFrame, Settings: f.Settings, Drops: f.Drops}
+			}
+		}
+	}
 }
 
 // readPortCounters reads the counters of one interface.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/ncpos/ncpos/bench"
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/dataport"
+	"github.com/ncpos/ncpos/dataport/fence"
 	"github.com/ncpos/ncpos/web"
 )
 
@@ -67,6 +69,23 @@ func (s *selfTester) run(ctx context.Context, sizes []int, progress func(size, i
 	}
 	if sizes == nil {
 		sizes = s.cfg.SelfTest.Sizes
+	}
+	// Test ports are data ports: silent and fenced while the test has them
+	// up, and down again after.
+	for _, st := range streams {
+		for _, ifname := range []string{st.Sender.Ifname, st.Receiver.Ifname} {
+			if err := dataport.Quiet("/", ifname); err != nil {
+				return "", err
+			}
+			if err := fence.Install(ifname); err != nil {
+				return "", err
+			}
+			defer func() {
+				if err := dataport.Down(ifname); err != nil {
+					log.Printf("self-test: %v", err)
+				}
+			}()
+		}
 	}
 	pt, err := bench.NewPorts(streams, 16)
 	if err != nil {
