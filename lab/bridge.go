@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/vishvananda/netlink"
+
+	"github.com/ncpos/ncpos/dataport/fence"
 )
 
 // Bridge joins segment i's two forwarder ports with a Linux bridge in
@@ -40,6 +42,11 @@ func (l *Lab) Bridge(i int) (undo func() error, err error) {
 	for _, p := range seg.Ports {
 		pl, err := fw.Link(p)
 		if err != nil {
+			return nil, err
+		}
+		// A forwarderd that ran on the port before left its input fence,
+		// which would drop what the bridge is to receive.
+		if err := fw.Do(func() error { return fence.Remove(p) }); err != nil {
 			return nil, err
 		}
 		if err := fw.nl.LinkSetMaster(pl, br); err != nil {
