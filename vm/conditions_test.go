@@ -433,7 +433,15 @@ func TestOverrideSurvivesRestartAndReboot(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second)
 	waitFor("the override after a bypassd restart", time.Minute, overridden)
-	holdNoReset(t, v, before, overridden)
+	holdNoReset(t, v, before, func(s *web.Snapshot) error {
+		if g := segmentOf(s, "seg1"); g != nil && g.Bypass == nil && strings.Contains(g.BypassNote, "deadline exceeded") {
+			// bypassd did not answer statusd in time once (a loaded
+			// host): this sample says nothing about the override.
+			t.Logf("no verdict from this sample: %s", g.BypassNote)
+			return nil
+		}
+		return overridden(s)
+	})
 
 	// A reboot: the override is on /perm.
 	asked := time.Now()

@@ -26,13 +26,27 @@ const (
 	ovmfVars = "/usr/share/OVMF/OVMF_VARS_4M.fd"
 )
 
+// Wire is one data port's cable to the host: two UDP ports on loopback.
+type Wire struct{ Host, Guest int }
+
+// WireMAC is the MAC address of the wired data port LANi.
+func WireMAC(i int) net.HardwareAddr { return net.HardwareAddr{0x52, 0x54, 0x00, 0x6e, 0x00, byte(i)} }
+
 // Options configures a VM.
 type Options struct {
-	Image      string
-	UEFI       bool // OVMF instead of SeaBIOS (legacy BIOS)
-	CPUs       int
-	MemoryMB   int
-	DataNICs   int         // LAN1..LANn at PCI slots 4.. (qemu profile)
+	Image    string
+	UEFI     bool // OVMF instead of SeaBIOS (legacy BIOS)
+	CPUs     int
+	MemoryMB int
+	DataNICs int // LAN1..LANn at PCI slots 4.. (qemu profile)
+	// DataModels are the QEMU devices of LAN1.. in order ("e1000e" is
+	// the Intel 82574L); virtio-net-pci for those not given.
+	DataModels []string
+	// Wires cable LAN1.. in order to UDP on loopback instead of a
+	// user-mode backend that reaches nothing: the frames LANi sends go to
+	// 127.0.0.1:Wires[i-1].Host, and what is sent to
+	// 127.0.0.1:Wires[i-1].Guest enters LANi, one frame per datagram.
+	Wires      []Wire
 	StatusPort int         // host port forwarded to the guest's statusd (80)
 	UpdatePort int         // host port forwarded to gokrazy's web/update port (8080); 0 = none
 	Forwards   map[int]int // more host port -> guest port forwards (tests)
@@ -99,9 +113,20 @@ func Args(o Options, varsFile string) []string {
 	for i := 1; i <= o.DataNICs; i++ {
 		// Data ports carry no address; restrict=on keeps the user-mode
 		// backend from reaching anything.
-		args = append(args,
-			"-netdev", fmt.Sprintf("user,id=lan%d,restrict=on", i),
-			"-device", fmt.Sprintf("virtio-net-pci,netdev=lan%d,addr=0x%x", i, 3+i))
+		netdev := fmt.Sprintf("user,id=lan%d,restrict=on", i)
+		if i <= len(o.Wires) {
+			w := o.Wires[i-1]
+			netdev = fmt.Sprintf("dgram,id=lan%d,remote.type=inet,remote.host=127.0.0.1,remote.port=%d,local.type=inet,local.host=127.0.0.1,local.port=%d", i, w.Host, w.Guest)
+		}
+		model := "virtio-net-pci"
+		if i <= len(o.DataModels) && o.DataModels[i-1] != "" {
+			model = o.DataModels[i-1]
+		}
+		dev := fmt.Sprintf("%s,netdev=lan%d,addr=0x%x", model, i, 3+i)
+		if i <= len(o.Wires) {
+			dev += ",mac=" + WireMAC(i).String()
+		}
+		args = append(args, "-netdev", netdev, "-device", dev)
 	}
 	if o.UEFI {
 		args = append(args,

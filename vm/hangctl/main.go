@@ -7,6 +7,7 @@
 //	POST /stop?daemon=forwarderd    SIGSTOP every process named forwarderd
 //	POST /cont?daemon=forwarderd    SIGCONT them
 //	POST /term?daemon=bypassd       SIGTERM them (gokrazy starts them again)
+//	POST /kill?daemon=forwarderd    SIGKILL them (gokrazy starts them again)
 package main
 
 import (
@@ -67,5 +68,6 @@ func main() {
 	mux.HandleFunc("POST /stop", signalHandler(syscall.SIGSTOP))
 	mux.HandleFunc("POST /cont", signalHandler(syscall.SIGCONT))
 	mux.HandleFunc("POST /term", signalHandler(syscall.SIGTERM)) // gokrazy restarts the daemon
+	mux.HandleFunc("POST /kill", signalHandler(syscall.SIGKILL))
 	log.Fatal(http.ListenAndServe(*addr, mux))
 }
