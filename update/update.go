@@ -89,9 +89,19 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	if o.Settle == 0 {
 		o.Settle = 10 * time.Second
 	}
-	sys, err := c.System(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("appliance not reachable: %w", err)
+	// A box on a bad link, or busy right after its boot, may miss one
+	// request: three tries before giving up.
+	var sys *api.System
+	var err error
+	for try := 1; ; try++ {
+		if sys, err = c.System(ctx); err == nil {
+			break
+		}
+		if try == 3 || ctx.Err() != nil {
+			return nil, fmt.Errorf("appliance not reachable (%d tries): %w", try, err)
+		}
+		logf("appliance not answering (%v), trying again", err)
+		time.Sleep(2 * time.Second)
 	}
 	sig, booted, err := bootedRoot(sys.Cmdline)
 	if err != nil {
