@@ -235,55 +235,18 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // sent to the port's MAC (as a neighbour who learnt it would).
 func (p *probe) frames() [][]byte {
 	p.seq++
-	arp := make([]byte, 28)
-	binary.BigEndian.PutUint16(arp[0:], 1)
-	binary.BigEndian.PutUint16(arp[2:], 0x0800)
-	arp[4], arp[5] = 6, 4
-	binary.BigEndian.PutUint16(arp[6:], 1)
-	copy(arp[8:14], p.evilMAC[:])
-	e, m := evilAddr(p.win).As4(), mgmtAddr.As4()
-	copy(arp[14:18], e[:])
-	copy(arp[24:28], m[:])
-	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	ns := frames.NeighborSolicitation(evilAddr6(p.win), mgmtAddr6)
-	copy(ns[6:12], p.evilMAC[:])
-	copy(ns[14+40+26:], p.evilMAC[:]) // the source link-layer option
-	binary.BigEndian.PutUint16(ns[14+40+2:], 0)
-	binary.BigEndian.PutUint16(ns[14+40+2:], frames.ICMPv6Checksum(evilAddr6(p.win), netip.AddrFrom16([16]byte(ns[14+24:14+40])), ns[14+40:]))
-	syn := frames.TCP(40000+uint16(p.seq), mgmtPort, 0x02, nil)
-	ip4 := frames.IPv4(evilAddr(p.win), mgmtAddr, 6, syn)
-	tcpChecksum(ip4[20:], e[:], m[:])
-	ip6 := frames.IPv6(evilAddr6(p.win), mgmtAddr6, 6, frames.TCP(40000+uint16(p.seq), mgmtPort, 0x02, nil))
-	e6, m6 := evilAddr6(p.win).As16(), mgmtAddr6.As16()
-	tcpChecksum(ip6[40:], e6[:], m6[:])
+	evil, evil6 := evilAddr(p.win), evilAddr6(p.win)
 	// The port's own link-local address, which it has whenever IPv6 is
 	// on: EUI-64 of its MAC.
 	ll := [16]byte{0xfe, 0x80, 8: p.portMAC[0] ^ 2, 9: p.portMAC[1], 10: p.portMAC[2], 11: 0xff, 12: 0xfe, 13: p.portMAC[3], 14: p.portMAC[4], 15: p.portMAC[5]}
-	nsLL := frames.NeighborSolicitation(evilAddr6(p.win), netip.AddrFrom16(ll))
-	copy(nsLL[6:12], p.evilMAC[:])
-	copy(nsLL[14+40+26:], p.evilMAC[:])
-	binary.BigEndian.PutUint16(nsLL[14+40+2:], 0)
-	binary.BigEndian.PutUint16(nsLL[14+40+2:], frames.ICMPv6Checksum(evilAddr6(p.win), netip.AddrFrom16([16]byte(nsLL[14+24:14+40])), nsLL[14+40:]))
+	sport := 40000 + uint16(p.seq)
 	return [][]byte{
-		frames.Pad(frames.Ethernet(bcast, p.evilMAC, 0x0806, arp), 60),
-		ns,
-		nsLL,
-		frames.Pad(frames.Ethernet(p.portMAC, p.evilMAC, 0x0800, ip4), 60),
-		frames.Ethernet(p.portMAC, p.evilMAC, 0x86dd, ip6),
+		frames.ARPWhoHas(p.evilMAC, evil, mgmtAddr),
+		frames.NeighborSolicitationFrom(p.evilMAC, evil6, mgmtAddr6),
+		frames.NeighborSolicitationFrom(p.evilMAC, evil6, netip.AddrFrom16(ll)),
+		frames.TCPSYN(p.portMAC, p.evilMAC, evil, mgmtAddr, sport, mgmtPort),
+		frames.TCPSYN(p.portMAC, p.evilMAC, evil6, mgmtAddr6, sport, mgmtPort),
 	}
-}
-
-// tcpChecksum fills in a TCP segment's checksum over the pseudo-header of
-// src and dst (4 or 16 bytes each).
-func tcpChecksum(seg, src, dst []byte) {
-	seg[16], seg[17] = 0, 0
-	pseudo := append(append([]byte(nil), src...), dst...)
-	if len(src) == 4 {
-		pseudo = append(pseudo, 0, 6, byte(len(seg)>>8), byte(len(seg)))
-	} else {
-		pseudo = append(pseudo, 0, 0, byte(len(seg)>>8), byte(len(seg)), 0, 0, 0, 6)
-	}
-	binary.BigEndian.PutUint16(seg[16:], frames.Checksum(append(pseudo, seg...)))
 }
 
 // run sends the frames three times and counts the answers by kind.

@@ -217,7 +217,8 @@ func drain(c *net.UDPConn) {
 var guestAddr = [4]byte{10, 0, 2, 15}
 
 // attacker sits on LAN1's cable: every 200 ms it asks for the management
-// address by ARP and sends a TCP SYN to statusd's port, and it keeps every
+// address by ARP, sends a TCP SYN to statusd's port and asks by ND for the
+// management port's link-local address and LAN1's, and it keeps every
 // frame that answers, with the window it came in.
 type attacker struct {
 	lan  cable
@@ -269,25 +270,27 @@ func (a *attacker) answers() []answer {
 }
 
 var evil = [4]byte{10, 0, 2, 66}
+
+// The attacker's IPv6 address, and the management port's link-local
+// address (QEMU gives it MAC 52:54:00:12:34:56).
+var (
+	evil6   = netip.MustParseAddr("fe80::66")
+	guestLL = netip.MustParseAddr("fe80::5054:ff:fe12:3456")
+)
 var evilMAC = [6]byte{0x02, 0x66, 0x66, 0x66, 0x66, 0x66}
 
 func (a *attacker) probe() {
 	defer a.wg.Done()
-	bcast := [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
-	arp := make([]byte, 28)
-	binary.BigEndian.PutUint16(arp[0:], 1)
-	binary.BigEndian.PutUint16(arp[2:], 0x0800)
-	arp[4], arp[5] = 6, 4
-	binary.BigEndian.PutUint16(arp[6:], 1)
-	copy(arp[8:14], evilMAC[:])
-	copy(arp[14:18], evil[:])
-	copy(arp[24:28], guestAddr[:])
-	arpFrame := frames.Pad(frames.Ethernet(bcast, evilMAC, 0x0806, arp), 60)
-	ip := frames.IPv4(netipFrom4(evil), netipFrom4(guestAddr), 6, frames.TCP(40000, 80, 0x02, nil))
-	seg := ip[20:]
-	pseudo := append(append(append([]byte(nil), evil[:]...), guestAddr[:]...), 0, 6, 0, byte(len(seg)))
-	binary.BigEndian.PutUint16(seg[16:], frames.Checksum(append(pseudo, seg...)))
-	synFrame := frames.Pad(frames.Ethernet([6]byte(a.mac), evilMAC, 0x0800, ip), 60)
+	arpFrame := frames.ARPWhoHas(evilMAC, netip.AddrFrom4(evil), netip.AddrFrom4(guestAddr))
+	synFrame := frames.TCPSYN([6]byte(a.mac), evilMAC, netip.AddrFrom4(evil), netip.AddrFrom4(guestAddr), 40000, 80)
+	// Neighbour solicitations for the management port's link-local
+	// address and for the one LAN1 would have with IPv6 on.
+	m := a.mac
+	portLL := netip.AddrFrom16([16]byte{0xfe, 0x80, 8: m[0] ^ 2, 9: m[1], 10: m[2], 11: 0xff, 12: 0xfe, 13: m[3], 14: m[4], 15: m[5]})
+	nsFrames := [][]byte{
+		frames.NeighborSolicitationFrom(evilMAC, evil6, guestLL),
+		frames.NeighborSolicitationFrom(evilMAC, evil6, portLL),
+	}
 	for {
 		select {
 		case <-a.done:
@@ -299,6 +302,9 @@ func (a *attacker) probe() {
 		a.mu.Unlock()
 		a.lan.send(arpFrame)
 		a.lan.send(synFrame)
+		for _, f := range nsFrames {
+			a.lan.send(f)
+		}
 		a.mu.Lock()
 		a.sent[win]++
 		a.mu.Unlock()
@@ -306,8 +312,9 @@ func (a *attacker) probe() {
 }
 
 // listen keeps what arrives on LAN1's cable that answers the attacker:
-// an ARP reply, anything IPv4 to the attacker's address, or anything from
-// LAN1's own MAC (the box speaking on a data port).
+// an ARP reply, anything IPv4 or IPv6 to the attacker's addresses (a
+// SYN-ACK, a reset, a neighbour advertisement), or anything from LAN1's
+// own MAC (the box speaking on a data port).
 func (a *attacker) listen() {
 	defer a.wg.Done()
 	buf := make([]byte, 65536)
@@ -332,8 +339,9 @@ func (a *attacker) listen() {
 		et := binary.BigEndian.Uint16(f[12:])
 		arpReply := et == 0x0806 && len(f) >= 22 && binary.BigEndian.Uint16(f[20:]) == 2
 		toEvil := et == 0x0800 && len(f) >= 34 && [4]byte(f[30:34]) == evil
+		toEvil6 := et == 0x86dd && len(f) >= 54 && [16]byte(f[38:54]) == evil6.As16()
 		fromPort := bytes.Equal(f[6:12], a.mac)
-		if arpReply || toEvil || fromPort {
+		if arpReply || toEvil || toEvil6 || fromPort {
 			a.mu.Lock()
 			a.got = append(a.got, answer{win, bytes.Clone(f)})
 			a.mu.Unlock()
@@ -342,5 +350,3 @@ func (a *attacker) listen() {
 }
 
 func (a answer) String() string { return fmt.Sprintf("%s: % x", a.window, a.frame) }
-
-func netipFrom4(b [4]byte) netip.Addr { return netip.AddrFrom4(b) }

@@ -118,17 +118,20 @@ func UDPFrame(size int, sport, dport uint16) []byte {
 }
 
 // ARPRequest is a broadcast ARP who-has for AddrB.
-func ARPRequest() []byte {
+func ARPRequest() []byte { return ARPWhoHas(MACA, AddrA, AddrB) }
+
+// ARPWhoHas is a broadcast ARP request for target from mac and src.
+func ARPWhoHas(mac [6]byte, src, target netip.Addr) []byte {
 	p := make([]byte, 28)
 	binary.BigEndian.PutUint16(p[0:], 1)      // Ethernet
 	binary.BigEndian.PutUint16(p[2:], 0x0800) // IPv4
 	p[4], p[5] = 6, 4
 	binary.BigEndian.PutUint16(p[6:], 1) // request
-	copy(p[8:14], MACA[:])
-	a, b := AddrA.As4(), AddrB.As4()
+	copy(p[8:14], mac[:])
+	a, b := src.As4(), target.As4()
 	copy(p[14:18], a[:])
 	copy(p[24:28], b[:])
-	return Pad(Ethernet([6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, MACA, 0x0806, p), 60)
+	return Pad(Ethernet([6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, mac, 0x0806, p), 60)
 }
 
 // Checksum is the Internet checksum of b (RFC 1071); over a header that

@@ -1,6 +1,7 @@
 package frames
 
 import (
+	"bytes"
 	"encoding/binary"
 	"net/netip"
 	"testing"
@@ -50,5 +51,33 @@ func TestWireFrames(t *testing.T) {
 	}
 	if ns[0] != 0x33 || ns[1] != 0x33 || ns[5] != 0x0b {
 		t.Errorf("solicited-node MAC % x", ns[:6])
+	}
+}
+
+func TestTCPSYNChecksums(t *testing.T) {
+	for _, addrs := range [][2]netip.Addr{{AddrA, AddrB}, {Addr6A, Addr6B}} {
+		f := TCPSYN(MACB, MACA, addrs[0], addrs[1], 40000, 80)
+		var seg []byte
+		var pseudo []byte
+		s, d := addrs[0].AsSlice(), addrs[1].AsSlice()
+		if addrs[0].Is4() {
+			seg = f[14+20 : 14+40]
+			pseudo = append(append(append([]byte(nil), s...), d...), 0, 6, 0, 20)
+			if Checksum(f[14:34]) != 0 {
+				t.Errorf("IPv4 header checksum does not verify")
+			}
+		} else {
+			seg = f[14+40:]
+			pseudo = append(append(append([]byte(nil), s...), d...), 0, 0, 0, 20, 0, 0, 0, 6)
+		}
+		if c := Checksum(append(pseudo, seg...)); c != 0 {
+			t.Errorf("%v: TCP checksum verifies to %#x, want 0", addrs[0], c)
+		}
+		if seg[13] != 0x02 {
+			t.Errorf("flags %#x, want SYN", seg[13])
+		}
+	}
+	if a := ARPWhoHas(MACA, AddrA, AddrB); len(a) != 60 || !bytes.Equal(a, ARPRequest()) {
+		t.Errorf("ARPWhoHas differs from ARPRequest")
 	}
 }

@@ -77,19 +77,42 @@ func MPLS(frame []byte, labels ...uint32) []byte {
 // target, to target's solicited-node multicast group, with the source's
 // link-layer address option. Its checksum is correct.
 func NeighborSolicitation(src, target netip.Addr) []byte {
+	return NeighborSolicitationFrom(MACA, src, target)
+}
+
+// NeighborSolicitationFrom is NeighborSolicitation sent from mac.
+func NeighborSolicitationFrom(mac [6]byte, src, target netip.Addr) []byte {
 	t := target.As16()
 	group := netip.AddrFrom16([16]byte{0xff, 0x02, 11: 0x01, 12: 0xff, 13: t[13], 14: t[14], 15: t[15]})
 	icmp := make([]byte, 32)
 	icmp[0] = 135 // neighbour solicitation
 	copy(icmp[8:24], t[:])
 	icmp[24], icmp[25] = 1, 1 // source link-layer address, 8 bytes
-	copy(icmp[26:32], MACA[:])
+	copy(icmp[26:32], mac[:])
 	binary.BigEndian.PutUint16(icmp[2:], ICMPv6Checksum(src, group, icmp))
 	ip := IPv6(src, group, 58, icmp)
 	ip[7] = 255 // hop limit, as ND requires
 	g := group.As16()
 	dst := [6]byte{0x33, 0x33, g[12], g[13], g[14], g[15]}
-	return Ethernet(dst, MACA, 0x86dd, ip)
+	return Ethernet(dst, mac, 0x86dd, ip)
+}
+
+// TCPSYN is a TCP SYN from src:sport to dst:dport, IPv4 or IPv6 by the
+// addresses, with correct checksums, in a frame from srcMAC to dstMAC.
+func TCPSYN(dstMAC, srcMAC [6]byte, src, dst netip.Addr, sport, dport uint16) []byte {
+	seg := TCP(sport, dport, 0x02, nil)
+	s, d := src.AsSlice(), dst.AsSlice()
+	pseudo := append(append([]byte(nil), s...), d...)
+	if src.Is4() {
+		pseudo = append(pseudo, 0, 6, byte(len(seg)>>8), byte(len(seg)))
+	} else {
+		pseudo = append(pseudo, 0, 0, byte(len(seg)>>8), byte(len(seg)), 0, 0, 0, 6)
+	}
+	binary.BigEndian.PutUint16(seg[16:], Checksum(append(pseudo, seg...)))
+	if src.Is4() {
+		return Pad(Ethernet(dstMAC, srcMAC, 0x0800, IPv4(src, dst, 6, seg)), 60)
+	}
+	return Ethernet(dstMAC, srcMAC, 0x86dd, IPv6(src, dst, 6, seg))
 }
 
 // ICMPv6Checksum is the checksum of an ICMPv6 message (whose checksum
