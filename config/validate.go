@@ -200,8 +200,12 @@ func (c *Config) validateForwarder(add addFunc, mem uint64) {
 
 // AFXDPMaxMTU is the largest MTU the afxdp engine forwards: its frames are
 // 2048-byte chunks of which the kernel keeps 256 bytes of headroom, so a
-// frame is at most 1792 bytes, MTU + 18.
-const AFXDPMaxMTU = 2048 - 256 - 18
+// frame is at most 1792 bytes, MTU + FrameOverhead.
+const AFXDPMaxMTU = 2048 - 256 - FrameOverhead
+
+// FrameOverhead is what a frame carries beyond the MTU and the kernel
+// still forwards: the Ethernet header and one VLAN tag (FCS not counted).
+const FrameOverhead = 14 + 4
 
 func (c *Config) validateSegments(add addFunc, prof *Profile) {
 	if len(c.Segments) == 0 && slices.Contains(c.Services, "forwarderd") {
@@ -247,7 +251,7 @@ func (c *Config) validateSegments(add addFunc, prof *Profile) {
 		if s.MTU < MinMTU || s.MTU > MaxMTU {
 			add(f+".mtu", "%d is out of range, want between %d and %d (0 for the default, %d)", s.MTU, MinMTU, MaxMTU, DefaultMTU)
 		} else if c.Forwarder.Engine == "afxdp" && s.MTU > AFXDPMaxMTU {
-			add(f+".mtu", "%d is more than the afxdp engine forwards (frames of up to %d bytes, MTU %d); want engine \"xdp\" for jumbo frames", s.MTU, AFXDPMaxMTU+18, AFXDPMaxMTU)
+			add(f+".mtu", "%d is more than the afxdp engine forwards (frames of up to %d bytes, MTU %d); want engine \"xdp\" for jumbo frames", s.MTU, AFXDPMaxMTU+FrameOverhead, AFXDPMaxMTU)
 		}
 		if s.Bypass == "" || prof == nil {
 			continue

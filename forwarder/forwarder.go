@@ -99,7 +99,7 @@ func (o *Options) setDefaults() error {
 		}
 		if o.Engine == EngineAFXDP && s.MTU > config.AFXDPMaxMTU {
 			return fmt.Errorf("forwarder: segment %s: MTU %d is more than the afxdp engine forwards (MTU %d, frames of %d bytes); use the xdp engine for jumbo frames",
-				s.Name, s.MTU, config.AFXDPMaxMTU, config.AFXDPMaxMTU+frameOverhead)
+				s.Name, s.MTU, config.AFXDPMaxMTU, config.AFXDPMaxMTU+config.FrameOverhead)
 		}
 	}
 	if len(o.Segments) == 0 && len(o.Absent) > 0 {
@@ -107,10 +107,6 @@ func (o *Options) setDefaults() error {
 	}
 	return checkSegments(o.Segments)
 }
-
-// frameOverhead is what a frame carries beyond the MTU and the kernel
-// still forwards: the Ethernet header and one VLAN tag (FCS not counted).
-const frameOverhead = 14 + 4
 
 // port is one segment port.
 type port struct {

@@ -24,13 +24,13 @@ type (
 )
 
 // maxFrame is the longest frame (FCS not counted) that enters p and
-// leaves its peer.
+// leaves its peer; both ports have the segment's MTU.
 func (f *Forwarder) maxFrame(p *port) int {
-	n := min(p.segment.MTU, p.peer.segment.MTU) + frameOverhead
+	mtu := p.segment.MTU
 	if f.opts.Engine == EngineAFXDP {
-		n = min(n, config.AFXDPMaxMTU+frameOverhead)
+		mtu = min(mtu, config.AFXDPMaxMTU)
 	}
-	return n
+	return mtu + config.FrameOverhead
 }
 
 func (p *port) featureNames() []string {

@@ -157,21 +157,18 @@ func sysctl(family, ifname, name, value string) error {
 // probe sends the attacker's frames from the traffic end t0a and listens
 // there for answers.
 type probe struct {
-	l        *lab.Lab
-	snd      *lab.Sender
-	fd       int // on the attacker's end
-	mgmtFD   int // on the far end of the management interface
-	portMAC  [6]byte
-	evilMAC  [6]byte
-	seq      uint32
-	win      int // the window being probed
-	ifname   string
-	hostside *lab.Netns
+	snd     *lab.Sender
+	fd      int // on the attacker's end
+	mgmtFD  int // on the far end of the management interface
+	portMAC [6]byte
+	evilMAC [6]byte
+	seq     uint32
+	win     int // the window being probed
 }
 
 func newProbe(t *testing.T, l *lab.Lab, mgmtPeer string) *probe {
 	s := l.Segments[0]
-	p := &probe{l: l, ifname: s.HostIfs[0], hostside: s.Hosts[0]}
+	p := &probe{}
 	var err error
 	if p.snd, err = l.Sender(0, 0); err != nil {
 		t.Fatal(err)
@@ -187,17 +184,7 @@ func newProbe(t *testing.T, l *lab.Lab, mgmtPeer string) *probe {
 		t.Fatal(err)
 	}
 	copy(p.evilMAC[:], hl.Attrs().HardwareAddr)
-	err = s.Hosts[0].Do(func() error {
-		p.fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
-		if err != nil {
-			return err
-		}
-		return unix.Bind(p.fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: hl.Attrs().Index})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(p.fd) })
+	p.fd = packetSocket(t, s.Hosts[0], hl.Attrs().Index)
 	// A SYN accepted through the data port is answered through the
 	// management interface (the route back to the attacker's address is
 	// there), so that is where the answer shows.
@@ -208,17 +195,7 @@ func newProbe(t *testing.T, l *lab.Lab, mgmtPeer string) *probe {
 	if err := l.FW.Do(func() error { return netlink.LinkSetUp(ml) }); err != nil {
 		t.Fatal(err)
 	}
-	err = l.FW.Do(func() error {
-		p.mgmtFD, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
-		if err != nil {
-			return err
-		}
-		return unix.Bind(p.mgmtFD, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ml.Attrs().Index})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.Close(p.mgmtFD) })
+	p.mgmtFD = packetSocket(t, l.FW, ml.Attrs().Index)
 	tv := unix.NsecToTimeval(int64(20 * time.Millisecond))
 	for _, fd := range []int{p.fd, p.mgmtFD} {
 		if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
@@ -226,6 +203,24 @@ func newProbe(t *testing.T, l *lab.Lab, mgmtPeer string) *probe {
 		}
 	}
 	return p
+}
+
+// packetSocket opens an AF_PACKET socket in ns that receives every frame
+// on the interface ifindex, closed when the test ends.
+func packetSocket(t *testing.T, ns *lab.Netns, ifindex int) int {
+	t.Helper()
+	fd := -1
+	err := ns.Do(func() (err error) {
+		if fd, err = unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL))); err != nil {
+			return err
+		}
+		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifindex})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
 }
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
@@ -236,14 +231,13 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 func (p *probe) frames() [][]byte {
 	p.seq++
 	evil, evil6 := evilAddr(p.win), evilAddr6(p.win)
-	// The port's own link-local address, which it has whenever IPv6 is
-	// on: EUI-64 of its MAC.
-	ll := [16]byte{0xfe, 0x80, 8: p.portMAC[0] ^ 2, 9: p.portMAC[1], 10: p.portMAC[2], 11: 0xff, 12: 0xfe, 13: p.portMAC[3], 14: p.portMAC[4], 15: p.portMAC[5]}
 	sport := 40000 + uint16(p.seq)
 	return [][]byte{
 		frames.ARPWhoHas(p.evilMAC, evil, mgmtAddr),
 		frames.NeighborSolicitationFrom(p.evilMAC, evil6, mgmtAddr6),
-		frames.NeighborSolicitationFrom(p.evilMAC, evil6, netip.AddrFrom16(ll)),
+		// The port's own link-local address, which it has whenever
+		// IPv6 is on.
+		frames.NeighborSolicitationFrom(p.evilMAC, evil6, frames.LinkLocal(p.portMAC)),
 		frames.TCPSYN(p.portMAC, p.evilMAC, evil, mgmtAddr, sport, mgmtPort),
 		frames.TCPSYN(p.portMAC, p.evilMAC, evil6, mgmtAddr6, sport, mgmtPort),
 	}

@@ -3,7 +3,6 @@ package vm
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -285,11 +284,9 @@ func (a *attacker) probe() {
 	synFrame := frames.TCPSYN([6]byte(a.mac), evilMAC, netip.AddrFrom4(evil), netip.AddrFrom4(guestAddr), 40000, 80)
 	// Neighbour solicitations for the management port's link-local
 	// address and for the one LAN1 would have with IPv6 on.
-	m := a.mac
-	portLL := netip.AddrFrom16([16]byte{0xfe, 0x80, 8: m[0] ^ 2, 9: m[1], 10: m[2], 11: 0xff, 12: 0xfe, 13: m[3], 14: m[4], 15: m[5]})
 	nsFrames := [][]byte{
 		frames.NeighborSolicitationFrom(evilMAC, evil6, guestLL),
-		frames.NeighborSolicitationFrom(evilMAC, evil6, portLL),
+		frames.NeighborSolicitationFrom(evilMAC, evil6, frames.LinkLocal([6]byte(a.mac))),
 	}
 	for {
 		select {
@@ -348,5 +345,3 @@ func (a *attacker) listen() {
 		}
 	}
 }
-
-func (a answer) String() string { return fmt.Sprintf("%s: % x", a.window, a.frame) }

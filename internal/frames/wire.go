@@ -97,6 +97,12 @@ func NeighborSolicitationFrom(mac [6]byte, src, target netip.Addr) []byte {
 	return Ethernet(dst, mac, 0x86dd, ip)
 }
 
+// LinkLocal is the IPv6 link-local address an interface with mac takes
+// (modified EUI-64).
+func LinkLocal(mac [6]byte) netip.Addr {
+	return netip.AddrFrom16([16]byte{0xfe, 0x80, 8: mac[0] ^ 2, 9: mac[1], 10: mac[2], 11: 0xff, 12: 0xfe, 13: mac[3], 14: mac[4], 15: mac[5]})
+}
+
 // TCPSYN is a TCP SYN from src:sport to dst:dport, IPv4 or IPv6 by the
 // addresses, with correct checksums, in a frame from srcMAC to dstMAC.
 func TCPSYN(dstMAC, srcMAC [6]byte, src, dst netip.Addr, sport, dport uint16) []byte {
