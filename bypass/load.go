@@ -53,6 +53,8 @@ func Open(bp config.BypassPair, ifnames [2]string) (Backend, error) {
 			d.Close()
 		}
 		return b, err
+	case "lanner":
+		return openLanner(bp.Lanner, "/sys")
 	case "sysfs":
 		return newSysfs(osFiles{}, bp.Sysfs, ifnames)
 	case "bpctl":

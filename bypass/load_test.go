@@ -59,13 +59,13 @@ func TestBuildQemu(t *testing.T) {
 	}
 
 	// A platform whose map is not public: reported, never opened.
-	cfg2, err := config.Parse("x.toml", []byte("platform = \"fw-8865\"\n[[segment]]\nname = \"s\"\nports = [\"LAN1\", \"LAN2\"]\nbypass = \"pair1\"\n"))
+	cfg2, err := config.Parse("x.toml", []byte("platform = \"iec-516p\"\n[[segment]]\nname = \"s\"\nports = [\"LAN1\", \"LAN2\"]\nbypass = \"pair1\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	got = nil
 	set = Build(cfg2, "", sys, open)
-	if len(got) != 0 || set.Failsafe != "" || len(set.Pairs) != 2 || !strings.Contains(set.Pairs[0].Problem, "smbus register map of this platform is not public") {
-		t.Errorf("fw-8865: opened %v, %+v", got, set.Pairs[0])
+	if len(got) != 0 || set.Failsafe != "" || len(set.Pairs) != 2 || !strings.Contains(set.Pairs[0].Problem, "superio register map of this platform is not public") {
+		t.Errorf("iec-516p: opened %v, %+v", got, set.Pairs[0])
 	}
 }

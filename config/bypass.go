@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ncpos/ncpos/bypass/lanner"
 )
 
 // This file is the schema of a bypass pair's backend in a platform profile:
@@ -115,6 +117,36 @@ type SMBus struct {
 	Bus     int  `toml:"bus"`     // /dev/i2c-N
 	Address int  `toml:"address"` // 7-bit address, 0x03..0x77
 	Force   bool `toml:"force"`   // I2C_SLAVE_FORCE: a kernel driver holds the address
+}
+
+// Lanner reaches one pair of a Lanner "Generation 3" bypass module: its
+// microcontroller on the PCH's SMBus, behind the board's I2C switches for
+// a LAN module slot (see bypass/lanner for the boards and the sources).
+type Lanner struct {
+	// Board names how the module is reached: "onboard" (a controller on
+	// the main board, no switch) or a board family of bypass/lanner
+	// ("mb-887x" for the FW-8865's MB-8865, ...).
+	Board string `toml:"board"`
+	Slot  int    `toml:"slot"` // LAN module slot, 1..; 0 with board "onboard"
+	Pair  int    `toml:"pair"` // the pair on the module, 1..8 (bit pair-1 of its masks)
+	// Adapter is the name the SMBus adapter gives in sysfs, matched as a
+	// prefix: the bus number is found at run time. Default "SMBus I801
+	// adapter" (the Intel PCH's, i2c-i801).
+	Adapter string `toml:"adapter"`
+	// Bus, when set, is /dev/i2c-N itself, instead of finding Adapter.
+	Bus *int `toml:"bus"`
+}
+
+// DefaultLannerAdapter is the sysfs name prefix of the Intel PCH SMBus
+// controller that Lanner's boards use (i2c-i801).
+const DefaultLannerAdapter = "SMBus I801 adapter"
+
+// WithDefaults fills in the adapter name.
+func (l Lanner) WithDefaults() Lanner {
+	if l.Adapter == "" {
+		l.Adapter = DefaultLannerAdapter
+	}
+	return l
 }
 
 // IOPort reaches relay registers that are plain I/O ports (the registers of
@@ -232,13 +264,13 @@ func validateBypassPair(add addFunc, f string, bp *BypassPair) {
 	// silently.
 	sections := map[string]any{
 		"superio": bp.SuperIO, "smbus": bp.SMBus, "ioport": bp.IOPort, "registers": bp.Registers,
-		"sysfs": bp.Sysfs, "bpctl": bp.Bpctl, "exec": bp.Exec, "sim": bp.Sim,
+		"sysfs": bp.Sysfs, "bpctl": bp.Bpctl, "exec": bp.Exec, "sim": bp.Sim, "lanner": bp.Lanner,
 	}
 	uses := map[string][]string{
 		"superio": {"superio", "registers"}, "smbus": {"smbus", "registers"}, "ioport": {"ioport", "registers"},
-		"sysfs": {"sysfs"}, "bpctl": {"bpctl"}, "exec": {"exec"}, "sim": {"sim"},
+		"sysfs": {"sysfs"}, "bpctl": {"bpctl"}, "exec": {"exec"}, "sim": {"sim"}, "lanner": {"lanner"},
 	}
-	for _, name := range []string{"superio", "smbus", "ioport", "registers", "sysfs", "bpctl", "exec", "sim"} {
+	for _, name := range []string{"superio", "smbus", "ioport", "registers", "sysfs", "bpctl", "exec", "sim", "lanner"} {
 		if !reflect.ValueOf(sections[name]).IsZero() && !slices.Contains(uses[bp.Backend], name) {
 			add(f+"."+name, "is set but backend is %q, want no [%s] section", bp.Backend, name)
 		}
@@ -282,6 +314,8 @@ func validateBypassPair(add addFunc, f string, bp *BypassPair) {
 	case "ioport":
 		checkDevice(add, f+".ioport.device", bp.IOPort.Device)
 		validateRegisterMap(add, f+".registers", &bp.Registers, maxIOPort, false, missing)
+	case "lanner":
+		validateLanner(add, f+".lanner", bp.Lanner)
 	case "sysfs":
 		validateSysfs(add, f+".sysfs", &bp.Sysfs, missing)
 	case "bpctl":
@@ -499,4 +533,22 @@ func DecodeProfile(filename string, data []byte) (*Profile, error) {
 		return p, &ValidationError{Errors: errs}
 	}
 	return p, nil
+}
+
+// validateLanner checks that the board knows the slot and the pair is one
+// a module can have.
+func validateLanner(add addFunc, f string, l Lanner) {
+	if _, _, err := lanner.Route(l.Board, l.Slot); err != nil {
+		field := f + ".board"
+		if slices.Contains(lanner.Boards(), l.Board) {
+			field = f + ".slot"
+		}
+		add(field, "%v", err)
+	}
+	if l.Pair < 1 || l.Pair > 8 {
+		add(f+".pair", "%d is out of range, want 1..8 (a module has up to 8 pairs)", l.Pair)
+	}
+	if l.Bus != nil && (*l.Bus < 0 || *l.Bus > maxI2CBus) {
+		add(f+".bus", "%d is out of range, want 0..%d (/dev/i2c-N)", *l.Bus, maxI2CBus)
+	}
 }

@@ -26,8 +26,16 @@ func TestBypassBackendValidation(t *testing.T) {
 			"[bypass_pair.registers]\nstate.normal = [{reg = 0xf1, mask = 0x10, value = 0x10}]\n"+
 			"state.bypass = [{reg = 0xf1, mask = 0x10, value = 0}]\ntimer = {reg = 0xf6, unit = \"1s\", max = 255}\n"), nil},
 		{"missing map ok", pair("smbus", "register_map = \"missing\"\n[bypass_pair.smbus]\naddress = 0x55\n"), nil},
+		{"lanner ok", pair("lanner", "register_map = \"vendor\"\n[bypass_pair.lanner]\nboard = \"mb-887x\"\nslot = 2\npair = 1\n"), nil},
+		{"lanner onboard ok", pair("lanner", "register_map = \"vendor\"\n[bypass_pair.lanner]\nboard = \"onboard\"\npair = 2\nbus = 3\n"), nil},
+		{"lanner slot, pair and bus", pair("lanner", "register_map = \"vendor\"\n[bypass_pair.lanner]\nboard = \"mb-887x\"\nslot = 5\npair = 9\nbus = -1\n"), []string{
+			`profiles/box.toml:20: bypass_pair[0].lanner.slot: board "mb-887x" (MB-8875, MB-8876, MB-8865, MB-8866, MB-8877, MB-8771, NCB-5210) has slots 1..4, not 5`,
+			`profiles/box.toml:21: bypass_pair[0].lanner.pair: 9 is out of range, want 1..8 (a module has up to 8 pairs)`,
+			`profiles/box.toml:22: bypass_pair[0].lanner.bus: -1 is out of range, want 0..1023 (/dev/i2c-N)`}},
+		{"lanner board", pair("lanner", "register_map = \"vendor\"\n[bypass_pair.lanner]\nboard = \"fw-8865\"\npair = 1\n"), []string{
+			`profiles/box.toml:19: bypass_pair[0].lanner.board: unknown board "fw-8865", want one of mb-8865ext, mb-887x, mb-8895, mb-9655, ncb-2510, ncb-6210, onboard`}},
 		{"unknown backend", pair("relay9", ""), []string{
-			`profiles/box.toml:16: bypass_pair[0].backend: unknown backend "relay9", want one of "sim", "none", "superio", "smbus", "ioport", "sysfs", "bpctl" or "exec"`}},
+			`profiles/box.toml:16: bypass_pair[0].backend: unknown backend "relay9", want one of "sim", "none", "superio", "smbus", "ioport", "sysfs", "bpctl", "exec" or "lanner"`}},
 		{"register out of range", pair("superio", "register_map = \"vendor\"\n[bypass_pair.registers]\n"+
 			"state.normal = [{reg = 0x1f1, mask = 0x10, value = 0x10}]\n"+
 			"state.bypass = [{reg = 0xf1, mask = 0x10, value = 0x20}]\n"), []string{
@@ -94,7 +102,7 @@ func TestDecodeProfile(t *testing.T) {
 }
 
 func TestVendorProfiles(t *testing.T) {
-	for name, wantBackend := range map[string]string{"iec-516p": "superio", "nsp-1096": "superio", "net-1715vd4n": "ioport", "fw-8865": "smbus", "qemu": "sim"} {
+	for name, wantBackend := range map[string]string{"iec-516p": "superio", "nsp-1096": "superio", "net-1715vd4n": "ioport", "fw-8865": "lanner", "qemu": "sim"} {
 		p, err := LookupProfile(name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -106,9 +114,18 @@ func TestVendorProfiles(t *testing.T) {
 			if bp.Backend != wantBackend {
 				t.Errorf("%s %s backend %q, want %q", name, bp.Name, bp.Backend, wantBackend)
 			}
-			// No compiled-in profile guesses a register map.
-			if wantBackend != "sim" && bp.RegisterMap != "missing" {
-				t.Errorf("%s %s register_map %q, want \"missing\" (not public)", name, bp.Name, bp.RegisterMap)
+			// No compiled-in profile guesses a register map: a hardware
+			// pair is either driven from a published protocol (vendor)
+			// or missing.
+			want := "missing"
+			switch wantBackend {
+			case "sim":
+				want = ""
+			case "lanner":
+				want = "vendor"
+			}
+			if bp.RegisterMap != want {
+				t.Errorf("%s %s register_map %q, want %q", name, bp.Name, bp.RegisterMap, want)
 			}
 		}
 	}

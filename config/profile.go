@@ -71,10 +71,11 @@ type BypassPair struct {
 	Bpctl     Bpctl       `toml:"bpctl"`
 	Exec      Exec        `toml:"exec"`
 	Sim       Sim         `toml:"sim"`
+	Lanner    Lanner      `toml:"lanner"`
 }
 
 // bypassBackends are the relay drivers a profile may name.
-var bypassBackends = []string{"sim", "none", "superio", "smbus", "ioport", "sysfs", "bpctl", "exec"}
+var bypassBackends = []string{"sim", "none", "superio", "smbus", "ioport", "sysfs", "bpctl", "exec", "lanner"}
 
 //go:embed profiles/*.toml
 var profileFS embed.FS

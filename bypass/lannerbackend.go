@@ -1,0 +1,319 @@
+package bypass
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ncpos/ncpos/bypass/lanner"
+	"github.com/ncpos/ncpos/config"
+)
+
+// Every command and value below is one of bypass/lanner's, each traced
+// there to Lanner's bpwd 1.2.9 (include/bp_def.h, src/smbustst.c).
+
+// lannerModule is the microcontroller of one Lanner Gen 3 module, reached
+// through its board's switches. Every transaction selects the switch
+// channels again first: another slot's pair may have moved them.
+type lannerModule struct {
+	bus   smbusBus
+	hops  []lanner.Hop
+	addr  byte
+	where string
+}
+
+func (m *lannerModule) route() error {
+	for _, h := range m.hops {
+		if err := m.bus.SendByte(h.Switch, h.Channel); err != nil {
+			return fmt.Errorf("selecting channel %#02x of the I2C switch at %#02x: %w", h.Channel, h.Switch, err)
+		}
+	}
+	return nil
+}
+
+func (m *lannerModule) read(cmd byte) (byte, error) {
+	if err := m.route(); err != nil {
+		return 0, err
+	}
+	w, err := m.bus.ReadWordData(m.addr, cmd)
+	if err != nil {
+		return 0, err
+	}
+	return lanner.Word(cmd, w)
+}
+
+func (m *lannerModule) write(cmd, v byte) error {
+	if err := m.route(); err != nil {
+		return err
+	}
+	return m.bus.WriteByteData(m.addr, cmd, v)
+}
+
+// lannerBackend drives one pair (one bit of the masks) of a module. The
+// run-time mask (0x12) sets the relay; the System-Off (0x10) and Just-On
+// (0x11) masks are the power-off and power-up defaults, kept in the
+// module's non-volatile memory by SaveSettings; watchdog 1 is the
+// controller timer, its pair mask (0x21) the timer-expiry default.
+type lannerBackend struct {
+	m    *lannerModule
+	bit  byte
+	caps Caps
+	// Saves counts the SaveSettings commands sent: the module's
+	// non-volatile memory is written only when a default changes.
+	saves int
+}
+
+// openLanner opens the SMBus adapter of a profile's lanner pair: the bus
+// it names, or the one whose sysfs name is the configured adapter's.
+func openLanner(cfg config.Lanner, sys string) (*lannerBackend, error) {
+	cfg = cfg.WithDefaults()
+	bus := 0
+	if cfg.Bus != nil {
+		bus = *cfg.Bus
+	} else {
+		var err error
+		if bus, err = findAdapter(sys, cfg.Adapter); err != nil {
+			return nil, fmt.Errorf("lanner: finding the SMBus: %w", err)
+		}
+	}
+	a, err := openAdapter(bus, false)
+	if err != nil {
+		return nil, fmt.Errorf("lanner: %w", err)
+	}
+	b, err := newLanner(a, fmt.Sprintf("i2c-%d", bus), cfg)
+	if err != nil {
+		a.Close()
+	}
+	return b, err
+}
+
+// newLanner identifies the module of cfg on bus and works out what the
+// pair can do from the module's own capability registers.
+func newLanner(bus smbusBus, busName string, cfg config.Lanner) (*lannerBackend, error) {
+	hops, addr, err := lanner.Route(cfg.Board, cfg.Slot)
+	if err != nil {
+		return nil, fmt.Errorf("lanner: %w", err)
+	}
+	where := busName
+	for _, h := range hops {
+		where += fmt.Sprintf(" switch %#02x:%#02x", h.Switch, h.Channel)
+	}
+	where += fmt.Sprintf(" module %#02x", addr)
+	b := &lannerBackend{m: &lannerModule{bus: bus, hops: hops, addr: addr, where: where}, bit: 1 << (cfg.Pair - 1)}
+	id := map[byte]byte{}
+	for _, cmd := range []byte{lanner.MajorVersion, lanner.MinorVersion, lanner.ModuleCaps, lanner.OffPairCaps,
+		lanner.JustOnCaps, lanner.RunPairCaps, lanner.WDT1Caps} {
+		v, err := b.m.read(cmd)
+		if err != nil {
+			return nil, fmt.Errorf("lanner: identifying the module (%s, board %s slot %d): %w", where, cfg.Board, cfg.Slot, err)
+		}
+		id[cmd] = v
+	}
+	mc := id[lanner.ModuleCaps]
+	if mc&lanner.CapRunTime == 0 || id[lanner.RunPairCaps]&b.bit == 0 {
+		return nil, fmt.Errorf("lanner: the module at %s has run-time bypass on pairs %08b, not on pair %d", where, id[lanner.RunPairCaps], cfg.Pair)
+	}
+	c := Caps{States: []State{Normal, Bypass}, Events: map[Event][]State{}, Fixed: map[Event]State{},
+		ReadBack: true, LinkDownInBypass: true}
+	if mc&lanner.CapSystemOff != 0 && id[lanner.OffPairCaps]&b.bit != 0 {
+		c.Events[PowerOff] = []State{Normal, Bypass}
+	}
+	if mc&lanner.CapJustOn != 0 && id[lanner.JustOnCaps]&b.bit != 0 {
+		c.Events[PowerUp] = []State{Normal, Bypass}
+	}
+	if mc&lanner.CapWDT1 != 0 && id[lanner.WDT1Caps] > 0 {
+		c.Events[TimerExpiry] = []State{Bypass}
+		c.Timer = &TimerCaps{Unit: time.Second, Min: time.Second, Max: time.Duration(id[lanner.WDT1Caps]) * time.Second, TimeLeft: true}
+	}
+	c.Notes = []string{
+		fmt.Sprintf("Lanner Gen 3 module, firmware %d.%d, at %s, pair %d", id[lanner.MajorVersion], id[lanner.MinorVersion], where, cfg.Pair),
+		"read-back is the module's run-time setting and its watchdog's status, not a sensor on the relay",
+		"no disconnect state: the module only bypasses or connects",
+		"watchdog 1 belongs to the module: its pairs share the timer",
+	}
+	b.caps = c
+	return b, nil
+}
+
+func (b *lannerBackend) Caps() Caps { return b.caps }
+
+// setBit writes reg with the pair's bit set or cleared and the other
+// pairs' bits kept.
+func (b *lannerBackend) setBit(reg byte, on bool) (changed bool, err error) {
+	v, err := b.m.read(reg)
+	if err != nil {
+		return false, err
+	}
+	nv := v &^ b.bit
+	if on {
+		nv |= b.bit
+	}
+	if err := b.m.write(reg, nv); err != nil {
+		return false, err
+	}
+	return nv != v, nil
+}
+
+func (b *lannerBackend) Set(s State) error {
+	if s != Normal && s != Bypass {
+		return fmt.Errorf("lanner: %s: %w", s, ErrUnsupported)
+	}
+	// After watchdog 1 expired, its pairs are in bypass whatever the
+	// run-time setting says; stopping it hands them back to the setting.
+	st, err := b.m.read(lanner.WDT1 + lanner.WDTStatus)
+	if err != nil {
+		return fmt.Errorf("lanner: %w", err)
+	}
+	if st == lanner.WDTExpired {
+		if err := b.m.write(lanner.WDT1+lanner.WDTStop, 0); err != nil {
+			return fmt.Errorf("lanner: %w", err)
+		}
+	}
+	if _, err := b.setBit(lanner.RunBypass, s == Bypass); err != nil {
+		return fmt.Errorf("lanner: setting %s: %w", s, err)
+	}
+	return nil
+}
+
+func (b *lannerBackend) Get() (State, error) {
+	st, err := b.m.read(lanner.WDT1 + lanner.WDTStatus)
+	if err != nil {
+		return Unknown, fmt.Errorf("lanner: %w", err)
+	}
+	if st == lanner.WDTExpired {
+		pairs, err := b.m.read(lanner.WDT1 + lanner.WDTPairs)
+		if err != nil {
+			return Unknown, fmt.Errorf("lanner: %w", err)
+		}
+		if pairs&b.bit != 0 {
+			return Bypass, nil
+		}
+	}
+	v, err := b.m.read(lanner.RunBypass)
+	if err != nil {
+		return Unknown, fmt.Errorf("lanner: %w", err)
+	}
+	if v&b.bit != 0 {
+		return Bypass, nil
+	}
+	return Normal, nil
+}
+
+// defaultReg is the mask register of an event's default.
+func defaultReg(e Event) (byte, bool) {
+	switch e {
+	case PowerOff:
+		return lanner.OffBypass, true
+	case PowerUp:
+		return lanner.JustOnBypass, true
+	case TimerExpiry:
+		return lanner.WDT1 + lanner.WDTPairs, true
+	}
+	return 0, false
+}
+
+// SetDefault writes the event's mask and, only when that changed it,
+// saves the settings to the module's non-volatile memory (as after a
+// power cycle the module starts from what was saved).
+func (b *lannerBackend) SetDefault(e Event, s State) error {
+	reg, ok := defaultReg(e)
+	if !ok || !b.caps.CanDefault(e, s) {
+		return fmt.Errorf("lanner: %s default %s: %w", e, s, ErrUnsupported)
+	}
+	changed, err := b.setBit(reg, s == Bypass)
+	if err != nil {
+		return fmt.Errorf("lanner: %s default: %w", e, err)
+	}
+	if !changed {
+		return nil
+	}
+	// 0xff is the value Lanner's field notes send with SaveSettings.
+	if err := b.m.write(lanner.SaveSettings, 0xff); err != nil {
+		return fmt.Errorf("lanner: saving the settings: %w", err)
+	}
+	b.saves++
+	return nil
+}
+
+func (b *lannerBackend) Default(e Event) (State, error) {
+	reg, ok := defaultReg(e)
+	if !ok {
+		return Unknown, ErrUnsupported
+	}
+	v, err := b.m.read(reg)
+	if err != nil {
+		return Unknown, fmt.Errorf("lanner: %w", err)
+	}
+	switch {
+	case v&b.bit != 0:
+		return Bypass, nil
+	case e == TimerExpiry:
+		return Unknown, nil // the pair does not react to the watchdog
+	}
+	return Normal, nil
+}
+
+// Arm loads watchdog 1 with d in whole seconds (within the module's
+// range: the value in effect is returned) and starts it; then it stops
+// the Just-On watchdog, whose work (a box that hangs while booting) is
+// done once bypassd runs.
+func (b *lannerBackend) Arm(d time.Duration) (time.Duration, error) {
+	t := b.caps.Timer
+	if t == nil {
+		return 0, fmt.Errorf("lanner: watchdog 1: %w", ErrUnsupported)
+	}
+	secs := min(roundUp(d, time.Second), int64(t.Max/time.Second))
+	for _, w := range [][2]byte{{lanner.WDT1 + lanner.WDTTime, byte(secs)}, {lanner.WDT1 + lanner.WDTStart, 0}} {
+		if err := b.m.write(w[0], w[1]); err != nil {
+			return 0, fmt.Errorf("lanner: arming watchdog 1: %w", err)
+		}
+	}
+	if st, err := b.m.read(lanner.WDT3 + lanner.WDTStatus); err == nil && st == lanner.WDTRunning {
+		if err := b.m.write(lanner.WDT3+lanner.WDTStop, 0); err != nil {
+			return 0, fmt.Errorf("lanner: stopping the Just-On watchdog: %w", err)
+		}
+	}
+	return time.Duration(secs) * time.Second, nil
+}
+
+func (b *lannerBackend) Kick() error {
+	st, err := b.m.read(lanner.WDT1 + lanner.WDTStatus)
+	if err != nil {
+		return fmt.Errorf("lanner: %w", err)
+	}
+	if st == lanner.WDTExpired {
+		return ErrTimerExpired
+	}
+	if err := b.m.write(lanner.WDT1+lanner.WDTStart, 0); err != nil {
+		return fmt.Errorf("lanner: kicking watchdog 1: %w", err)
+	}
+	return nil
+}
+
+func (b *lannerBackend) Disarm() error {
+	if err := b.m.write(lanner.WDT1+lanner.WDTStop, 0); err != nil {
+		return fmt.Errorf("lanner: stopping watchdog 1: %w", err)
+	}
+	return nil
+}
+
+func (b *lannerBackend) TimeLeft() (time.Duration, error) {
+	v, err := b.m.read(lanner.WDT1 + lanner.WDTLeft)
+	if err != nil {
+		return 0, fmt.Errorf("lanner: %w", err)
+	}
+	return time.Duration(v) * time.Second, nil
+}
+
+func (b *lannerBackend) Close() error { return b.m.bus.Close() }
+
+func (b *lannerBackend) String() string {
+	return "lanner " + strings.TrimSpace(b.m.where)
+}
+
+// TimerExpired reads watchdog 1's status: the supervisor tells an expiry
+// from a change made by someone else.
+func (b *lannerBackend) TimerExpired() (bool, error) {
+	st, err := b.m.read(lanner.WDT1 + lanner.WDTStatus)
+	return st == lanner.WDTExpired, err
+}
