@@ -23,13 +23,15 @@ type (
 )
 
 const (
-	Normal      = ipc.RelayNormal
-	Bypass      = ipc.RelayBypass
-	Disconnect  = ipc.RelayDisconnect
-	Unknown     = ipc.RelayUnknown
-	PowerOff    = ipc.EventPowerOff
-	PowerUp     = ipc.EventPowerUp
-	TimerExpiry = ipc.EventTimerExpiry
+	Normal       = ipc.RelayNormal
+	Bypass       = ipc.RelayBypass
+	Disconnect   = ipc.RelayDisconnect
+	Unknown      = ipc.RelayUnknown
+	PowerOff     = ipc.EventPowerOff
+	OSOff        = ipc.EventOSOff
+	PowerRestore = ipc.EventPowerRestore
+	PowerUp      = ipc.EventPowerUp
+	TimerExpiry  = ipc.EventTimerExpiry
 )
 
 var (

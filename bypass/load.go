@@ -55,6 +55,8 @@ func Open(bp config.BypassPair, ifnames [2]string) (Backend, error) {
 		return b, err
 	case "lanner":
 		return openLanner(bp.Lanner, "/sys")
+	case "ixgbe":
+		return openIxgbe(config.SysClassNet, ifnames[0])
 	case "sysfs":
 		return newSysfs(osFiles{}, bp.Sysfs, ifnames)
 	case "bpctl":
@@ -87,7 +89,7 @@ func Open(bp config.BypassPair, ifnames [2]string) (Backend, error) {
 // kernel interfaces rather than a controller address.
 func needsInterfaces(backend string) bool {
 	switch backend {
-	case "sim", "sysfs", "bpctl", "exec":
+	case "sim", "sysfs", "bpctl", "exec", "ixgbe":
 		return true
 	}
 	return false
@@ -169,7 +171,8 @@ func Build(cfg *config.Config, profileDir, sysClassNet string, open Opener) Setu
 			p.Ports[k] = bp.Ports[k]
 			p.Ifnames[k] = ports[bp.Ports[k]]
 		}
-		for e, v := range map[Event]string{PowerOff: bp.PowerOff, PowerUp: bp.PowerUp, TimerExpiry: bp.TimerExpiry} {
+		for e, v := range map[Event]string{PowerOff: bp.PowerOff, OSOff: bp.OSOff, PowerRestore: bp.PowerRestore,
+			PowerUp: bp.PowerUp, TimerExpiry: bp.TimerExpiry} {
 			if v != "" {
 				p.Defaults[e] = State(v)
 			}

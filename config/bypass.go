@@ -249,7 +249,8 @@ var (
 // timer. f is the pair's field path ("bypass_pair[1]").
 func validateBypassPair(add addFunc, f string, bp *BypassPair) {
 	for _, d := range []struct{ key, val string }{
-		{"power_off", bp.PowerOff}, {"power_up", bp.PowerUp}, {"timer_expiry", bp.TimerExpiry},
+		{"power_off", bp.PowerOff}, {"os_off", bp.OSOff}, {"power_restore", bp.PowerRestore},
+		{"power_up", bp.PowerUp}, {"timer_expiry", bp.TimerExpiry},
 	} {
 		if d.val != "" && !slices.Contains(bypassStates, d.val) {
 			add(f+"."+d.key, "unknown state %q, want %s, or \"\" to leave the hardware's default", d.val, quoteList(bypassStates))

@@ -34,8 +34,12 @@ func TestBypassBackendValidation(t *testing.T) {
 			`profiles/box.toml:22: bypass_pair[0].lanner.bus: -1 is out of range, want 0..1023 (/dev/i2c-N)`}},
 		{"lanner board", pair("lanner", "register_map = \"vendor\"\n[bypass_pair.lanner]\nboard = \"fw-8865\"\npair = 1\n"), []string{
 			`profiles/box.toml:19: bypass_pair[0].lanner.board: unknown board "fw-8865", want one of mb-8865ext, mb-887x, mb-8895, mb-9655, ncb-2510, ncb-6210, onboard`}},
+		{"ixgbe ok", pair("ixgbe", "register_map = \"vendor\"\nos_off = \"disconnect\"\npower_restore = \"bypass\"\n"), nil},
+		{"ixgbe section", pair("ixgbe", "register_map = \"vendor\"\nos_off = \"off\"\n[bypass_pair.lanner]\nboard = \"onboard\"\npair = 1\n"), []string{
+			`profiles/box.toml:18: bypass_pair[0].os_off: unknown state "off", want "normal", "bypass" or "disconnect", or "" to leave the hardware's default`,
+			`profiles/box.toml:19: bypass_pair[0].lanner: is set but backend is "ixgbe", want no [lanner] section`}},
 		{"unknown backend", pair("relay9", ""), []string{
-			`profiles/box.toml:16: bypass_pair[0].backend: unknown backend "relay9", want one of "sim", "none", "superio", "smbus", "ioport", "sysfs", "bpctl", "exec" or "lanner"`}},
+			`profiles/box.toml:16: bypass_pair[0].backend: unknown backend "relay9", want one of "sim", "none", "superio", "smbus", "ioport", "sysfs", "bpctl", "exec", "lanner" or "ixgbe"`}},
 		{"register out of range", pair("superio", "register_map = \"vendor\"\n[bypass_pair.registers]\n"+
 			"state.normal = [{reg = 0x1f1, mask = 0x10, value = 0x10}]\n"+
 			"state.bypass = [{reg = 0xf1, mask = 0x10, value = 0x20}]\n"), []string{

@@ -51,11 +51,14 @@ type BypassPair struct {
 	Notes string `toml:"notes"`
 	// Defaults the hardware applies by itself, set by bypassd at start
 	// where the hardware lets software choose them: the state on power
-	// loss, from power-on until software sets one, and when the
+	// loss, when the OS shuts down with standby power on, when power comes
+	// back, from power-on until software sets one, and when the
 	// controller's own timer expires. "" leaves the hardware's choice.
-	PowerOff    string `toml:"power_off"`
-	PowerUp     string `toml:"power_up"`
-	TimerExpiry string `toml:"timer_expiry"`
+	PowerOff     string `toml:"power_off"`
+	OSOff        string `toml:"os_off"`        // OS shut down, standby power on
+	PowerRestore string `toml:"power_restore"` // power back, before the box boots
+	PowerUp      string `toml:"power_up"`
+	TimerExpiry  string `toml:"timer_expiry"`
 	// Timer is the controller watchdog timeout bypassd arms and keeps
 	// kicking: if bypassd dies or hangs, the relay falls to timer_expiry
 	// on its own. 0 leaves the timer off.
@@ -75,7 +78,7 @@ type BypassPair struct {
 }
 
 // bypassBackends are the relay drivers a profile may name.
-var bypassBackends = []string{"sim", "none", "superio", "smbus", "ioport", "sysfs", "bpctl", "exec", "lanner"}
+var bypassBackends = []string{"sim", "none", "superio", "smbus", "ioport", "sysfs", "bpctl", "exec", "lanner", "ixgbe"}
 
 //go:embed profiles/*.toml
 var profileFS embed.FS

@@ -85,7 +85,7 @@ func TestProfileValidation(t *testing.T) {
 			"[[bypass_pair]]\nname = \"q\"\nports = [\"B\", \"B\"]\nbackend = \"none\"\n" +
 			"[[bypass_pair]]\nname = \"r\"\nports = [\"A\"]\nbackend = \"none\"\n", []string{
 			`profiles/box.toml:15: bypass_pair[0].ports[1]: unknown port "X" (profile "box" has M, A, B)`,
-			`profiles/box.toml:16: bypass_pair[0].backend: unknown backend "relay", want one of "sim", "none", "superio", "smbus", "ioport", "sysfs", "bpctl", "exec" or "lanner"`,
+			`profiles/box.toml:16: bypass_pair[0].backend: unknown backend "relay", want one of "sim", "none", "superio", "smbus", "ioport", "sysfs", "bpctl", "exec", "lanner" or "ixgbe"`,
 			`profiles/box.toml:18: bypass_pair[1].name: duplicate bypass pair name "p", already used by bypass_pair[0]`,
 			`profiles/box.toml:19: bypass_pair[1].ports[0]: "M" is the management port, want a data port`,
 			`profiles/box.toml:19: bypass_pair[1].ports[1]: port "A" is already in bypass pair "p"`,

@@ -41,13 +41,25 @@ func ParseRelayState(s string) (RelayState, error) {
 type RelayEvent string
 
 const (
-	EventPowerOff    RelayEvent = "power_off"    // the box loses power (or is switched off)
-	EventPowerUp     RelayEvent = "power_up"     // from power-on until software sets a state ("Just-On")
-	EventTimerExpiry RelayEvent = "timer_expiry" // the controller's own watchdog timer ran out
+	// EventPowerOff: the box loses its power (unplugged, or switched off
+	// where the hardware tells no standby power apart).
+	EventPowerOff RelayEvent = "power_off"
+	// EventOSOff: the operating system shut down with standby power still
+	// on (Intel's MAIN_OFF).
+	EventOSOff RelayEvent = "os_off"
+	// EventPowerRestore: power comes back to an unplugged box (Intel's
+	// AUX_ON), before it boots.
+	EventPowerRestore RelayEvent = "power_restore"
+	// EventPowerUp: from the box's power-on (boot) until software sets a
+	// state (Lanner's "Just-On", Intel's MAIN_ON).
+	EventPowerUp RelayEvent = "power_up"
+	// EventTimerExpiry: the controller's own watchdog timer ran out.
+	EventTimerExpiry RelayEvent = "timer_expiry"
 )
 
-// RelayEvents are all events, in a fixed order.
-var RelayEvents = []RelayEvent{EventPowerOff, EventPowerUp, EventTimerExpiry}
+// RelayEvents are all events, in a fixed order: the box's life from power
+// loss to boot, then the watchdog.
+var RelayEvents = []RelayEvent{EventPowerOff, EventOSOff, EventPowerRestore, EventPowerUp, EventTimerExpiry}
 
 // RelayTimerCaps describes a controller watchdog timer.
 type RelayTimerCaps struct {
