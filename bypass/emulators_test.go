@@ -132,8 +132,9 @@ func (s *portSpace) take() []string {
 	return l
 }
 
-// gen3 is an SMBus bypass controller in the style of Lanner's Gen3
-// modules, with an example register layout (the real one is not public):
+// gen3 is an SMBus bypass controller with a register layout made up for
+// the generic smbus backend's test (Lanner's real Gen 3 modules have
+// their own backend, lanner, and emulator, lannerMCU):
 // 0x10 bit0 run-time bypass, bit1 disconnect; 0x11 bit0 power-up
 // ("Just-On") bypass; 0x12 bit0 system-off bypass; 0x13 watchdog count in
 // seconds; 0x14 bit0 watchdog enable, bit1 latched "expired".

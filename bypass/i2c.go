@@ -20,6 +20,9 @@ type smbusBus interface {
 	WriteByteData(addr, cmd, v byte) error
 	ReadByteData(addr, cmd byte) (byte, error)
 	ReadWordData(addr, cmd byte) (uint16, error)
+	// ReceiveByte is SMBus "receive byte": a read with no command sent,
+	// the one transaction that writes nothing to the device.
+	ReceiveByte(addr byte) (byte, error)
 	Close() error
 }
 
@@ -124,6 +127,14 @@ func (a *i2cAdapter) ReadWordData(addr, cmd byte) (uint16, error) {
 		return 0, fmt.Errorf("%s: smbus read word %#02x of %#02x: %w", a.path, cmd, addr, err)
 	}
 	return binary.LittleEndian.Uint16(data[:2]), nil
+}
+
+func (a *i2cAdapter) ReceiveByte(addr byte) (byte, error) {
+	var data [34]byte
+	if err := a.access(addr, i2cSMBusRead, 0, i2cSMBusByte, &data); err != nil {
+		return 0, fmt.Errorf("%s: smbus receive byte from %#02x: %w", a.path, addr, err)
+	}
+	return data[0], nil
 }
 
 func (a *i2cAdapter) Close() error { return a.f.Close() }

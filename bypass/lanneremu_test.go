@@ -127,6 +127,15 @@ func (m *lannerMCU) sendByte(v byte) error {
 	return nil
 }
 
+// receiveByte: the module acknowledges a plain read; what it returns is
+// not documented (0x80 here).
+func (m *lannerMCU) receiveByte() (byte, error) {
+	if !m.powered {
+		return 0, errNack
+	}
+	return lanner.Success, nil
+}
+
 func (m *lannerMCU) readByteData(cmd byte) (byte, error) {
 	if !m.powered {
 		return 0, errNack

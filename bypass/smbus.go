@@ -14,8 +14,8 @@ type smbusDev interface {
 }
 
 // smbusSpace is a bypass controller's registers (SMBus commands) at one
-// address (Lanner Gen3-style modules: run-time, power-up and system-off
-// bypass and a bypass watchdog in a handful of registers).
+// address, for controllers whose byte-data register map an operator
+// fills in (Lanner's Gen 3 modules have their own backend).
 type smbusSpace struct {
 	dev  smbusDev
 	name string

@@ -14,6 +14,7 @@ type smbusTarget interface {
 	writeByteData(cmd, v byte) error
 	readByteData(cmd byte) (byte, error)
 	readWordData(cmd byte) (uint16, error)
+	receiveByte() (byte, error)
 }
 
 // errNack is what the adapter reports when no device acknowledges its
@@ -58,6 +59,7 @@ func (s *pca954x) sendByte(v byte) error {
 }
 func (s *pca954x) writeByteData(cmd, v byte) error     { return errors.New("switch: no registers") }
 func (s *pca954x) readByteData(cmd byte) (byte, error) { return s.ctrl, nil }
+func (s *pca954x) receiveByte() (byte, error)          { return s.ctrl, nil }
 func (s *pca954x) readWordData(cmd byte) (uint16, error) {
 	return 0, errors.New("switch: no word registers")
 }
@@ -115,6 +117,15 @@ func (b *emuSMBus) ReadByteData(addr, cmd byte) (byte, error) {
 		return 0, err
 	}
 	return d.readByteData(cmd)
+}
+
+func (b *emuSMBus) ReceiveByte(addr byte) (byte, error) {
+	b.log = append(b.log, fmt.Sprintf("receive %#02x", addr))
+	d, err := b.target(addr)
+	if err != nil {
+		return 0, err
+	}
+	return d.receiveByte()
 }
 
 func (b *emuSMBus) ReadWordData(addr, cmd byte) (uint16, error) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/image/kernel"
 	"github.com/ncpos/ncpos/internal/testenv"
+	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web"
 )
 
@@ -268,15 +270,49 @@ func checkBooted(t *testing.T, v *VM) *web.System {
 	if !strings.Contains(s.Cmdline, "root=PARTUUID=") {
 		t.Errorf("cmdline %q lacks root=PARTUUID=", s.Cmdline)
 	}
+	checkProbe(t, v)
 	return s
+}
+
+// checkProbe wants bypassd's boot probe on the API: the VM's i6300ESB and
+// its virtio NICs, and no bypass hardware on a virtual machine.
+func checkProbe(t *testing.T, v *VM) {
+	t.Helper()
+	var hw struct {
+		Hardware *ipc.HardwareProbe `json:"hardware"`
+	}
+	getAPI(t, v, "api/v1/hardware", &hw)
+	p := hw.Hardware
+	if p == nil {
+		t.Error("no hardware probe on /api/v1/hardware")
+		return
+	}
+	virtio := 0
+	for _, n := range p.NICs {
+		if strings.HasPrefix(n.ID, "1af4:") {
+			virtio++
+		}
+		if n.Bypass != "" {
+			t.Errorf("bypass hardware on a VM: %+v", n)
+		}
+	}
+	found := slices.ContainsFunc(p.Fits, func(f ipc.ProfileFit) bool { return f.Found })
+	if virtio == 0 || !slices.ContainsFunc(p.Watchdogs, func(w ipc.ProbedWatchdog) bool { return strings.Contains(w.Identity, "6300") }) || found {
+		t.Errorf("probe %+v", p)
+	}
+	t.Logf("probe: %d NICs (%d virtio), Super I/O %+v, SMBus %+v, watchdogs %+v, errors %q", len(p.NICs), virtio, p.SuperIO, p.SMBus, p.Watchdogs, p.Errors)
 }
 
 func TestBootLegacyBIOS(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
-	v, _ := boot(t, testImage(t, "default", nil), false)
+	v, serial := boot(t, testImage(t, "default", nil), false)
 	s := checkBooted(t, v)
 	t.Logf("build %s, kernel %s, holders %+v", s.BuildID, s.Kernel, s.Watchdog.Holders)
+	// The probe's summary is in the boot log on the serial console.
+	if b, _ := os.ReadFile(serial); !strings.Contains(string(b), "ncpos: probe: watchdog /dev/watchdog") {
+		t.Errorf("the serial console has no probe summary")
+	}
 
 	// CF cards wear out: an idle appliance must not write to its boot disk.
 	// Let boot settle, then measure two idle minutes.

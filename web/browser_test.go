@@ -236,6 +236,9 @@ func checkDashboard(t *testing.T, doc *html.Node, s *Snapshot) {
 		expect(fmt.Sprintf("event %d", i), text(field(rows[i], "message")), s.Events[i].Message)
 	}
 	expect("self-test", text(field(byID("selftest"), "selftest")), "PASSED")
+	expect("bypass NICs", text(field(byID("hardware"), "hw-nics")), "0000:05:00.0 8086:10d3: Silicom NIC (not supported)")
+	expect("SMBus", text(field(byID("hardware"), "hw-smbus")), "i2c-0 SMBus I801 adapter at f000: 0x73")
+	expect("fits", text(field(byID("hardware"), "hw-fits")), "fw-8865 pair1 (lanner, drivable): i2c-0 answers at 0x73")
 }
 
 func attr(n *html.Node, key string) string {

@@ -119,6 +119,10 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	if err := sysinfo.WriteInitRecord(run, rec); err != nil {
 		t.Fatal(err)
 	}
+	hw, _ := json.Marshal(fixtureHardware)
+	if err := os.WriteFile(filepath.Join(run, ipc.HardwareFile), hw, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.cancel = cancel
 	t.Cleanup(cancel)
@@ -408,4 +412,14 @@ func hasEvent(evs []events.Event, kind, contains string) bool {
 		}
 	}
 	return false
+}
+
+// fixtureHardware is bypassd's probe of an FW-8865.
+var fixtureHardware = ipc.HardwareProbe{
+	NICs: []ipc.ProbedNIC{{PCI: "0000:03:00.0", ID: "8086:10fb"}, {PCI: "0000:05:00.0", ID: "8086:10d3", Subsystem: "1374:0001",
+		Bypass: "Silicom NIC", Support: ipc.SupportNone}},
+	SMBus:     []ipc.ProbedSMBus{{Bus: 0, Name: "SMBus I801 adapter at f000", Answers: []ipc.ProbedAddress{{Address: 0x73}}}},
+	Watchdogs: []ipc.ProbedWatchdog{{Device: "/dev/watchdog0", Identity: "iTCO_wdt"}},
+	Fits: []ipc.ProfileFit{{Profile: "fw-8865", Pair: "pair1", Backend: "lanner", Support: ipc.SupportDrivable, Found: true,
+		Why: "i2c-0 answers at 0x73"}, {Profile: "iec-516p", Pair: "pair1", Backend: "superio", Support: ipc.SupportOperatorMap}},
 }

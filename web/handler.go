@@ -82,6 +82,9 @@ func (s *Server) Handler() http.Handler {
 	read("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
 		ipc.WriteJSON(w, map[string]any{"events": s.events(r)})
 	})
+	read("GET /api/v1/hardware", func(w http.ResponseWriter, r *http.Request) {
+		ipc.WriteJSON(w, map[string]any{"hardware": s.Monitor.Latest(r.Context()).Hardware})
+	})
 	read("GET /api/v1/selftest", func(w http.ResponseWriter, r *http.Request) {
 		ipc.WriteJSON(w, map[string]any{"self_test": s.Monitor.Latest(r.Context()).SelfTest})
 	})
@@ -100,7 +103,7 @@ func (s *Server) Handler() http.Handler {
 var apiIndex = []string{
 	"GET /api/v1/status?history=N", "GET /api/v1/system", "GET /api/v1/ports?history=N",
 	"GET /api/v1/segments", "GET /api/v1/watchdog", "GET /api/v1/host", "GET /api/v1/events?limit=N",
-	"GET /api/v1/selftest", "POST /api/v1/control/bypass", "POST /api/v1/control/reboot",
+	"GET /api/v1/hardware", "GET /api/v1/selftest", "POST /api/v1/control/bypass", "POST /api/v1/control/reboot",
 	"GET /api/v1/install", "POST /api/v1/control/install", "GET /api/v1/selftest/job",
 	"POST /api/v1/control/selftest", "GET /metrics",
 }

@@ -30,6 +30,7 @@ func TestReadRoutes(t *testing.T) {
 		{"GET", "/api/v1/host", 200, "application/json", `"coretemp"`},
 		{"GET", "/api/v1/events", 200, "application/json", `"events"`},
 		{"GET", "/api/v1/selftest", 200, "application/json", `"self_test": null`},
+		{"GET", "/api/v1/hardware", 200, "application/json", `"why": "i2c-0 answers at 0x73"`},
 		{"GET", "/metrics", 200, "text/plain", "ncpos_build_info"},
 		{"POST", "/api/v1/status", http.StatusMethodNotAllowed, "", ""},
 		{"DELETE", "/", http.StatusMethodNotAllowed, "", ""},

@@ -2,8 +2,10 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -31,9 +33,13 @@ type Snapshot struct {
 	Conditions []health.Condition `json:"conditions"`
 	Bypass     []string           `json:"bypass_notes,omitempty"` // bypassd's failsafe or planned stop, which hold every pair
 	SelfTest   *SelfTest          `json:"self_test"`
-	Events     []events.Event     `json:"events"`
-	Control    ControlInfo        `json:"control"`
-	Errors     []string           `json:"errors,omitempty"`
+	// Hardware is bypassd's probe of this boot: what bypass and watchdog
+	// hardware the box has and which profiles fit (nil until bypassd
+	// has run it).
+	Hardware *ipc.HardwareProbe `json:"hardware"`
+	Events   []events.Event     `json:"events"`
+	Control  ControlInfo        `json:"control"`
+	Errors   []string           `json:"errors,omitempty"`
 }
 
 // Summary is the one-word answer a remote engineer wants first.
@@ -85,6 +91,7 @@ type monitorState struct {
 	conds     map[string]health.Condition
 	resetSeen bool
 	selfTest  time.Time // Finished of the last reported self-test
+	hardware  *ipc.HardwareProbe
 }
 
 type portState struct {
@@ -226,6 +233,10 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 	m.bypassEvents(snap.Segments)
 	m.daemonEvents(sys.Daemons, first)
 	m.resetEvent(sys)
+	if st.hardware == nil {
+		st.hardware = readHardware(c.RunDir)
+	}
+	snap.Hardware = st.hardware
 	if t, err := readSelfTest(m.selfTestFile()); err != nil {
 		snap.Errors = append(snap.Errors, err.Error())
 	} else if t != nil {
@@ -427,4 +438,17 @@ func (m *Monitor) daemonEvents(ds []Daemon, first bool) {
 		}
 		m.event(sev, events.KindDaemon, []string{"daemon", d.Name, "state", d.State}, "%s", msg)
 	}
+}
+
+// readHardware reads bypassd's probe of this boot, nil until it is there.
+func readHardware(runDir string) *ipc.HardwareProbe {
+	b, err := os.ReadFile(filepath.Join(runDir, ipc.HardwareFile))
+	if err != nil {
+		return nil
+	}
+	var h ipc.HardwareProbe
+	if json.Unmarshal(b, &h) != nil {
+		return nil
+	}
+	return &h
 }

@@ -38,6 +38,11 @@
 //	-overrides PATH       manual overrides kept across restarts and reboots
 //	                      (/perm/ncpos/bypass-overrides.json; "" = memory only)
 //
+// At its first start in a boot (on a box, not with -sim-pair) it probes,
+// read-only, what bypass and watchdog hardware the box has and which
+// profiles fit it, logs that to the kernel log (the serial console) and
+// keeps it in /run/ncpos/hardware.json for statusd.
+//
 // On SIGTERM or SIGINT (shutdown, reboot, update, restart) it puts every
 // pair into bypass, reads it back, and exits; the relays stay there.
 package main
@@ -140,6 +145,14 @@ func main() {
 			os.Exit(0)
 		}
 		log.Fatalf("bypassd: %v", err)
+	}
+	if len(o.simPairs) == 0 {
+		// What bypass hardware this box has, before anything drives it.
+		env, done := bypass.DefaultProbeEnv()
+		if _, err := bypass.ProbeOnce(o.d.RunDir, env, "/dev/kmsg"); err != nil {
+			log.Printf("bypassd: %v", err)
+		}
+		done()
 	}
 	sup, _, err := setup(o)
 	if err != nil {

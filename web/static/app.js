@@ -192,6 +192,27 @@ function renderWatchdog(s) {
   ]);
 }
 
+function renderHardware(s) {
+  const hw = s.hardware;
+  if (!hw) {
+    kv($('hardware'), [['Probe', 'not run yet: bypassd probes at its first start in a boot', 'hw-none']]);
+    return;
+  }
+  const hex = (n) => '0x' + n.toString(16).padStart(2, '0');
+  const nics = (hw.nics || []).filter((n) => n.bypass).map((n) => `${n.pci} ${n.id}: ${n.bypass} (${n.support.replace('_', ' ')})`);
+  const sio = (hw.superio || []).map((x) => `${x.chip || 'unknown chip ' + hex(x.id)} at ${hex(x.port)}`);
+  const smbus = (hw.smbus || []).map((b) => `i2c-${b.bus} ${b.name}: ` + ((b.answers || []).map((a) => hex(a.address)).join(' ') || 'nothing answers'));
+  const fits = (hw.fits || []).filter((f) => f.found).map((f) => `${f.profile} ${f.pair} (${f.backend}, ${f.support.replace('_', ' ')}): ${f.why}`);
+  kv($('hardware'), [
+    ['Bypass NICs', nics.join('; ') || 'none', 'hw-nics'],
+    ['Super I/O', sio.join('; ') || 'none', 'hw-superio'],
+    ['SMBus', smbus.join('; ') || 'none', 'hw-smbus'],
+    ['Watchdogs', (hw.watchdogs || []).map((w) => `${w.identity} (${w.device})`).join('; ') || 'none', 'hw-watchdogs'],
+    ['Profiles that fit', fits.join('; ') || 'none of the compiled-in profiles', 'hw-fits'],
+    ['Could not look at', (hw.errors || []).join('; ') || '—', 'hw-errors'],
+  ]);
+}
+
 function renderSystem(s) {
   const sys = s.system, host = s.host, m = host.memory;
   kv($('system'), [
@@ -282,6 +303,7 @@ function render(s) {
   renderSegments(s);
   renderPorts(s);
   renderWatchdog(s);
+  renderHardware(s);
   renderSystem(s);
   renderDaemons(s);
   renderEvents(s);
