@@ -140,7 +140,10 @@ func newBpctl(dev ioctler, ifindex int) (*bpctlBackend, error) {
 		return nil, fmt.Errorf("bpctl: ifindex %d reports caps %#x: not a software-controlled bypass port", ifindex, b.bits)
 	}
 	caps := Caps{Events: map[Event][]State{}, Fixed: map[Event]State{}, ReadBack: b.bits&bpStatusCap != 0, LinkDownInBypass: true,
-		States: []State{Normal, Bypass}}
+		States: []State{Normal, Bypass}, ReadBackOf: ReadsNothing}
+	if caps.ReadBack {
+		caps.ReadBackOf = ReadsController
+	}
 	if b.bits&discCap != 0 {
 		caps.States = append(caps.States, Disconnect)
 	}

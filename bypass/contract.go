@@ -32,6 +32,12 @@ const (
 	PowerRestore = ipc.EventPowerRestore
 	PowerUp      = ipc.EventPowerUp
 	TimerExpiry  = ipc.EventTimerExpiry
+
+	ReadsRelay      = ipc.ReadsRelay
+	ReadsController = ipc.ReadsController
+	ReadsLatch      = ipc.ReadsLatch
+	ReadsTool       = ipc.ReadsTool
+	ReadsNothing    = ipc.ReadsNothing
 )
 
 var (

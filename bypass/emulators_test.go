@@ -18,7 +18,8 @@ import (
 // ignores the data port until the entry key (0x87 twice) has been written
 // to the index port, selects logical devices through register 0x07, and
 // locks again on 0xAA. Its watchdog (LDN 8, CRF6, counting seconds) drops
-// the bypass GPIO when it reaches zero, as Lanner's boards wire it.
+// the bypass GPIOs (GP24 and GP25, both pairs) when it reaches zero, as
+// Lanner's MB-7565 wires it.
 type w83627 struct {
 	indexPort, dataPort int64
 	unlocked            bool
@@ -97,7 +98,7 @@ func (w *w83627) tick(n int) {
 	for ; n > 0 && *c > 0; n-- {
 		*c--
 		if *c == 0 && *w.reg(9, 0xf1)&1 == 0 { // GP30 low: timeout means bypass
-			*w.reg(8, 0xf1) &^= 0x10
+			*w.reg(8, 0xf1) &^= 0x30
 		}
 	}
 }

@@ -62,6 +62,10 @@ func newExec(run runner, cfg config.Exec, pair string, ifnames [2]string) (*exec
 		b.match = append(b.match, stateRE{s, re})
 	}
 	c := Caps{Events: map[Event][]State{}, Fixed: map[Event]State{}, ReadBack: len(cfg.Get) > 0, LinkDownInBypass: true}
+	c.ReadBackOf = ReadsNothing
+	if c.ReadBack {
+		c.ReadBackOf = ReadsTool
+	}
 	tableCaps(&c, &b.cfg.State, b.cfg.Event)
 	powerOffNotes(&c)
 	if len(cfg.Arm) > 0 {

@@ -38,7 +38,7 @@ func TestIxgbeBackend(t *testing.T) {
 		}
 		c := b.Caps()
 		if !slices.Equal(c.States, []State{Normal, Bypass, Disconnect}) || len(c.Events) != 5 ||
-			!c.CanDefault(OSOff, Disconnect) || c.Timer == nil || c.Timer.TimeLeft || b.version != 3 {
+			!c.CanDefault(OSOff, Disconnect) || c.Timer == nil || c.Timer.TimeLeft || b.version != 3 || c.ReadBackOf != ReadsController {
 			t.Fatalf("%04x: caps %s, version %d", dev, c, b.version)
 		}
 		for _, s := range []State{Normal, Disconnect, Bypass, Normal} {

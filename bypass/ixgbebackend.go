@@ -153,7 +153,7 @@ func newIxgbe(reg esdpReg, device uint16, where string, sleep func(time.Duration
 	}
 	b.caps = Caps{States: []State{Normal, Bypass, Disconnect}, Events: events,
 		Timer:    &TimerCaps{Unit: 500 * time.Millisecond, Min: time.Second, Max: 32 * time.Second},
-		ReadBack: true, LinkDownInBypass: true,
+		ReadBack: true, ReadBackOf: ReadsController, LinkDownInBypass: true,
 		Notes: []string{
 			fmt.Sprintf("Intel bypass firmware version %d on %s", b.version, where),
 			"watchdog times are 1, 1.5, 2, 3, 4, 8, 16 or 32 s: a timer is rounded up to one of them; its time left cannot be read",

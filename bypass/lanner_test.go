@@ -44,7 +44,7 @@ func TestLannerBackend(t *testing.T) {
 	c := b1.Caps()
 	if !slices.Equal(c.States, []State{Normal, Bypass}) || c.Can(Disconnect) || !c.CanDefault(PowerOff, Normal) ||
 		!c.CanDefault(PowerUp, Bypass) || !c.CanDefault(TimerExpiry, Bypass) || c.CanDefault(TimerExpiry, Normal) ||
-		c.Timer == nil || c.Timer.Max != 255*time.Second || c.Timer.Unit != time.Second || !c.ReadBack || !c.LinkDownInBypass {
+		c.Timer == nil || c.Timer.Max != 255*time.Second || c.Timer.Unit != time.Second || !c.ReadBack || c.ReadBackOf != ReadsController || !c.LinkDownInBypass {
 		t.Fatalf("caps %s", c)
 	}
 	if !strings.Contains(strings.Join(c.Notes, "; "), "firmware 1.6, at i2c-0 switch 0x73:0x01 module 0x30, pair 1") {

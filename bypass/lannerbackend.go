@@ -114,7 +114,7 @@ func newLanner(bus smbusBus, busName string, cfg config.Lanner) (*lannerBackend,
 		return nil, fmt.Errorf("lanner: the module at %s has run-time bypass on pairs %08b, not on pair %d", where, id[lanner.RunPairCaps], cfg.Pair)
 	}
 	c := Caps{States: []State{Normal, Bypass}, Events: map[Event][]State{}, Fixed: map[Event]State{},
-		ReadBack: true, LinkDownInBypass: true}
+		ReadBack: true, ReadBackOf: ReadsController, LinkDownInBypass: true}
 	if mc&lanner.CapSystemOff != 0 && id[lanner.OffPairCaps]&b.bit != 0 {
 		c.Events[PowerOff] = []State{Normal, Bypass}
 	}

@@ -144,6 +144,9 @@ func TestProbe(t *testing.T) {
 	if f := fit["iec-516p/pair1"]; !f.Found || f.Support != ipc.SupportOperatorMap || !strings.Contains(f.Why, "Winbond W83627HF at 0x2e; the profile's register map is not public") {
 		t.Errorf("iec-516p pair1: %+v", f)
 	}
+	if f := fit["fw-7565/pair2"]; !f.Found || f.Support != ipc.SupportDrivable || f.Why != "Winbond W83627HF at 0x2e" {
+		t.Errorf("fw-7565 pair2: %+v", f)
+	}
 	if _, ok := fit["qemu/pair1"]; ok {
 		t.Error("the sim relay was matched")
 	}

@@ -150,7 +150,7 @@ func TestSuperIO(t *testing.T) {
 	}
 	c := b.Caps()
 	if !c.Can(Normal) || !c.Can(Bypass) || c.Can(Disconnect) || !c.CanDefault(PowerOff, Normal) || c.Events[PowerUp] != nil ||
-		c.Timer == nil || c.Timer.Max != 255*time.Second || !c.Timer.TimeLeft || !c.LinkDownInBypass {
+		c.Timer == nil || c.Timer.Max != 255*time.Second || !c.Timer.TimeLeft || !c.LinkDownInBypass || c.ReadBackOf != ReadsLatch {
 		t.Errorf("caps = %+v", c)
 	}
 	if !strings.Contains(strings.Join(c.Notes, "; "), "cannot fail open without power") {
@@ -316,5 +316,93 @@ func TestProfilesDocExample(t *testing.T) {
 	cfg, m := mb7565()
 	if got := p.BypassPairs[0]; !reflect.DeepEqual(got.Registers, m) || got.SuperIO.LogicalDevice != cfg.LogicalDevice {
 		t.Errorf("the documented example parses to\n%+v\nwant\n%+v", got.Registers, m)
+	}
+}
+
+// TestFW7565ThroughBypassd runs bypassd's supervisor on the compiled-in
+// FW-7565 profile against the emulated W83627: boot in bypass, normal
+// once the forwarder is live, bypass when forwarderd is killed, bypass by
+// the Super I/O's watchdog when bypassd is killed, and the power-off
+// default written.
+func TestFW7565ThroughBypassd(t *testing.T) {
+	cfg, err := config.Parse("x.toml", []byte(`platform = "fw-7565"
+[[segment]]
+name = "seg1"
+ports = ["LAN1", "LAN2"]
+bypass = "pair1"
+[[segment]]
+name = "seg2"
+ports = ["LAN3", "LAN4"]
+bypass = "pair2"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newW83627()
+	w.global[0x2a] = 0xff
+	*w.reg(8, 0xf0) = 0xff
+	*w.reg(9, 0xf1) = 0x01 // GP30 high: the watchdog resets rather than bypasses until set
+	open := func(bp config.BypassPair, _ [2]string) (Backend, error) {
+		return newSuperIO(w, bp.SuperIO, bp.Registers)
+	}
+	c := newClock()
+	prober := &fakeProber{v: fwDead}
+	var sup *Supervisor
+	start := func() {
+		set := Build(cfg, "", t.TempDir(), open)
+		if set.Failsafe != "" || len(set.Pairs) != 2 || set.Pairs[0].Backend == nil || set.Pairs[1].Backend == nil {
+			t.Fatalf("setup %+v", set)
+		}
+		log := NewJournal("", 0)
+		log.Logf = t.Logf
+		sup = NewSupervisor(set.Pairs, Options{Prober: prober, Log: log, Now: c.now})
+		sup.Start(t.Context())
+	}
+	var frac time.Duration
+	run := func(d time.Duration, bypassd bool) {
+		step := 50 * time.Millisecond
+		for end := c.at(d); c.now().Before(end); {
+			c.advance(step)
+			if frac += step; frac >= time.Second {
+				frac -= time.Second
+				w.tick(1)
+			}
+			if bypassd {
+				sup.Step(t.Context())
+			}
+		}
+	}
+	relays := func(want string, what string) {
+		t.Helper()
+		got := map[byte]string{0x00: "bypass", 0x30: "normal"}[*w.reg(8, 0xf1)&0x30]
+		if got != want {
+			t.Fatalf("%s: CRF1 %#02x, want both pairs %s", what, *w.reg(8, 0xf1), want)
+		}
+	}
+	relays("bypass", "powered on")
+	start()
+	run(10*time.Second, true)
+	relays("bypass", "booted, forwarder not live")
+	if *w.reg(8, 0xf1)&0x0c != 0x04 || *w.reg(9, 0xf1)&1 != 0 || *w.reg(8, 0xf6) == 0 {
+		t.Errorf("power-off bits %#02x, GP30 %d, watchdog count %d", *w.reg(8, 0xf1)&0x0c, *w.reg(9, 0xf1)&1, *w.reg(8, 0xf6))
+	}
+	prober.v = fwOK
+	run(6*time.Second, true)
+	relays("normal", "forwarder live")
+	prober.v = fwDead
+	run(400*time.Millisecond, true)
+	relays("bypass", "forwarderd killed")
+	prober.v = fwOK
+	run(15*time.Second, true)
+	relays("normal", "forwarderd back")
+	run(3*time.Second, false)
+	relays("normal", "bypassd dead for 3s of a 5s watchdog")
+	run(4*time.Second, false)
+	relays("bypass", "bypassd dead past the Super I/O's watchdog")
+	start()
+	run(15*time.Second, true)
+	relays("normal", "bypassd restarted")
+	if len(w.violations) > 0 {
+		t.Errorf("violations %q", w.violations)
 	}
 }

@@ -45,7 +45,7 @@ func newRegBackend(kind string, space regSpace, m config.RegisterMap) (*regBacke
 
 // regCaps derives the capabilities from what the map can write.
 func regCaps(m config.RegisterMap) Caps {
-	c := Caps{Events: map[Event][]State{}, Fixed: map[Event]State{}, ReadBack: true, LinkDownInBypass: true}
+	c := Caps{Events: map[Event][]State{}, Fixed: map[Event]State{}, ReadBack: true, ReadBackOf: ReadsLatch, LinkDownInBypass: true}
 	tableCaps(&c, &m.State, m.Event)
 	powerOffNotes(&c)
 	if t := m.Timer; t.Unit.Duration > 0 {

@@ -297,6 +297,7 @@ func (s *Sim) Caps() Caps {
 		Fixed:            map[Event]State{PowerOff: Bypass, PowerUp: Bypass},
 		Timer:            &TimerCaps{Unit: s.unit, Min: s.unit, Max: time.Hour, TimeLeft: true},
 		ReadBack:         true,
+		ReadBackOf:       ReadsRelay,
 		LinkDownInBypass: s.CutLinks,
 		Notes: []string{
 			"lab relay: a tc program on both ports' ingress redirects each to the other in bypass",

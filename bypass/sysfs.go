@@ -60,7 +60,7 @@ func newSysfs(fs files, cfg config.Sysfs, ifnames [2]string) (*sysfsBackend, err
 	if _, err := os.Stat(b.dir); fs == (osFiles{}) && err != nil {
 		return nil, fmt.Errorf("sysfs: driver directory: %w", err)
 	}
-	c := Caps{Events: map[Event][]State{}, Fixed: map[Event]State{}, ReadBack: true, LinkDownInBypass: true}
+	c := Caps{Events: map[Event][]State{}, Fixed: map[Event]State{}, ReadBack: true, ReadBackOf: ReadsLatch, LinkDownInBypass: true}
 	tableCaps(&c, &b.cfg.State, b.cfg.Event)
 	powerOffNotes(&c)
 	if t := cfg.Timer; t.File != "" {

@@ -106,7 +106,7 @@ func TestDecodeProfile(t *testing.T) {
 }
 
 func TestVendorProfiles(t *testing.T) {
-	for name, wantBackend := range map[string]string{"iec-516p": "superio", "nsp-1096": "superio", "net-1715vd4n": "ioport", "fw-8865": "lanner", "qemu": "sim"} {
+	for name, wantBackend := range map[string]string{"iec-516p": "superio", "nsp-1096": "superio", "net-1715vd4n": "ioport", "fw-8865": "lanner", "fw-7565": "superio", "qemu": "sim"} {
 		p, err := LookupProfile(name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -127,6 +127,9 @@ func TestVendorProfiles(t *testing.T) {
 				want = ""
 			case "lanner":
 				want = "vendor"
+			}
+			if name == "fw-7565" {
+				want = "vendor" // Lanner's MB-7565 driver is public
 			}
 			if bp.RegisterMap != want {
 				t.Errorf("%s %s register_map %q, want %q", name, bp.Name, bp.RegisterMap, want)

@@ -29,8 +29,14 @@ type Port struct {
 	// PCI is the PCI address ("0000:00:04.0"), the stable way to find the
 	// interface: kernel names depend on probe order.
 	PCI string `toml:"pci"`
-	// Ifname is the kernel interface name, used when PCI is empty or not
-	// found (generic boxes where the layout is unknown).
+	// PCIID and Nth find the port by what it is when its address depends
+	// on the box's assembly (NIC modules in bays): the Nth (from 0)
+	// network function with vendor:device PCIID ("8086:10fb"), in PCI
+	// address order. Used when PCI is empty or not found.
+	PCIID string `toml:"pci_id"`
+	Nth   int    `toml:"nth"`
+	// Ifname is the kernel interface name, used when neither finds the
+	// port (generic boxes where the layout is unknown).
 	Ifname     string `toml:"ifname"`
 	Management bool   `toml:"management"` // the default management port
 }
@@ -171,6 +177,8 @@ var (
 	portNameRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,15}$`)
 	// pciRE is a PCI address as sysfs spells it: domain:bus:device.function.
 	pciRE = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{2}:[01][0-9a-f]\.[0-7]$`)
+	// pciIDRE is vendor:device.
+	pciIDRE = regexp.MustCompile(`^[0-9a-f]{4}:[0-9a-f]{4}$`)
 )
 
 // validate checks the profile's internal consistency.
@@ -201,8 +209,22 @@ func (p *Profile) validate(src *source) []FieldError {
 		default:
 			seenName[port.Name] = i
 		}
-		if port.PCI == "" && port.Ifname == "" {
-			add(f, "port %q has neither pci nor ifname, want at least one", port.Name)
+		if port.PCI == "" && port.PCIID == "" && port.Ifname == "" {
+			add(f, "port %q has neither pci, pci_id nor ifname, want at least one", port.Name)
+		}
+		switch key := fmt.Sprintf("%s#%d", port.PCIID, port.Nth); {
+		case port.PCIID != "" && !pciIDRE.MatchString(port.PCIID):
+			add(f+".pci_id", "%q is not a PCI ID, want vendor:device in lower-case hex such as \"8086:10fb\"", port.PCIID)
+		case port.Nth < 0 || port.Nth > 63:
+			add(f+".nth", "%d is out of range, want 0..63", port.Nth)
+		case port.Nth != 0 && port.PCIID == "":
+			add(f+".nth", "is set without pci_id, want pci_id too")
+		case port.PCIID != "":
+			if j, dup := seenPCI[key]; dup {
+				add(f+".pci_id", "function %d of %s is already port[%d]", port.Nth, port.PCIID, j)
+			} else {
+				seenPCI[key] = i
+			}
 		}
 		if port.PCI != "" {
 			switch j, dup := seenPCI[port.PCI]; {

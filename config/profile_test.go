@@ -8,7 +8,7 @@ import (
 
 func TestEmbeddedProfiles(t *testing.T) {
 	names := ProfileNames()
-	if want := []string{"fw-8865", "generic", "iec-516p", "net-1715vd4n", "nsp-1096", "qemu"}; !slices.Equal(names, want) {
+	if want := []string{"fw-7565", "fw-8865", "generic", "iec-516p", "net-1715vd4n", "nsp-1096", "qemu"}; !slices.Equal(names, want) {
 		t.Errorf("ProfileNames() = %v, want %v", names, want)
 	}
 	for _, name := range names {
@@ -72,7 +72,7 @@ func TestProfileValidation(t *testing.T) {
 			`profiles/box.toml:10: port[1].management: port "B" is a second management port (port[0] is one), want exactly one`}},
 		{"pci syntax and missing locator", head + "[[port]]\nname = \"M\"\npci = \"00:04.0\"\nmanagement = true\n[[port]]\nname = \"L\"\n", []string{
 			`profiles/box.toml:5: port[0].pci: "00:04.0" is not a PCI address, want domain:bus:device.function in lower-case hex such as "0000:00:04.0"`,
-			`profiles/box.toml:7: port[1]: port "L" has neither pci nor ifname, want at least one`}},
+			`profiles/box.toml:7: port[1]: port "L" has neither pci, pci_id nor ifname, want at least one`}},
 		{"duplicate pci and ifname", head + "[[port]]\nname = \"M\"\npci = \"0000:00:04.0\"\nifname = \"e0\"\nmanagement = true\n" +
 			"[[port]]\nname = \"L\"\npci = \"0000:00:04.0\"\nifname = \"e0\"\n", []string{
 			`profiles/box.toml:10: port[1].pci: PCI address 0000:00:04.0 is already used by port[0]`,
@@ -94,7 +94,7 @@ func TestProfileValidation(t *testing.T) {
 			`profiles/box.toml:27: bypass_pair[3].ports[0]: port "A" is already in bypass pair "p"`}},
 		{"unknown key", head + "vendor = \"x\"\n[[port]]\nname = \"M\"\nifname = \"e0\"\nmanagement = true\nspeed = 1000\n", []string{
 			`profiles/box.toml:3: vendor: unknown key, want one of name, description, port, bypass_pair, bypass_budget`,
-			`profiles/box.toml:8: port[0].speed: unknown key, want one of name, pci, ifname, management`}},
+			`profiles/box.toml:8: port[0].speed: unknown key, want one of name, pci, pci_id, nth, ifname, management`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,5 +107,24 @@ func TestProfileValidation(t *testing.T) {
 				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
+	}
+}
+
+func TestProfilePCIID(t *testing.T) {
+	text := "name = \"box\"\ndescription = \"d\"\n" +
+		"[[port]]\nname = \"M\"\npci_id = \"8086:1521\"\nmanagement = true\n" +
+		"[[port]]\nname = \"A\"\npci_id = \"8086:10FB\"\n" +
+		"[[port]]\nname = \"B\"\nnth = 2\nifname = \"eth2\"\n" +
+		"[[port]]\nname = \"C\"\npci_id = \"8086:1521\"\n"
+	_, err := ParseProfile("profiles/box.toml", []byte(text))
+	want := []string{
+		`profiles/box.toml:9: port[1].pci_id: "8086:10FB" is not a PCI ID, want vendor:device in lower-case hex such as "8086:10fb"`,
+		`profiles/box.toml:12: port[2].nth: is set without pci_id, want pci_id too`,
+		`profiles/box.toml:16: port[3].pci_id: function 0 of 8086:1521 is already port[0]`,
+	}
+	for _, w := range want {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v\nlacks %s", err, w)
+		}
 	}
 }

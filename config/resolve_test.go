@@ -145,3 +145,42 @@ func TestResolveNoSysfs(t *testing.T) {
 		t.Errorf("Resolve(missing dir) = %v, %v; want nil map and an error", m, err)
 	}
 }
+
+// TestResolveByPCIID finds the FW-8865's ports by what they are: the nth
+// 82599 function and the first I350, whatever bays the modules sit in.
+func TestResolveByPCIID(t *testing.T) {
+	net := fakeSysfs(t, map[string]string{
+		"eth0": "pci0000:00/0000:00:01.0/0000:07:00.0", // I350, management
+		"eth1": "pci0000:00/0000:00:02.0/0000:05:00.1", // 82599 in a later bay
+		"eth2": "pci0000:00/0000:00:02.0/0000:05:00.0",
+		"eth3": "pci0000:00/0000:00:03.0/0000:04:00.0",
+		"eth4": "pci0000:00/0000:00:03.0/0000:04:00.1",
+		"eth5": "pci0000:00/0000:00:01.0/0000:07:00.1", // second I350 port
+	})
+	root := filepath.Dir(filepath.Dir(net))
+	for pci, id := range map[string][2]string{
+		"pci0000:00/0000:00:01.0/0000:07:00.0": {"0x8086", "0x1521"}, "pci0000:00/0000:00:01.0/0000:07:00.1": {"0x8086", "0x1521"},
+		"pci0000:00/0000:00:02.0/0000:05:00.0": {"0x8086", "0x10fb"}, "pci0000:00/0000:00:02.0/0000:05:00.1": {"0x8086", "0x10fb"},
+		"pci0000:00/0000:00:03.0/0000:04:00.0": {"0x8086", "0x10fb"}, "pci0000:00/0000:00:03.0/0000:04:00.1": {"0x8086", "0x10fb"},
+	} {
+		os.WriteFile(filepath.Join(root, "devices", pci, "vendor"), []byte(id[0]+"\n"), 0o644)
+		os.WriteFile(filepath.Join(root, "devices", pci, "device"), []byte(id[1]+"\n"), 0o644)
+	}
+	p, err := LookupProfile("fw-8865")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, err := p.Resolve(net)
+	want := map[string]string{"MGMT": "eth0", "LAN1": "eth3", "LAN2": "eth4", "LAN3": "eth2", "LAN4": "eth1"}
+	if err != nil || !maps.Equal(ports, want) {
+		t.Errorf("fw-8865 ports %v (%v), want %v", ports, err, want)
+	}
+	// One module only: LAN3 and LAN4 are missing, and the error says
+	// what was looked for.
+	os.Remove(filepath.Join(net, "eth1"))
+	os.Remove(filepath.Join(net, "eth2"))
+	ports, err = p.Resolve(net)
+	if err == nil || !strings.Contains(err.Error(), "LAN3: no interface with function 2 of pci_id 8086:10fb (2 found)") || ports["LAN2"] != "eth4" {
+		t.Errorf("one module: %v, %v", ports, err)
+	}
+}

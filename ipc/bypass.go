@@ -84,12 +84,36 @@ type RelayCaps struct {
 	// ReadBack: the state can be read from the hardware (not just
 	// remembered).
 	ReadBack bool `json:"read_back"`
+	// ReadBackOf says what a read-back reads, so that nobody takes a
+	// latch for the contacts.
+	ReadBackOf ReadBackSource `json:"read_back_of"`
 	// LinkDownInBypass: in bypass the NIC ports are cut off from the
 	// cables, so the forwarder sees their links down. True of every
 	// hardware relay; false for sim.
 	LinkDownInBypass bool     `json:"link_down_in_bypass"`
 	Notes            []string `json:"notes,omitempty"`
 }
+
+// ReadBackSource is what a backend's read-back reads.
+type ReadBackSource string
+
+const (
+	// ReadsRelay: the relay itself (the lab's sim relay, whose state is
+	// what carries the frames).
+	ReadsRelay ReadBackSource = "relay"
+	// ReadsController: the state the bypass controller reports (Lanner's
+	// module, Intel's bypass firmware, Silicom's driver): what it set,
+	// not a sensor on the contacts.
+	ReadsController ReadBackSource = "controller"
+	// ReadsLatch: the register or file that was written (Super I/O GPIO,
+	// I/O port, SMBus register map, driver files): it shows the output,
+	// not the relay.
+	ReadsLatch ReadBackSource = "latch"
+	// ReadsTool: what a vendor tool prints.
+	ReadsTool ReadBackSource = "tool"
+	// ReadsNothing: no read-back; the state is what was last set.
+	ReadsNothing ReadBackSource = "none"
+)
 
 // Can reports whether the relay can be set to s at run time.
 func (c RelayCaps) Can(s RelayState) bool { return slices.Contains(c.States, s) }
@@ -122,6 +146,8 @@ func (c RelayCaps) String() string {
 	}
 	if !c.ReadBack {
 		b.WriteString(", no read-back")
+	} else if c.ReadBackOf != "" {
+		fmt.Fprintf(&b, ", read-back of the %s", c.ReadBackOf)
 	}
 	return b.String()
 }
