@@ -229,40 +229,20 @@ timer = "5s"
 	if err := os.WriteFile(filepath.Join(dir, "qemu.toml"), []byte(prof), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default() // qemu: seg1 is LAN1+LAN2 with pair1
 	sys := fakeSysClassNet(t, map[string]string{"eth0": "0000:00:03.0", "eth1": "0000:00:04.0", "eth2": "0000:00:05.0"})
 	r := newIxgbeRig(ixgbe.Device82599BP)
 	// A box that ran bypassd before: power-up is bypass in the EEPROM,
 	// so it boots in bypass.
 	r.fw.ctl0 = r.fw.ctl0&^(ixgbe.FieldMask<<ixgbe.MainOnShift) | ixgbe.Bypass<<ixgbe.MainOnShift
 	r.fw.powerOn()
-	open := func(bp config.BypassPair, ifs [2]string) (Backend, error) {
-		if bp.Backend != "ixgbe" || ifs[0] != "eth1" {
-			t.Fatalf("pair %s: backend %s on %v", bp.Name, bp.Backend, ifs)
-		}
-		return newIxgbe(r.fw, ixgbe.Device82599BP, "0000:04:00.0 (eth1)", r.sleep)
-	}
-	prober := &fakeProber{v: fwDead}
-	var sup *Supervisor
-	start := func() {
-		set := Build(cfg, dir, sys, open)
-		if set.Failsafe != "" || len(set.Pairs) != 1 || set.Pairs[0].Backend == nil {
-			t.Fatalf("setup %+v (%s)", set, set.Pairs[0].Problem)
-		}
-		log := NewJournal("", 0)
-		log.Logf = t.Logf
-		sup = NewSupervisor(set.Pairs, Options{Prober: prober, Log: log, Now: r.c.now})
-		sup.Start(t.Context())
-	}
-	run := func(d time.Duration, bypassd bool) {
-		step := 50 * time.Millisecond
-		for end := r.c.at(d); r.c.now().Before(end); {
-			r.sleep(step)
-			if bypassd {
-				sup.Step(t.Context())
+	l := &boxLife{t: t, c: r.c, cfg: config.Default(), profileDir: dir, sys: sys, pairs: 1, // qemu: seg1 is LAN1+LAN2 with pair1
+		open: func(bp config.BypassPair, ifs [2]string) (Backend, error) {
+			if bp.Backend != "ixgbe" || ifs[0] != "eth1" {
+				t.Fatalf("pair %s: backend %s on %v", bp.Name, bp.Backend, ifs)
 			}
-		}
-	}
+			return newIxgbe(r.fw, ixgbe.Device82599BP, "0000:04:00.0 (eth1)", r.sleep)
+		},
+		tick: r.fw.advance}
 	state := func(want uint32, what string) {
 		t.Helper()
 		if r.fw.state != want {
@@ -270,31 +250,31 @@ timer = "5s"
 		}
 	}
 	state(ixgbe.Bypass, "powered on")
-	start()
-	run(10*time.Second, true)
+	l.start()
+	l.run(10*time.Second, true)
 	state(ixgbe.Bypass, "booted, forwarder not live")
 	if r.fw.action(ixgbe.MainOnShift) != ixgbe.Bypass || r.fw.action(ixgbe.MainOffShift) != ixgbe.Bypass || r.fw.ctl0&ixgbe.WDTEnable == 0 {
 		t.Errorf("CTL0 %#08x after start", r.fw.ctl0)
 	}
-	prober.v = fwOK
-	run(8*time.Second, true)
+	l.forwarder(true)
+	l.run(8*time.Second, true)
 	state(ixgbe.Normal, "forwarder live past the hold-down")
-	prober.v = fwDead
-	run(time.Second, true)
+	l.forwarder(false)
+	l.run(time.Second, true)
 	state(ixgbe.Bypass, "forwarderd killed")
-	prober.v = fwOK
-	run(20*time.Second, true)
+	l.forwarder(true)
+	l.run(20*time.Second, true)
 	state(ixgbe.Normal, "forwarderd back")
 
 	// bypassd killed: the firmware's 8s watchdog bypasses.
-	run(5*time.Second, false)
+	l.run(5*time.Second, false)
 	state(ixgbe.Normal, "bypassd dead for 5s of an 8s watchdog")
-	run(5*time.Second, false)
+	l.run(5*time.Second, false)
 	state(ixgbe.Bypass, "bypassd dead past the firmware's watchdog")
 
 	writes := r.fw.eepromWrite
-	start()
-	run(20*time.Second, true)
+	l.start()
+	l.run(20*time.Second, true)
 	state(ixgbe.Normal, "bypassd restarted")
 	if r.fw.eepromWrite != writes {
 		t.Errorf("a restart rewrote settings: %d EEPROM writes, had %d", r.fw.eepromWrite, writes)

@@ -266,58 +266,16 @@ func TestFindAdapter(t *testing.T) {
 // bypassd itself is killed, no non-volatile write on a restart, and the
 // saved power-off default when the power goes.
 func TestLannerThroughBypassd(t *testing.T) {
-	cfg, err := config.Parse("x.toml", []byte(`platform = "fw-8865"
-[[segment]]
-name = "seg1"
-ports = ["LAN1", "LAN2"]
-bypass = "pair1"
-[[segment]]
-name = "seg2"
-ports = ["LAN3", "LAN4"]
-bypass = "pair2"
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newClock()
 	m1, m2 := newLannerMCU(), newLannerMCU()
 	bus := mb887x(map[int]*lannerMCU{1: m1, 2: m2})
-	open := func(bp config.BypassPair, _ [2]string) (Backend, error) {
-		if bp.Backend != "lanner" || bp.RegisterMap != "vendor" {
-			t.Fatalf("profile pair %s: backend %s, map %s", bp.Name, bp.Backend, bp.RegisterMap)
-		}
-		return newLanner(bus, "i2c-0", bp.Lanner)
-	}
-	prober := &fakeProber{v: fwDead}
-	var sup *Supervisor
-	start := func() {
-		set := Build(cfg, "", t.TempDir(), open)
-		if set.Failsafe != "" || len(set.Pairs) != 2 {
-			t.Fatalf("setup %+v", set)
-		}
-		for _, p := range set.Pairs {
-			if p.Backend == nil {
-				t.Fatalf("%s not driven: %s", p.Name, p.Problem)
+	l := &boxLife{t: t, c: newClock(), cfg: twoSegments(t, "fw-8865"), pairs: 2,
+		open: func(bp config.BypassPair, _ [2]string) (Backend, error) {
+			if bp.Backend != "lanner" || bp.RegisterMap != "vendor" {
+				t.Fatalf("profile pair %s: backend %s, map %s", bp.Name, bp.Backend, bp.RegisterMap)
 			}
-		}
-		log := NewJournal("", 0)
-		log.Logf = t.Logf
-		sup = NewSupervisor(set.Pairs, Options{Prober: prober, Log: log, Now: c.now})
-		sup.Start(t.Context())
-	}
-	// run lets d pass on the box: the modules' clocks, and bypassd's
-	// loop unless it is dead.
-	run := func(d time.Duration, bypassd bool) {
-		step := 50 * time.Millisecond
-		for end := c.at(d); c.now().Before(end); {
-			c.advance(step)
-			m1.advance(step)
-			m2.advance(step)
-			if bypassd {
-				sup.Step(t.Context())
-			}
-		}
-	}
+			return newLanner(bus, "i2c-0", bp.Lanner)
+		},
+		tick: func(d time.Duration) { m1.advance(d); m2.advance(d) }}
 	contacts := func(want string, what string) {
 		t.Helper()
 		got := "normal"
@@ -333,8 +291,8 @@ bypass = "pair2"
 	}
 
 	contacts("bypass", "powered on")
-	start()
-	run(10*time.Second, true)
+	l.start()
+	l.run(10*time.Second, true)
 	contacts("bypass", "booted, forwarder not live")
 	// The defaults went to non-volatile memory: power-off (factory:
 	// connected) and the watchdog's pair; power-up was already bypass.
@@ -345,32 +303,31 @@ bypass = "pair2"
 		t.Errorf("watchdog 1: status %d, time %d", m1.status[0x20], m1.reg[0x22])
 	}
 
-	prober.v = fwOK
-	run(6*time.Second, true)
+	l.forwarder(true)
+	l.run(6*time.Second, true)
 	contacts("normal", "forwarder live past the hold-down")
 
-	prober.v = fwDead
-	run(400*time.Millisecond, true)
+	l.forwarder(false)
+	l.run(400*time.Millisecond, true)
 	contacts("bypass", "forwarderd killed, within the budget")
 
-	prober.v = fwOK
-	run(15*time.Second, true)
+	l.forwarder(true)
+	l.run(15*time.Second, true)
 	contacts("normal", "forwarderd back")
 
 	// bypassd is killed: nobody kicks; the module's watchdog (5s) takes
-	// the pairs to bypass by itself.
-	// bypassd kicks at a third of the timeout: the last kick was at most
-	// 1.7s before it died.
-	run(3*time.Second, false)
+	// the pairs to bypass by itself. bypassd kicks at a third of the
+	// timeout: the last kick was at most 1.7s before it died.
+	l.run(3*time.Second, false)
 	contacts("normal", "bypassd dead for 3s of a 5s watchdog")
-	run(3*time.Second, false)
+	l.run(3*time.Second, false)
 	contacts("bypass", "bypassd dead past the module's watchdog")
 
 	// bypassd restarts: it sees the expiry, re-arms and goes back to
 	// normal, writing nothing to non-volatile memory.
 	saves := m1.saves + m2.saves
-	start()
-	run(15*time.Second, true)
+	l.start()
+	l.run(15*time.Second, true)
 	contacts("normal", "bypassd restarted")
 	if m1.saves+m2.saves != saves {
 		t.Errorf("a restart saved the settings again: %d saves, had %d", m1.saves+m2.saves, saves)

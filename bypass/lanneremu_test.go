@@ -166,10 +166,10 @@ func (m *lannerMCU) writeByteData(cmd, v byte) error {
 	case cmd == lanner.LoadDefaults:
 		m.reg = maps.Clone(m.factory)
 		m.apply()
-	case (w == lanner.WDT1 || w == lanner.WDT2 || w == lanner.WDT3) && off == lanner.WDTPairs:
+	case isWDT(w) && off == lanner.WDTPairs:
 		m.reg[cmd] = v & m.rtCaps
 		m.apply()
-	case (w == lanner.WDT1 || w == lanner.WDT2 || w == lanner.WDT3) && off == lanner.WDTTime:
+	case isWDT(w) && off == lanner.WDTTime:
 		if v < 1 || v > m.wdtMax(w) {
 			m.violations = append(m.violations, fmt.Sprintf("watchdog %#02x time %d outside 1..%d", w, v, m.wdtMax(w)))
 			return nil
@@ -183,7 +183,7 @@ func (m *lannerMCU) writeByteData(cmd, v byte) error {
 		}
 		m.status[w], m.left[w] = lanner.WDTRunning, t
 		m.apply()
-	case (w == lanner.WDT1 || w == lanner.WDT2 || w == lanner.WDT3) && off == lanner.WDTStop:
+	case isWDT(w) && off == lanner.WDTStop:
 		m.status[w] = lanner.WDTStopped
 		m.apply()
 	default:
@@ -219,11 +219,11 @@ func (m *lannerMCU) readWordData(cmd byte) (uint16, error) {
 		v = m.wdt3Max
 	case cmd == lanner.OffBypass || cmd == lanner.JustOnBypass || cmd == lanner.RunBypass:
 		v = m.reg[cmd]
-	case (w == lanner.WDT1 || w == lanner.WDT2 || w == lanner.WDT3) && off == lanner.WDTStatus:
+	case isWDT(w) && off == lanner.WDTStatus:
 		v = m.status[w]
-	case (w == lanner.WDT1 || w == lanner.WDT2 || w == lanner.WDT3) && (off == lanner.WDTPairs || off == lanner.WDTTime):
+	case isWDT(w) && (off == lanner.WDTPairs || off == lanner.WDTTime):
 		v = m.reg[cmd]
-	case (w == lanner.WDT1 || w == lanner.WDT2 || w == lanner.WDT3) && off == lanner.WDTLeft:
+	case isWDT(w) && off == lanner.WDTLeft:
 		v = byte(max(m.left[w], 0))
 		if w == lanner.WDT3 {
 			v = byte((m.left[w] + lanner.WDT3Seconds - 1) / lanner.WDT3Seconds)
@@ -236,3 +236,6 @@ func (m *lannerMCU) readWordData(cmd byte) (uint16, error) {
 
 // inBypass says whether the contacts of pair (1..8) are in bypass.
 func (m *lannerMCU) inBypass(pair int) bool { return m.relay&(1<<(pair-1)) != 0 }
+
+// isWDT says whether a command's high nibble is one of the watchdogs'.
+func isWDT(base byte) bool { return base == lanner.WDT1 || base == lanner.WDT2 || base == lanner.WDT3 }

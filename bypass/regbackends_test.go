@@ -325,53 +325,21 @@ func TestProfilesDocExample(t *testing.T) {
 // the Super I/O's watchdog when bypassd is killed, and the power-off
 // default written.
 func TestFW7565ThroughBypassd(t *testing.T) {
-	cfg, err := config.Parse("x.toml", []byte(`platform = "fw-7565"
-[[segment]]
-name = "seg1"
-ports = ["LAN1", "LAN2"]
-bypass = "pair1"
-[[segment]]
-name = "seg2"
-ports = ["LAN3", "LAN4"]
-bypass = "pair2"
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
 	w := newW83627()
 	w.global[0x2a] = 0xff
 	*w.reg(8, 0xf0) = 0xff
 	*w.reg(9, 0xf1) = 0x01 // GP30 high: the watchdog resets rather than bypasses until set
-	open := func(bp config.BypassPair, _ [2]string) (Backend, error) {
-		return newSuperIO(w, bp.SuperIO, bp.Registers)
-	}
-	c := newClock()
-	prober := &fakeProber{v: fwDead}
-	var sup *Supervisor
-	start := func() {
-		set := Build(cfg, "", t.TempDir(), open)
-		if set.Failsafe != "" || len(set.Pairs) != 2 || set.Pairs[0].Backend == nil || set.Pairs[1].Backend == nil {
-			t.Fatalf("setup %+v", set)
-		}
-		log := NewJournal("", 0)
-		log.Logf = t.Logf
-		sup = NewSupervisor(set.Pairs, Options{Prober: prober, Log: log, Now: c.now})
-		sup.Start(t.Context())
-	}
 	var frac time.Duration
-	run := func(d time.Duration, bypassd bool) {
-		step := 50 * time.Millisecond
-		for end := c.at(d); c.now().Before(end); {
-			c.advance(step)
-			if frac += step; frac >= time.Second {
+	l := &boxLife{t: t, c: newClock(), cfg: twoSegments(t, "fw-7565"), pairs: 2,
+		open: func(bp config.BypassPair, _ [2]string) (Backend, error) {
+			return newSuperIO(w, bp.SuperIO, bp.Registers)
+		},
+		tick: func(d time.Duration) {
+			if frac += d; frac >= time.Second {
 				frac -= time.Second
 				w.tick(1)
 			}
-			if bypassd {
-				sup.Step(t.Context())
-			}
-		}
-	}
+		}}
 	relays := func(want string, what string) {
 		t.Helper()
 		got := map[byte]string{0x00: "bypass", 0x30: "normal"}[*w.reg(8, 0xf1)&0x30]
@@ -380,27 +348,27 @@ bypass = "pair2"
 		}
 	}
 	relays("bypass", "powered on")
-	start()
-	run(10*time.Second, true)
+	l.start()
+	l.run(10*time.Second, true)
 	relays("bypass", "booted, forwarder not live")
 	if *w.reg(8, 0xf1)&0x0c != 0x04 || *w.reg(9, 0xf1)&1 != 0 || *w.reg(8, 0xf6) == 0 {
 		t.Errorf("power-off bits %#02x, GP30 %d, watchdog count %d", *w.reg(8, 0xf1)&0x0c, *w.reg(9, 0xf1)&1, *w.reg(8, 0xf6))
 	}
-	prober.v = fwOK
-	run(6*time.Second, true)
+	l.forwarder(true)
+	l.run(6*time.Second, true)
 	relays("normal", "forwarder live")
-	prober.v = fwDead
-	run(400*time.Millisecond, true)
+	l.forwarder(false)
+	l.run(400*time.Millisecond, true)
 	relays("bypass", "forwarderd killed")
-	prober.v = fwOK
-	run(15*time.Second, true)
+	l.forwarder(true)
+	l.run(15*time.Second, true)
 	relays("normal", "forwarderd back")
-	run(3*time.Second, false)
+	l.run(3*time.Second, false)
 	relays("normal", "bypassd dead for 3s of a 5s watchdog")
-	run(4*time.Second, false)
+	l.run(4*time.Second, false)
 	relays("bypass", "bypassd dead past the Super I/O's watchdog")
-	start()
-	run(15*time.Second, true)
+	l.start()
+	l.run(15*time.Second, true)
 	relays("normal", "bypassd restarted")
 	if len(w.violations) > 0 {
 		t.Errorf("violations %q", w.violations)
