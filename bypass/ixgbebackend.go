@@ -66,6 +66,7 @@ func (b *bitBang) exchange(cmd uint32) uint32 {
 		if b.reg.Read()&p.SDO != 0 {
 			in |= 1
 		}
+		b.sleep(ixgbe.HalfClock)
 	}
 	b.set(&v, p.SDI, false)
 	b.set(&v, p.SCK, true)
@@ -158,7 +159,7 @@ func newIxgbe(reg esdpReg, device uint16, where string, sleep func(time.Duration
 			fmt.Sprintf("Intel bypass firmware version %d on %s", b.version, where),
 			"watchdog times are 1, 1.5, 2, 3, 4, 8, 16 or 32 s: a timer is rounded up to one of them; its time left cannot be read",
 			"read-back is the firmware's state, not a sensor on the relay",
-			"each exchange with the firmware takes about 134 ms (1 ms per pin change): the relay moves with the first exchange of a state change, which takes four",
+			"each exchange with the firmware takes 134 ms (1 ms after every pin change and sample): the relay moves with the first exchange of a state change, which takes four to six",
 			"disconnect is the firmware's isolate",
 		}}
 	return b, nil

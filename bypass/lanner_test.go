@@ -89,18 +89,19 @@ func TestLannerBackend(t *testing.T) {
 			t.Errorf("%s default reads %s, %v", d.e, got, err)
 		}
 	}
-	// Power-off was connect (factory): one save; the Just-On mask
-	// already had the bit; the watchdog mask is new: a second save.
-	if m1.saves != 2 || b1.saves != 2 {
-		t.Errorf("%d saves (backend %d), want 2", m1.saves, b1.saves)
+	// Opening gave the Just-On watchdog a time (one save); power-off was
+	// connect (factory): a save; the Just-On mask already had the bit;
+	// the watchdog mask is new: a third save.
+	if m1.saves != 3 || b1.saves != 3 || m1.nv[0x42] != 255 {
+		t.Errorf("%d saves (backend %d), want 3; saved WDT3 time %d", m1.saves, b1.saves, m1.nv[0x42])
 	}
 	for _, e := range []Event{PowerOff, PowerUp, TimerExpiry} {
 		if err := b1.SetDefault(e, Bypass); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if m1.saves != 2 {
-		t.Errorf("%d saves after setting the same defaults again, want still 2", m1.saves)
+	if m1.saves != 3 {
+		t.Errorf("%d saves after setting the same defaults again, want still 3", m1.saves)
 	}
 	if err := b1.SetDefault(TimerExpiry, Normal); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("timer expiry normal: %v", err)
@@ -295,8 +296,9 @@ func TestLannerThroughBypassd(t *testing.T) {
 	l.run(10*time.Second, true)
 	contacts("bypass", "booted, forwarder not live")
 	// The defaults went to non-volatile memory: power-off (factory:
-	// connected) and the watchdog's pair; power-up was already bypass.
-	if m1.nv[0x10]&1 == 0 || m1.nv[0x21]&1 == 0 || m1.saves != 2 || m2.saves != 2 {
+	// connected) and the watchdog's pair; power-up was already bypass;
+	// and the Just-On watchdog got a time.
+	if m1.nv[0x10]&1 == 0 || m1.nv[0x21]&1 == 0 || m1.saves != 3 || m2.saves != 3 {
 		t.Errorf("saved System-Off %02b, WDT1 pairs %02b, saves %d/%d", m1.nv[0x10], m1.nv[0x21], m1.saves, m2.saves)
 	}
 	if m1.status[0x20] != 1 || m1.reg[0x22] != 5 {
@@ -344,6 +346,32 @@ func TestLannerThroughBypassd(t *testing.T) {
 	m1.powerOn()
 	m2.powerOn()
 	contacts("bypass", "power back, before bypassd")
+
+	// The run-time mask was saved with the relays normal (as when a
+	// default changes while the box forwards): after the power cut the
+	// module is in its Just-On phase, in bypass, while 0x12 says normal.
+	// bypassd must take over from the Just-On phase, not believe 0x12.
+	for _, m := range []*lannerMCU{m1, m2} {
+		m.nv[0x12] = 0
+		m.powerOff()
+		m.powerOn()
+	}
+	contacts("bypass", "power back with a saved run-time mask of normal")
+	if m1.status[0x40] != 1 {
+		t.Fatalf("Just-On watchdog status %d at power-on, want running", m1.status[0x40])
+	}
+	l.forwarder(true)
+	l.start()
+	if st := l.sup.pairs[0].applied; st != Bypass {
+		t.Errorf("bypassd starts believing %s in the Just-On phase", st)
+	}
+	l.run(2*time.Second, true)
+	contacts("bypass", "Just-On, within the hold-down")
+	l.run(6*time.Second, true)
+	contacts("normal", "taken over from Just-On, forwarder live")
+	if n := l.sup.pairs[0].transitions[Normal]; n != 1 {
+		t.Errorf("%d transitions to normal after the takeover, want 1", n)
+	}
 	for _, m := range []*lannerMCU{m1, m2} {
 		if len(m.violations) > 0 {
 			t.Errorf("protocol violations: %q", m.violations)

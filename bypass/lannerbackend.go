@@ -102,7 +102,7 @@ func newLanner(bus smbusBus, busName string, cfg config.Lanner) (*lannerBackend,
 	b := &lannerBackend{m: &lannerModule{bus: bus, hops: hops, addr: addr, where: where}, bit: 1 << (cfg.Pair - 1)}
 	id := map[byte]byte{}
 	for _, cmd := range []byte{lanner.MajorVersion, lanner.MinorVersion, lanner.ModuleCaps, lanner.OffPairCaps,
-		lanner.JustOnCaps, lanner.RunPairCaps, lanner.WDT1Caps} {
+		lanner.JustOnCaps, lanner.RunPairCaps, lanner.WDT1Caps, lanner.WDT3Caps} {
 		v, err := b.m.read(cmd)
 		if err != nil {
 			return nil, fmt.Errorf("lanner: identifying the module (%s, board %s slot %d): %w", where, cfg.Board, cfg.Slot, err)
@@ -131,8 +131,65 @@ func newLanner(bus smbusBus, busName string, cfg config.Lanner) (*lannerBackend,
 		"no disconnect state: the module only bypasses or connects",
 		"watchdog 1 belongs to the module: its pairs share the timer",
 	}
+	if unit, err := b.m.read(lanner.WDTTimeUnit); err == nil {
+		c.Notes = append(c.Notes, fmt.Sprintf("the module answers the watchdog time unit command (0x15) with %#02x; its encoding is not public, and ncpos counts watchdog 1 in seconds", unit))
+	}
 	b.caps = c
+	if err := b.takeOver(mc, id[lanner.WDT3Caps]); err != nil {
+		return nil, fmt.Errorf("lanner: taking over from the Just-On phase: %w", err)
+	}
 	return b, nil
+}
+
+// takeOver ends the module's Just-On phase without moving a relay. From
+// power-on the relays follow the Just-On mask (0x11) until software sets
+// the run-time mask (0x12); until then 0x12 says nothing about them. A
+// running or expired Just-On watchdog (WDT3) shows that nobody has taken
+// over since power-on: the run-time mask is then written with every pair
+// the Just-On mask holds in bypass, so that the relays stay as they are
+// and read back as they are, and WDT3 is stopped. A restarted bypassd
+// finds it stopped and trusts 0x12. So that the sign is there at the next
+// boot, WDT3 gets a time (its longest; its pair mask is left alone) and
+// the settings are saved, once.
+func (b *lannerBackend) takeOver(moduleCaps, wdt3Max byte) error {
+	if moduleCaps&lanner.CapWDT3 == 0 {
+		return nil
+	}
+	st, err := b.m.read(lanner.WDT3 + lanner.WDTStatus)
+	if err != nil {
+		return err
+	}
+	if st != lanner.WDTStopped {
+		jo, err := b.m.read(lanner.JustOnBypass)
+		if err != nil {
+			return err
+		}
+		rt, err := b.m.read(lanner.RunBypass)
+		if err != nil {
+			return err
+		}
+		pairs, err := b.m.read(lanner.RunPairCaps)
+		if err != nil {
+			return err
+		}
+		if err := b.m.write(lanner.RunBypass, rt|jo&pairs); err != nil {
+			return err
+		}
+		if err := b.m.write(lanner.WDT3+lanner.WDTStop, 0); err != nil {
+			return err
+		}
+	}
+	t, err := b.m.read(lanner.WDT3 + lanner.WDTTime)
+	if err != nil || t != 0 || wdt3Max == 0 {
+		return err
+	}
+	for _, w := range [][2]byte{{lanner.WDT3 + lanner.WDTTime, wdt3Max}, {lanner.SaveSettings, 0xff}} {
+		if err := b.m.write(w[0], w[1]); err != nil {
+			return err
+		}
+	}
+	b.saves++
+	return nil
 }
 
 func (b *lannerBackend) Caps() Caps { return b.caps }
@@ -175,13 +232,18 @@ func (b *lannerBackend) Set(s State) error {
 	return nil
 }
 
+// Get reads the pair's run-time bit, and the watchdogs: an expired one
+// holds its pairs in bypass whatever the run-time mask says.
 func (b *lannerBackend) Get() (State, error) {
-	st, err := b.m.read(lanner.WDT1 + lanner.WDTStatus)
-	if err != nil {
-		return Unknown, fmt.Errorf("lanner: %w", err)
-	}
-	if st == lanner.WDTExpired {
-		pairs, err := b.m.read(lanner.WDT1 + lanner.WDTPairs)
+	for _, w := range []byte{lanner.WDT1, lanner.WDT2, lanner.WDT3} {
+		st, err := b.m.read(w + lanner.WDTStatus)
+		if err != nil {
+			return Unknown, fmt.Errorf("lanner: %w", err)
+		}
+		if st != lanner.WDTExpired {
+			continue
+		}
+		pairs, err := b.m.read(w + lanner.WDTPairs)
 		if err != nil {
 			return Unknown, fmt.Errorf("lanner: %w", err)
 		}
@@ -268,7 +330,7 @@ func (b *lannerBackend) Arm(d time.Duration) (time.Duration, error) {
 			return 0, fmt.Errorf("lanner: arming watchdog 1: %w", err)
 		}
 	}
-	if st, err := b.m.read(lanner.WDT3 + lanner.WDTStatus); err == nil && st == lanner.WDTRunning {
+	if st, err := b.m.read(lanner.WDT3 + lanner.WDTStatus); err == nil && st != lanner.WDTStopped {
 		if err := b.m.write(lanner.WDT3+lanner.WDTStop, 0); err != nil {
 			return 0, fmt.Errorf("lanner: stopping the Just-On watchdog: %w", err)
 		}

@@ -1,6 +1,7 @@
 package bypass
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"log"
@@ -69,11 +70,20 @@ var probeAddresses = func() []byte {
 func Probe(env ProbeEnv) ipc.HardwareProbe {
 	r := ipc.HardwareProbe{Time: env.Now()}
 	r.NICs = probeNICs(env.Sys, &r.Errors)
-	if env.Ports != nil {
-		r.SuperIO = probeSuperIO(env.Ports)
+	r.Watchdogs = probeWatchdogs(env.Sys)
+	// A Super I/O whose watchdog a kernel driver holds is not probed: the
+	// driver takes the configuration ports with its own lock, which
+	// /dev/port does not, and a probe between its index and data writes
+	// would send its value to another register.
+	for _, w := range r.Watchdogs {
+		if f := sio.FamilyOfDriver(w.Identity); f != "" {
+			r.SuperIO = append(r.SuperIO, ipc.ProbedSuperIO{Chip: w.Identity, Family: f, Driver: "watchdog " + w.Device})
+		}
+	}
+	if env.Ports != nil && len(r.SuperIO) == 0 {
+		r.SuperIO = probeSuperIO(env.Ports, &r.Errors)
 	}
 	r.SMBus = probeSMBus(env, &r.Errors)
-	r.Watchdogs = probeWatchdogs(env.Sys)
 	r.Fits = fits(&r)
 	return r
 }
@@ -140,24 +150,36 @@ func probeNICs(sys string, errs *[]string) []ipc.ProbedNIC {
 	return out
 }
 
-func probeSuperIO(io portIO) []ipc.ProbedSuperIO {
+func probeSuperIO(io portIO, errs *[]string) []ipc.ProbedSuperIO {
 	var out []ipc.ProbedSuperIO
 	for _, port := range sio.Ports {
-		outb(io, int(port), sio.EnterKey)
-		outb(io, int(port), sio.EnterKey)
+		var err error
+		out1 := func(v byte) {
+			if err == nil {
+				err = outb(io, int(port), v)
+			}
+		}
 		read := func(reg byte) byte {
-			outb(io, int(port), reg)
-			v, _ := inb(io, int(port)+1)
+			out1(reg)
+			if err != nil {
+				return sio.NoChip
+			}
+			var v byte
+			v, err = inb(io, int(port)+1)
 			return v
 		}
+		out1(sio.EnterKey)
+		out1(sio.EnterKey)
 		hi, lo := read(sio.RegDevID), read(sio.RegDevID+1)
 		man := uint16(read(sio.RegManID))<<8 | uint16(read(sio.RegManID+1))
-		outb(io, int(port), sio.ExitKey)
-		if hi == sio.NoChip {
-			continue
+		out1(sio.ExitKey)
+		switch {
+		case err != nil:
+			*errs = append(*errs, fmt.Sprintf("Super I/O at %#x: %v", port, err))
+		case hi != sio.NoChip:
+			id := uint16(hi)<<8 | uint16(lo)
+			out = append(out, ipc.ProbedSuperIO{Port: port, ID: id, Chip: sio.Name(id, man), Family: sio.Family(id, man)})
 		}
-		id := uint16(hi)<<8 | uint16(lo)
-		out = append(out, ipc.ProbedSuperIO{Port: port, ID: id, Chip: sio.Name(id, man)})
 	}
 	return out
 }
@@ -206,9 +228,9 @@ func maybeAt(addr, v byte) string {
 	case addr >= 0x30 && addr <= 0x38:
 		return "a Lanner Gen 3 bypass module behind a selected switch channel, or a memory module's SPD write-protect address"
 	case slices.Contains(lanner.SwitchAddresses(), addr):
-		return fmt.Sprintf("an I2C switch (channel mask %#02x), as Lanner's boards use to reach their bypass modules", v&0x0f)
+		return fmt.Sprintf("an I2C switch (control register %#02x), as Lanner's boards use to reach their bypass modules", v)
 	}
-	return fmt.Sprintf("an I2C switch (channel mask %#02x)", v)
+	return fmt.Sprintf("an I2C switch (control register %#02x)", v)
 }
 
 func probeWatchdogs(sys string) []ipc.ProbedWatchdog {
@@ -270,18 +292,21 @@ func fits(r *ipc.HardwareProbe) []ipc.ProfileFit {
 					f.Why = "no Intel bypass adapter (8086:155d, 8086:155c)"
 				}
 			case "superio":
+				// ncpos's Super I/O maps are all for Winbond/Nuvoton GPIO.
 				port := uint16(bp.SuperIO.WithDefaults().IndexPort)
-				i := slices.IndexFunc(r.SuperIO, func(s ipc.ProbedSuperIO) bool { return s.Port == port })
+				i := slices.IndexFunc(r.SuperIO, func(s ipc.ProbedSuperIO) bool { return s.Port == port || s.Port == 0 })
 				switch {
 				case i < 0:
 					f.Why = fmt.Sprintf("no Super I/O answers at %#x", port)
+				case r.SuperIO[i].Family != "winbond":
+					chip := cmp.Or(r.SuperIO[i].Chip, fmt.Sprintf("unknown chip %#04x", r.SuperIO[i].ID))
+					f.Why = fmt.Sprintf("%s, not the Winbond/Nuvoton chip the profile's map is for", chip)
+				case r.SuperIO[i].Port == 0:
+					f.Found = true
+					f.Why = fmt.Sprintf("%s (a kernel driver has it: not probed)", r.SuperIO[i].Chip)
 				default:
 					f.Found = true
-					chip := r.SuperIO[i].Chip
-					if chip == "" {
-						chip = fmt.Sprintf("unknown chip %#04x", r.SuperIO[i].ID)
-					}
-					f.Why = fmt.Sprintf("%s at %#x", chip, port)
+					f.Why = fmt.Sprintf("%s at %#x", r.SuperIO[i].Chip, port)
 				}
 				if bp.RegisterMap == "missing" {
 					f.Why += "; the profile's register map is not public: fill it in (bypass/PROFILES.md)"
@@ -304,6 +329,10 @@ func ProbeSummary(r ipc.HardwareProbe) []string {
 		}
 	}
 	for _, s := range r.SuperIO {
+		if s.Port == 0 {
+			lines = append(lines, fmt.Sprintf("probe: Super I/O %s, held by the kernel's %s: not probed", s.Chip, s.Driver))
+			continue
+		}
 		lines = append(lines, fmt.Sprintf("probe: Super I/O at %#x: id %#04x %s", s.Port, s.ID, s.Chip))
 	}
 	for _, b := range r.SMBus {

@@ -159,6 +159,26 @@ func TestProbe(t *testing.T) {
 		}
 	}
 
+	// A kernel driver holds the Super I/O's watchdog: no port is touched,
+	// the chip is taken from the driver.
+	sys.write("class/watchdog/watchdog1/identity", "W83627HF Watchdog")
+	ports.log = nil
+	r = Probe(env)
+	if len(ports.log) != 0 || len(r.SuperIO) != 1 || r.SuperIO[0].Port != 0 || r.SuperIO[0].Family != "winbond" {
+		t.Errorf("with w83627hf_wdt bound: I/O %q, Super I/O %+v", ports.log, r.SuperIO)
+	}
+	if f := findFit(r, "fw-7565", "pair1"); !f.Found || !strings.Contains(f.Why, "a kernel driver has it: not probed") {
+		t.Errorf("fw-7565 with the kernel's driver: %+v", f)
+	}
+	os.RemoveAll(filepath.Join(sys.root, "class/watchdog/watchdog1"))
+
+	// A Fintek chip is no match for the Winbond map.
+	w.global[0x20], w.global[0x21], w.global[0x23], w.global[0x24] = 0x08, 0x14, 0x19, 0x34
+	r = Probe(env)
+	if f := findFit(r, "fw-7565", "pair1"); f.Found || !strings.Contains(f.Why, "Fintek F71869, not the Winbond/Nuvoton chip") {
+		t.Errorf("fw-7565 on a Fintek: %+v", f)
+	}
+
 	// An empty box: no hardware, no fits, and it says so.
 	empty := Probe(ProbeEnv{Sys: t.TempDir(), Now: time.Now, OpenBus: env.OpenBus})
 	if len(empty.NICs)+len(empty.SMBus)+len(empty.SuperIO) != 0 || slices.ContainsFunc(empty.Fits, func(f ipc.ProfileFit) bool { return f.Found }) ||
@@ -192,4 +212,13 @@ func TestProbeOnce(t *testing.T) {
 	if b, _ := os.ReadFile(kmsg); len(b) != 0 {
 		t.Errorf("second start logged %q", b)
 	}
+}
+
+func findFit(r ipc.HardwareProbe, profile, pair string) ipc.ProfileFit {
+	for _, f := range r.Fits {
+		if f.Profile == profile && f.Pair == pair {
+			return f
+		}
+	}
+	return ipc.ProfileFit{}
 }

@@ -33,7 +33,7 @@ func TestBypassBackendValidation(t *testing.T) {
 			`profiles/box.toml:21: bypass_pair[0].lanner.pair: 9 is out of range, want 1..8 (a module has up to 8 pairs)`,
 			`profiles/box.toml:22: bypass_pair[0].lanner.bus: -1 is out of range, want 0..1023 (/dev/i2c-N)`}},
 		{"lanner board", pair("lanner", "register_map = \"vendor\"\n[bypass_pair.lanner]\nboard = \"fw-8865\"\npair = 1\n"), []string{
-			`profiles/box.toml:19: bypass_pair[0].lanner.board: unknown board "fw-8865", want one of mb-8865ext, mb-887x, mb-8895, mb-9655, ncb-2510, ncb-6210, onboard`}},
+			`profiles/box.toml:19: bypass_pair[0].lanner.board: unknown board "fw-8865", want one of mb-8865ext, mb-887x, mb-8895, mb-9655, ncb-2510, ncb-5220, ncb-6210, onboard`}},
 		{"ixgbe ok", pair("ixgbe", "register_map = \"vendor\"\nos_off = \"disconnect\"\npower_restore = \"bypass\"\n"), nil},
 		{"ixgbe section", pair("ixgbe", "register_map = \"vendor\"\nos_off = \"off\"\n[bypass_pair.lanner]\nboard = \"onboard\"\npair = 1\n"), []string{
 			`profiles/box.toml:18: bypass_pair[0].os_off: unknown state "off", want "normal", "bypass" or "disconnect", or "" to leave the hardware's default`,

@@ -44,6 +44,11 @@ func (p *Profile) Resolve(sysClassNet string) (map[string]string, error) {
 		}
 		byPCI[addr] = append(byPCI[addr], ifname)
 	}
+	// Every network function counts for nth, with an interface or not:
+	// one whose driver failed must not shift the ports after it.
+	if all := networkFunctions(filepath.Join(filepath.Dir(filepath.Dir(sysClassNet)), "bus", "pci", "devices")); all != nil {
+		byID = all
+	}
 	for _, addrs := range byID {
 		slices.Sort(addrs)
 	}
@@ -73,6 +78,10 @@ func (p *Profile) Resolve(sysClassNet string) (map[string]string, error) {
 		if len(ifs) > 1 {
 			slices.Sort(ifs)
 			problems = append(problems, fmt.Sprintf("%s: pci %s has several interfaces (%s)", port.Name, fn, strings.Join(ifs, ", ")))
+			continue
+		}
+		if other := used[ifs[0]]; other != "" {
+			problems = append(problems, fmt.Sprintf("%s: pci %s (%s) is already port %s", port.Name, fn, ifs[0], other))
 			continue
 		}
 		ports[port.Name] = ifs[0]
@@ -127,6 +136,27 @@ func pciAddressOf(deviceLink string) (addr, dir string) {
 		dev = filepath.Dir(dev)
 	}
 	return "", ""
+}
+
+// networkFunctions lists the network PCI functions (class 0x02) under
+// dir (/sys/bus/pci/devices) by vendor:device, or nil when dir cannot be
+// read.
+func networkFunctions(dir string) map[string][]string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	out := map[string][]string{}
+	for _, e := range entries {
+		d := filepath.Join(dir, e.Name())
+		if b, err := os.ReadFile(filepath.Join(d, "class")); err != nil || !strings.HasPrefix(strings.TrimSpace(string(b)), "0x02") {
+			continue
+		}
+		if id := pciIDOf(d); id != "" {
+			out[id] = append(out[id], e.Name())
+		}
+	}
+	return out
 }
 
 // pciIDOf reads vendor:device of the PCI function in dir, or "".

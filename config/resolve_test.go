@@ -183,4 +183,21 @@ func TestResolveByPCIID(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "LAN3: no interface with function 2 of pci_id 8086:10fb (2 found)") || ports["LAN2"] != "eth4" {
 		t.Errorf("one module: %v, %v", ports, err)
 	}
+	// With the bus's list of functions, one without an interface (its
+	// driver failed) still counts: LAN1 is missing, LAN2 does not move up.
+	bus := filepath.Join(root, "bus", "pci", "devices")
+	os.MkdirAll(bus, 0o755)
+	for _, pci := range []string{"0000:00:01.0/0000:07:00.0", "0000:00:01.0/0000:07:00.1", "0000:00:02.0/0000:05:00.0",
+		"0000:00:02.0/0000:05:00.1", "0000:00:03.0/0000:04:00.0", "0000:00:03.0/0000:04:00.1"} {
+		dev := filepath.Join(root, "devices", "pci0000:00", pci)
+		os.WriteFile(filepath.Join(dev, "class"), []byte("0x020000\n"), 0o644)
+		os.Symlink(dev, filepath.Join(bus, filepath.Base(pci)))
+	}
+	os.Remove(filepath.Join(net, "eth3"))
+	ports, err = p.Resolve(net)
+	if err == nil || !strings.Contains(err.Error(), "LAN1: no interface with function 0 of pci_id 8086:10fb (4 found)") ||
+		ports["LAN2"] != "eth4" || ports["LAN1"] != "" {
+		t.Errorf("a function without its interface: %v, %v", ports, err)
+	}
+
 }

@@ -2,10 +2,11 @@ package ipc
 
 import "time"
 
-// HardwareProbe is what bypass and watchdog hardware a box has, as init
-// finds it at boot before any daemon runs, without writing to any of it:
-// an operator of an unknown box sees where they stand before anything is
-// written. It is in the init record and on statusd's /api/v1/hardware.
+// HardwareProbe is what bypass and watchdog hardware a box has, as bypassd
+// finds it at its first start in a boot, before it drives anything, and
+// without writing to any of it: an operator of an unknown box sees where
+// they stand before anything is written. bypassd keeps it in
+// /run/ncpos/hardware.json; statusd serves it on /api/v1/hardware.
 type HardwareProbe struct {
 	Time      time.Time        `json:"time"`
 	NICs      []ProbedNIC      `json:"nics"`
@@ -45,11 +46,14 @@ type ProbedNIC struct {
 	Note    string        `json:"note,omitempty"`
 }
 
-// ProbedSuperIO is a Super I/O chip answering its ID registers.
+// ProbedSuperIO is a Super I/O chip answering its ID registers, or one a
+// kernel driver already drives (Port 0: not probed, so as not to race it).
 type ProbedSuperIO struct {
-	Port uint16 `json:"port"` // configuration index port
-	ID   uint16 `json:"id"`   // registers 0x20 (high byte) and 0x21
-	Chip string `json:"chip"` // "" when the ID is not known
+	Port   uint16 `json:"port"`             // configuration index port; 0 when not probed
+	ID     uint16 `json:"id"`               // registers 0x20 (high byte) and 0x21
+	Chip   string `json:"chip"`             // "" when the ID is not known
+	Family string `json:"family"`           // "winbond" (Winbond/Nuvoton), "fintek" or ""
+	Driver string `json:"driver,omitempty"` // the kernel driver that has it, when not probed
 }
 
 // ProbedSMBus is one SMBus adapter and the addresses that answered a

@@ -54,8 +54,8 @@ func PinsOf(device uint16) (Pins, error) {
 	return Pins{}, fmt.Errorf("PCI device %04x is not an Intel bypass adapter (82599 %04x, X540 %04x)", device, Device82599BP, DeviceX540BP)
 }
 
-// HalfClock is the wait after every pin change and before every sample
-// (IXGBE_BYPASS_BB_WAIT, 1 ms): a 32-bit exchange takes about 130 ms.
+// HalfClock is the wait after every pin change and after every sample
+// (IXGBE_BYPASS_BB_WAIT, 1 ms): a 32-bit exchange takes 134 of them.
 const HalfClock = time.Millisecond
 
 // Bits is the length of one exchange: the host clocks out a command word
@@ -117,10 +117,11 @@ const (
 )
 
 // CTL0Tries is how many read-backs an EEPROM write of CTL0 gets before
-// it counts as failed (ixgbe_bypass_set_generic); a pet gets PetTries.
+// it counts as failed (ixgbe_bypass_set_generic's "count++ > 5": six); a
+// pet gets PetTries (ixgbe_bypass_wd_reset's "count++ > 10": eleven).
 const (
-	CTL0Tries = 5
-	PetTries  = 10
+	CTL0Tries = 6
+	PetTries  = 11
 )
 
 // wdtTimes are the watchdog codes 0..7 (BYPASS_WDT_1 .. BYPASS_WDT_32).

@@ -36,6 +36,7 @@ const (
 	LoadDefaults = 0x0a // LOAD_DEFAULT_CMD: factory settings
 	SaveSettings = 0x0b // SAVE_SETTING_CMD: current settings to non-volatile memory
 	BoardID      = 0x0c // BOARD_ID_CMD
+	WDTTimeUnit  = 0x15 // WDT_TIME_UNIT_CMD: the watchdogs' time unit (bpwd 1.2.5 on; its encoding is not given)
 
 	OffBypass    = 0x10 // SO_BP_SET_CMD: pairs in bypass while the system is off
 	JustOnBypass = 0x11 // JO_BP_SET_CMD: pairs in bypass from power-on until run time
@@ -123,6 +124,10 @@ var boards = map[string]board{
 	"mb-8895": {"MB-8896, MB-8895, MB-8893, NCB-5510A", one(0x72, 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80)},
 	// MB-9655, "Mode9": PCA9548 at 0x70, slots 1..3 -> channels 0x20, 0x40, 0x80.
 	"mb-9655": {"MB-9655", one(0x70, 0x20, 0x40, 0x80)},
+	// NCB-5220, "Mode11": slot 1 (on board) is channel 0x08 of the PCA9545
+	// at 0x73; slots 2 and 3 are behind its channel 0x01 and then channel
+	// 0x02 or 0x04 of a PCA9545 at 0x72.
+	"ncb-5220": {"NCB-5220", [][]Hop{{{0x73, 0x08}}, {{0x73, 0x01}, {0x72, 0x02}}, {{0x73, 0x01}, {0x72, 0x04}}}},
 	// NCB-2510, "Mode12": PCA9548 at 0x72, slots 1..3 -> 0x01, 0x20, 0x40.
 	"ncb-2510": {"NCB-2510", one(0x72, 0x01, 0x20, 0x40)},
 	// NCB-6210, "Mode13": switch at 0x73, slots 1..8 -> channels 0x01..0x80.

@@ -9,6 +9,8 @@
 // a two-byte device ID at 0x20 and the manufacturer ID 0x1934 at 0x23).
 package sio
 
+import "strings"
+
 // The configuration ports and keys.
 var Ports = []uint16{0x2e, 0x4e}
 
@@ -49,9 +51,32 @@ func Name(id, manufacturer uint16) string {
 	return winbond[byte(id>>8)]
 }
 
-// Winbond reports whether the chip is of the Winbond/Nuvoton family, the
-// GPIO layout of the Super I/O bypass maps in ncpos's profiles.
-func Winbond(id, manufacturer uint16) bool {
-	_, ok := winbond[byte(id>>8)]
-	return ok && manufacturer != FintekID
+// Family names the chip's family: "winbond" (Winbond and Nuvoton, the
+// GPIO layout of the Super I/O bypass maps in ncpos's profiles), "fintek",
+// or "" for a chip not in the tables.
+func Family(id, manufacturer uint16) string {
+	if manufacturer == FintekID {
+		if _, ok := fintek[id]; ok {
+			return "fintek"
+		}
+		return ""
+	}
+	if _, ok := winbond[byte(id>>8)]; ok {
+		return "winbond"
+	}
+	return ""
+}
+
+// FamilyOfDriver is the family of the chip behind a kernel watchdog's
+// identity ("W83627HF Watchdog", "NCT6776 watchdog", "f71808e_wdt"), or
+// "" when it is no Super I/O watchdog.
+func FamilyOfDriver(identity string) string {
+	id := strings.ToLower(identity)
+	switch {
+	case strings.Contains(id, "w836") || strings.Contains(id, "nct6"):
+		return "winbond"
+	case strings.Contains(id, "f718") || strings.Contains(id, "f818") || strings.Contains(id, "fintek"):
+		return "fintek"
+	}
+	return ""
 }
