@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -85,9 +84,6 @@ type ixgbeBackend struct {
 	version byte
 	caps    Caps
 	close   func() error
-	// settingWrites counts CTL0 writes that changed an event action or the
-	// watchdog: the EEPROM writes bypassd caused beyond state changes.
-	settingWrites int
 	// ctl0 is CTL0 as last read with a state, while fresh says that no
 	// write of ours may still be in flight: a write can start from it
 	// without reading first.
@@ -247,7 +243,6 @@ func (b *ixgbeBackend) SetDefault(e Event, s State) error {
 	if err := b.writeCTL0(ixgbe.FieldMask<<shift, code<<shift, true); err != nil {
 		return fmt.Errorf("%s default: %w", e, err)
 	}
-	b.settingWrites++
 	return nil
 }
 
@@ -276,7 +271,6 @@ func (b *ixgbeBackend) Arm(d time.Duration) (time.Duration, error) {
 		if err := b.writeCTL0(ixgbe.WDTEnable|ixgbe.WDTValueMask, want, true); err != nil {
 			return 0, fmt.Errorf("arming the watchdog: %w", err)
 		}
-		b.settingWrites++
 	}
 	return t, b.Kick()
 }
@@ -299,7 +293,6 @@ func (b *ixgbeBackend) Disarm() error {
 	if err != nil || ctl0&ixgbe.WDTEnable == 0 {
 		return err
 	}
-	b.settingWrites++
 	return b.writeCTL0(ixgbe.WDTEnable, 0, true)
 }
 
@@ -328,16 +321,8 @@ func ixgbeFunction0(sysClassNet, ifname string) (dir string, device uint16, err 
 	if err != nil {
 		return "", 0, fmt.Errorf("ixgbe: %s has no PCI device: %w", ifname, err)
 	}
-	readID := func(name string) (uint16, error) {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return 0, err
-		}
-		v, err := strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(string(b)), "0x"), 16, 16)
-		return uint16(v), err
-	}
-	vendor, err1 := readID("vendor")
-	device, err2 := readID("device")
+	vendor, err1 := readHex(filepath.Join(dir, "vendor"))
+	device, err2 := readHex(filepath.Join(dir, "device"))
 	if err := errors.Join(err1, err2); err != nil {
 		return "", 0, fmt.Errorf("ixgbe: %s: reading PCI IDs: %w", ifname, err)
 	}

@@ -2,7 +2,6 @@ package bypass
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/lanner"
@@ -368,10 +367,6 @@ func (b *lannerBackend) TimeLeft() (time.Duration, error) {
 }
 
 func (b *lannerBackend) Close() error { return b.m.bus.Close() }
-
-func (b *lannerBackend) String() string {
-	return "lanner " + strings.TrimSpace(b.m.where)
-}
 
 // TimerExpired reads watchdog 1's status: the supervisor tells an expiry
 // from a change made by someone else.
