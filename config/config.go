@@ -58,6 +58,9 @@ type Status struct {
 	Port     int    `toml:"port"`      // TCP port on the management interface
 	AuthRead bool   `toml:"auth_read"` // read-only pages need authentication too
 	Password string `toml:"password"`  // control password; "" means gokrazy's password
+	// Names the box is reached by besides its hostname and addresses (a
+	// DNS name, a NAT address): requests for any other host are refused.
+	Names []string `toml:"names"`
 }
 
 // Watchdog configures watchdogd and the hardware watchdog.

@@ -156,7 +156,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"wrong case is unknown", "[watchdog]\nTimeout = \"10s\"\n" + seg, []string{
 			`ncpos.toml:2: watchdog.Timeout: unknown key, want one of device, timeout, interval, boot_grace`}},
 		{"dotted unknown key", "[status]\nextra.deep = 1\n" + seg, []string{
-			`ncpos.toml:2: status.extra: unknown key, want one of port, auth_read, password`}},
+			`ncpos.toml:2: status.extra: unknown key, want one of port, auth_read, password, names`}},
 		{"type errors, all of them", "hostname = 7\n[status]\nport = \"80\"\nauth_read = \"yes\"\n[watchdog]\ntimeout = 30\ninterval = \"5 s\"\n" +
 			"[[segment]]\nname = \"a\"\nports = [\"LAN1\", 2]\n", []string{
 			`ncpos.toml:1: hostname: got integer 7, want a string`,

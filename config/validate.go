@@ -140,6 +140,20 @@ func (c *Config) validateStatus(add addFunc) {
 	if p := c.Status.Port; p < 1 || p > 65535 {
 		add("status.port", "%d is out of range, want 1..65535", p)
 	}
+	for i, n := range c.Status.Names {
+		key := fmt.Sprintf("status.names[%d]", i)
+		if _, err := netip.ParseAddr(n); err == nil {
+			continue
+		}
+		labels := strings.Split(strings.TrimSuffix(n, "."), ".")
+		ok := len(n) <= 253
+		for _, l := range labels {
+			ok = ok && hostnameRE.MatchString(l)
+		}
+		if !ok {
+			add(key, "%q is neither a DNS name nor an IP address, want e.g. \"fw1.campus.example\" or \"198.51.100.7\"", n)
+		}
+	}
 }
 
 func (c *Config) validateBypass(add addFunc) {

@@ -68,6 +68,9 @@ func TestValidationRules(t *testing.T) {
 			`ncpos.toml:3: management.gateway: 192.0.2.10 is the appliance's own address, want the router's address`}},
 		{"status port", "[status]\nport = 0\n" + seg, []string{
 			`ncpos.toml:2: status.port: 0 is out of range, want 1..65535`}},
+		{"status names", "[status]\nnames = [\"fw1.campus.example\", \"198.51.100.7\", \"fw1.\", \"bad name!\", \"-x.example\"]\n" + seg, []string{
+			`ncpos.toml:2: status.names[3]: "bad name!" is neither a DNS name nor an IP address, want e.g. "fw1.campus.example" or "198.51.100.7"`,
+			`ncpos.toml:2: status.names[4]: "-x.example" is neither a DNS name nor an IP address, want e.g. "fw1.campus.example" or "198.51.100.7"`}},
 		{"status port high", "[status]\nport = 70000\n" + seg, []string{
 			`ncpos.toml:2: status.port: 70000 is out of range, want 1..65535`}},
 		{"watchdog device", "[watchdog]\ndevice = \"/dev/../watchdog\"\n" + seg, []string{
@@ -134,7 +137,7 @@ func TestValidationRules(t *testing.T) {
 			`ncpos.toml:6: segment[0].ports: has 1 ports, want exactly two`}},
 		{"unknown key and rule together", "[status]\nport = 0\ncolour = \"red\"\n" + seg, []string{
 			`ncpos.toml:2: status.port: 0 is out of range, want 1..65535`,
-			`ncpos.toml:3: status.colour: unknown key, want one of port, auth_read, password`}},
+			`ncpos.toml:3: status.colour: unknown key, want one of port, auth_read, password, names`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

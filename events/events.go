@@ -62,6 +62,7 @@ const (
 	KindControl   = "control"
 	KindBoot      = "boot"
 	KindCondition = "condition"
+	KindLogin     = "login" // failed logins to the management API
 )
 
 // Event is one thing that happened.

@@ -4,9 +4,11 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -24,6 +26,8 @@ type Auth struct {
 	Password string // "" = nobody can authenticate, so control is refused
 	Source   string // where Password came from: "configuration" or the gokrazy file
 	AuthRead bool
+
+	logins *loginGuard // set by Server.Handler; nil: no backoff
 }
 
 // LoadPassword returns the configured status password, or else gokrazy's
@@ -77,9 +81,29 @@ func (a *Auth) require(h http.Handler) http.Handler {
 			unauthorized(w, "no password is set up on this appliance (status.password or "+GokrazyPasswordFile+")")
 			return
 		}
-		if !a.ok(r) {
+		user, _, sent := r.BasicAuth()
+		if !sent {
 			unauthorized(w, "authentication required (user ncpos or gokrazy, the appliance password)")
 			return
+		}
+		client := requestClient(r)
+		if a.logins != nil {
+			if wait := a.logins.wait(client); wait > 0 {
+				secs := int(math.Ceil(wait.Seconds()))
+				w.Header().Set("Retry-After", strconv.Itoa(secs))
+				apiError(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins from %s: no login is checked for another %d s", client, secs))
+				return
+			}
+		}
+		if !a.ok(r) {
+			if a.logins != nil {
+				a.logins.fail(client, user)
+			}
+			unauthorized(w, "wrong user or password (user ncpos or gokrazy, the appliance password)")
+			return
+		}
+		if a.logins != nil {
+			a.logins.ok(client)
 		}
 		h.ServeHTTP(w, r)
 	})

@@ -135,7 +135,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		Collector: &Collector{Root: f.root, RunDir: run}, Config: cfg, Events: f.events,
 		SelfTestFile: filepath.Join(f.root, "perm/selftest.json"), Now: f.clock, HistoryLen: 120,
 	}
-	f.srv = &Server{Monitor: f.mon, Auth: Auth{Password: fixturePassword, Source: "configuration"}, Rebooter: fakeRebooter{f}}
+	f.srv = &Server{Monitor: f.mon, Auth: Auth{Password: fixturePassword, Source: "configuration"}, Rebooter: fakeRebooter{f}, Names: []string{"appliance.test"}}
 	return f
 }
 

@@ -9,6 +9,9 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
@@ -31,6 +34,46 @@ type Server struct {
 	Installer Installer
 	// SelfTest runs the RFC 2544 self-test on request; nil answers 503.
 	SelfTest *SelfTestJobs
+	// Limits bound clients (zero fields: DefaultLimits).
+	Limits Limits
+	// Names are host names the box is reached by besides its hostname and
+	// addresses (status.names); other Host headers are refused.
+	Names []string
+
+	guardOnce sync.Once
+	guards    *guards
+}
+
+// guards hold the state of the limits, shared by every listener and by
+// /metrics.
+type guards struct {
+	lim    Limits
+	conns  *connLimiter
+	rate   *rateLimiter
+	logins *loginGuard
+	hosts  *hostCheck
+}
+
+func (s *Server) guard() *guards {
+	s.guardOnce.Do(func() {
+		lim := s.Limits.orDefault()
+		now := time.Now
+		if s.Monitor != nil {
+			now = s.Monitor.now
+		}
+		g := &guards{lim: lim, conns: newConnLimiter(lim), rate: newRateLimiter(lim, now),
+			logins: newLoginGuard(lim, now), hosts: newHostCheck(s.Names)}
+		g.logins.onFail = func(client, user string, failures int, wait time.Duration) {
+			msg := fmt.Sprintf("failed login from %s (user %q, %d in a row)", client, user, failures)
+			if wait > 0 {
+				msg += fmt.Sprintf(": its next login is checked in %v", wait)
+			}
+			s.event(events.Warning, events.KindLogin, []string{"client", client, "user", user, "failures", strconv.Itoa(failures)}, msg)
+		}
+		s.Auth.logins = g.logins
+		s.guards = g
+	})
+	return s.guards
 }
 
 // NewHandler serves c read-only with the default monitor: no password,
@@ -44,6 +87,7 @@ const maxHistory = 600
 
 // Handler returns the routes of API.md.
 func (s *Server) Handler() http.Handler {
+	g := s.guard()
 	mux := http.NewServeMux()
 	read := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.Auth.requireRead(h)) }
 	control := func(pattern string, h http.HandlerFunc) {
@@ -96,7 +140,7 @@ func (s *Server) Handler() http.Handler {
 	control("POST /api/v1/control/install", s.handleInstall)
 	read("GET /api/v1/selftest/job", s.handleSelfTestJob)
 	control("POST /api/v1/control/selftest", s.handleSelfTest)
-	return securityHeaders(mux)
+	return securityHeaders(g.hosts.middleware(g.rate.middleware(mux)))
 }
 
 // apiIndex lists the API for GET /api/v1/ (API.md has the details).
@@ -193,6 +237,11 @@ func securityHeaders(h http.Handler) http.Handler {
 		w.Header().Set("X-Frame-Options", "DENY")
 		w.Header().Set("Referrer-Policy", "same-origin")
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
+		if !strings.HasPrefix(r.URL.Path, "/static/") {
+			// Answers carry the box's state and may carry credentials'
+			// results: no cache, shared or private, keeps them.
+			w.Header().Set("Cache-Control", "no-store")
+		}
 		h.ServeHTTP(w, r)
 	})
 }

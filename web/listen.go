@@ -22,6 +22,18 @@ import (
 // With no interface (the management port was not found) it serves nothing
 // on the network until ctx is done.
 func ServeOnInterface(ctx context.Context, ifname string, port int, h http.Handler, poll time.Duration) error {
+	lim := DefaultLimits
+	return serveOnInterface(ctx, ifname, port, poll, func() *http.Server { return lim.httpServer(h) }, newConnLimiter(lim).wrap)
+}
+
+// Serve serves the dashboard and API like ServeOnInterface, with the
+// server's limits on every listener together.
+func (s *Server) Serve(ctx context.Context, ifname string, port int, poll time.Duration) error {
+	h, g := s.Handler(), s.guard()
+	return serveOnInterface(ctx, ifname, port, poll, func() *http.Server { return g.lim.httpServer(h) }, g.conns.wrap)
+}
+
+func serveOnInterface(ctx context.Context, ifname string, port int, poll time.Duration, newServer func() *http.Server, wrap func(net.Listener) net.Listener) error {
 	if ifname == "" {
 		log.Printf("statusd: no management interface: serving nothing on the network")
 		<-ctx.Done()
@@ -66,7 +78,8 @@ func ServeOnInterface(ctx context.Context, ifname string, port int, h http.Handl
 				log.Printf("statusd: %v", err)
 				continue
 			}
-			s := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 60 * time.Second}
+			s := newServer()
+			ln = wrap(ln)
 			servers[addr] = s
 			log.Printf("statusd: serving on http://%s/", addr)
 			go func() {

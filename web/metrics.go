@@ -119,6 +119,9 @@ var (
 	mSelfTestPassed = desc("ncpos_selftest_passed", "1 when the latest self-test passed.")
 	mSelfTestTime   = desc("ncpos_selftest_finished_timestamp_seconds", "When the latest self-test finished.")
 	mSyslogSent     = desc("ncpos_syslog_messages_sent_total", "Events sent to remote syslog.")
+	mLoginFailures  = desc("ncpos_status_login_failures_total", "Logins to the management API with a wrong user or password.")
+	mLoginThrottled = desc("ncpos_status_login_throttled_total", "Logins refused unchecked while their client waits out its backoff after failures.")
+	mRefused        = desc("ncpos_status_refused_total", "Requests and connections the management API refused to protect itself.", "reason")
 	mSyslogDropped  = desc("ncpos_syslog_messages_dropped_total", "Events that could not be sent to remote syslog.")
 )
 
@@ -233,6 +236,13 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(mSyslogSent, sent)
 		counter(mSyslogDropped, dropped)
 	}
+	g := c.s.guard()
+	counter(mLoginFailures, g.logins.failures.Load())
+	counter(mLoginThrottled, g.logins.throttled.Load())
+	counter(mRefused, g.rate.limited.Load(), "rate")
+	counter(mRefused, g.hosts.refused.Load(), "host")
+	counter(mRefused, g.conns.refused.Load(), "connections")
+	counter(mRefused, g.conns.evicted.Load(), "evicted")
 }
 
 // kernelRelease is the release from /proc/version's "Linux version X …".

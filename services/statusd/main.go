@@ -79,6 +79,7 @@ func run(ctx context.Context, ifname string, port int, cfgPath string, interval 
 		// Install to internal disk, e.g. from a box booted off a USB stick.
 		Installer: &installer{},
 		SelfTest:  newSelfTest(ctx, cfg, selfTest), // RFC 2544 between the [selftest] test ports
+		Names:     cfg.Status.Names,
 	}
 	if text, err := os.ReadFile(appliance.BootConfig); err == nil {
 		// On the appliance: keep this boot's configuration once it has
@@ -105,5 +106,5 @@ func run(ctx context.Context, ifname string, port int, cfgPath string, interval 
 			log.Printf("statusd: %v", err)
 		}
 	}()
-	return web.ServeOnInterface(ctx, ifname, port, srv.Handler(), 2*time.Second)
+	return srv.Serve(ctx, ifname, port, 2*time.Second)
 }

@@ -1,0 +1,102 @@
+package web
+
+import (
+	"net/http"
+	"time"
+)
+
+// Limits bound what one client, and all clients together, can take from
+// statusd: a box is managed across networks we do not control, and a
+// client that opens connections and never finishes them, or asks for the
+// dashboard as fast as it can, must not starve the operator or the box.
+type Limits struct {
+	ReadHeaderTimeout time.Duration // to send the request line and headers
+	ReadTimeout       time.Duration // to send the whole request
+	WriteTimeout      time.Duration // to take the whole answer
+	IdleTimeout       time.Duration // a kept-alive connection between requests
+	MaxHeaderBytes    int           // request line and headers
+
+	MaxConns          int // open connections in all
+	MaxConnsPerClient int // open connections from one client (address, IPv6 /64)
+
+	Rate       float64 // requests per second one client may keep up
+	Burst      int     // requests one client may send at once
+	MaxClients int     // clients whose rate is tracked at once
+
+	// LoginFreeFailures wrong passwords from one client are answered at
+	// once; each one after that makes the client wait LoginBackoff, doubled
+	// per failure up to LoginMaxBackoff, before any login is tried again.
+	LoginFreeFailures int
+	LoginBackoff      time.Duration
+	LoginMaxBackoff   time.Duration
+	// LoginForget drops a client's failures after this long without one.
+	LoginForget time.Duration
+}
+
+// DefaultLimits are statusd's limits. A dashboard page load is a handful
+// of requests and it then polls once a second, well inside Rate and Burst;
+// 16 connections per client are more than a browser opens to one host.
+var DefaultLimits = Limits{
+	ReadHeaderTimeout: 5 * time.Second,
+	ReadTimeout:       30 * time.Second,
+	WriteTimeout:      60 * time.Second,
+	IdleTimeout:       30 * time.Second,
+	MaxHeaderBytes:    8 << 10,
+
+	MaxConns:          256,
+	MaxConnsPerClient: 16,
+
+	Rate:       20,
+	Burst:      60,
+	MaxClients: 4096,
+
+	LoginFreeFailures: 3,
+	LoginBackoff:      time.Second,
+	LoginMaxBackoff:   5 * time.Minute,
+	LoginForget:       15 * time.Minute,
+}
+
+// orDefault fills the fields left zero from DefaultLimits.
+func (l Limits) orDefault() Limits {
+	d := DefaultLimits
+	pick := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	pickInt := func(v *int, def int) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	pick(&l.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	pick(&l.ReadTimeout, d.ReadTimeout)
+	pick(&l.WriteTimeout, d.WriteTimeout)
+	pick(&l.IdleTimeout, d.IdleTimeout)
+	pickInt(&l.MaxHeaderBytes, d.MaxHeaderBytes)
+	pickInt(&l.MaxConns, d.MaxConns)
+	pickInt(&l.MaxConnsPerClient, d.MaxConnsPerClient)
+	if l.Rate <= 0 {
+		l.Rate = d.Rate
+	}
+	pickInt(&l.Burst, d.Burst)
+	pickInt(&l.MaxClients, d.MaxClients)
+	pickInt(&l.LoginFreeFailures, d.LoginFreeFailures)
+	pick(&l.LoginBackoff, d.LoginBackoff)
+	pick(&l.LoginMaxBackoff, d.LoginMaxBackoff)
+	pick(&l.LoginForget, d.LoginForget)
+	return l
+}
+
+// httpServer is an http.Server for h with the timeouts and header limit.
+func (l Limits) httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           markServing(h),
+		ConnContext:       connContext,
+		ReadHeaderTimeout: l.ReadHeaderTimeout,
+		ReadTimeout:       l.ReadTimeout,
+		WriteTimeout:      l.WriteTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		MaxHeaderBytes:    l.MaxHeaderBytes,
+	}
+}
