@@ -281,6 +281,7 @@ func daemonCommand(name string, cfg *config.Config, rec *sysinfo.InitRecord, wd 
 		args = []string{
 			"-interface=" + rec.ManagementInterface,
 			"-port=" + strconv.Itoa(cfg.Status.Port),
+			"-http-port=" + strconv.Itoa(cfg.Status.HTTPPort),
 		}
 	}
 	return exec.Command(path, args...), nil

@@ -55,9 +55,14 @@ type Management struct {
 
 // Status configures statusd, the HTTP status page and API.
 type Status struct {
-	Port     int    `toml:"port"`      // TCP port on the management interface
+	Port     int    `toml:"port"`      // HTTPS port on the management interface
+	HTTPPort int    `toml:"http_port"` // plain HTTP port that only redirects to HTTPS; 0 = none
 	AuthRead bool   `toml:"auth_read"` // read-only pages need authentication too
-	Password string `toml:"password"`  // control password; "" means gokrazy's password
+	Password string `toml:"password"`  // control password in the clear (shared by every box with this file); prefer password_hash
+	// PasswordHash is the control password as a bcrypt hash (ncpos
+	// passwd prints one). Either one set overrides the per-box password
+	// on /perm, and rotation from the dashboard is then refused.
+	PasswordHash string `toml:"password_hash"`
 	// Names the box is reached by besides its hostname and addresses (a
 	// DNS name, a NAT address): requests for any other host are refused.
 	Names []string `toml:"names"`

@@ -100,7 +100,7 @@ func TestMinimal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Hostname != "ncpos" || c.Status.Port != 80 || c.Watchdog.Timeout.Duration != 30*time.Second ||
+	if c.Hostname != "ncpos" || c.Status.Port != 443 || c.Status.HTTPPort != 80 || c.Watchdog.Timeout.Duration != 30*time.Second ||
 		c.Watchdog.Interval.Duration != 5*time.Second || c.Watchdog.BootGrace.Duration != 120*time.Second ||
 		c.Forwarder.Engine != "xdp" || c.Forwarder.Mode != "forward" || c.Forwarder.FlowTableSize != 1000000 ||
 		c.Watchdog.Device != "/dev/watchdog" || !c.Management.DHCP || c.Management.Port != "MGMT" ||
@@ -156,7 +156,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"wrong case is unknown", "[watchdog]\nTimeout = \"10s\"\n" + seg, []string{
 			`ncpos.toml:2: watchdog.Timeout: unknown key, want one of device, timeout, interval, boot_grace`}},
 		{"dotted unknown key", "[status]\nextra.deep = 1\n" + seg, []string{
-			`ncpos.toml:2: status.extra: unknown key, want one of port, auth_read, password, names`}},
+			`ncpos.toml:2: status.extra: unknown key, want one of port, http_port, auth_read, password, password_hash, names`}},
 		{"type errors, all of them", "hostname = 7\n[status]\nport = \"80\"\nauth_read = \"yes\"\n[watchdog]\ntimeout = 30\ninterval = \"5 s\"\n" +
 			"[[segment]]\nname = \"a\"\nports = [\"LAN1\", 2]\n", []string{
 			`ncpos.toml:1: hostname: got integer 7, want a string`,

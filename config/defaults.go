@@ -38,7 +38,7 @@ func defaults() *Config {
 			Port: "", // the profile's management port, see fillDependentDefaults
 			DHCP: true,
 		},
-		Status: Status{Port: 80, Names: []string{}},
+		Status: Status{Port: 443, HTTPPort: 80, Names: []string{}},
 		Watchdog: Watchdog{
 			Device:    "/dev/watchdog",
 			Timeout:   Seconds(30),

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ncpos/ncpos/passwd"
 )
 
 var (
@@ -139,6 +141,25 @@ func (c *Config) validateManagement(add addFunc, prof *Profile) {
 func (c *Config) validateStatus(add addFunc) {
 	if p := c.Status.Port; p < 1 || p > 65535 {
 		add("status.port", "%d is out of range, want 1..65535", p)
+	}
+	switch p := c.Status.HTTPPort; {
+	case p < 0 || p > 65535:
+		add("status.http_port", "%d is out of range, want 1..65535, or 0 for no plain HTTP redirect", p)
+	case p != 0 && p == c.Status.Port:
+		add("status.http_port", "%d is status.port too, want another port (or 0) for the redirect to HTTPS", p)
+	}
+	if pw := c.Status.Password; pw != "" {
+		if err := passwd.Strength(pw); err != nil {
+			add("status.password", "%v", err)
+		}
+		if c.Status.PasswordHash != "" {
+			add("status.password", "is set together with status.password_hash, want only one")
+		}
+	}
+	if h := c.Status.PasswordHash; h != "" {
+		if err := passwd.CheckHash([]byte(h)); err != nil {
+			add("status.password_hash", "%v", err)
+		}
 	}
 	for i, n := range c.Status.Names {
 		key := fmt.Sprintf("status.names[%d]", i)

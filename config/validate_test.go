@@ -68,6 +68,16 @@ func TestValidationRules(t *testing.T) {
 			`ncpos.toml:3: management.gateway: 192.0.2.10 is the appliance's own address, want the router's address`}},
 		{"status port", "[status]\nport = 0\n" + seg, []string{
 			`ncpos.toml:2: status.port: 0 is out of range, want 1..65535`}},
+		{"redirect on the HTTPS port", "[status]\nport = 8443\nhttp_port = 8443\n" + seg, []string{
+			`ncpos.toml:3: status.http_port: 8443 is status.port too, want another port (or 0) for the redirect to HTTPS`}},
+		{"redirect port out of range", "[status]\nhttp_port = -1\n" + seg, []string{
+			`ncpos.toml:2: status.http_port: -1 is out of range, want 1..65535, or 0 for no plain HTTP redirect`}},
+		{"weak password", "[status]\npassword = \"secret\"\n" + seg, []string{
+			`ncpos.toml:2: status.password: the password has 6 characters, want at least 12`}},
+		{"password in the clear and hashed", "[status]\npassword = \"a-long-password\"\npassword_hash = \"$2a$10$abcdefghijklmnopqrstuu5Tn1tq5pZQ9W2w0yV2n0f1qzXGm1Yv6\"\n" + seg, []string{
+			`ncpos.toml:2: status.password: is set together with status.password_hash, want only one`}},
+		{"hash that is not bcrypt", "[status]\npassword_hash = \"5f4dcc3b5aa765d61d8327deb882cf99\"\n" + seg, []string{
+			`ncpos.toml:2: status.password_hash: not a bcrypt hash ($2a$/$2b$…): crypto/bcrypt: hashedSecret too short to be a bcrypted password`}},
 		{"status names", "[status]\nnames = [\"fw1.campus.example\", \"198.51.100.7\", \"fw1.\", \"bad name!\", \"-x.example\"]\n" + seg, []string{
 			`ncpos.toml:2: status.names[3]: "bad name!" is neither a DNS name nor an IP address, want e.g. "fw1.campus.example" or "198.51.100.7"`,
 			`ncpos.toml:2: status.names[4]: "-x.example" is neither a DNS name nor an IP address, want e.g. "fw1.campus.example" or "198.51.100.7"`}},
@@ -137,7 +147,7 @@ func TestValidationRules(t *testing.T) {
 			`ncpos.toml:6: segment[0].ports: has 1 ports, want exactly two`}},
 		{"unknown key and rule together", "[status]\nport = 0\ncolour = \"red\"\n" + seg, []string{
 			`ncpos.toml:2: status.port: 0 is out of range, want 1..65535`,
-			`ncpos.toml:3: status.colour: unknown key, want one of port, auth_read, password, names`}},
+			`ncpos.toml:3: status.colour: unknown key, want one of port, http_port, auth_read, password, password_hash, names`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/passwd"
 )
 
 // Options says what to build.
@@ -24,8 +25,10 @@ type Options struct {
 	Size       int64          // disk size in bytes
 	Output     string         // image file to write
 	BuildID    string
-	Password   string // gokrazy's HTTP password
-	HTTPPort   string // gokrazy's web UI and update port
+	// ControlPassword is the box's control password (user ncpos). Only
+	// its bcrypt hash goes into the image, on /perm; the image carries no
+	// gokrazy password, so gokrazy serves nothing on the network.
+	ControlPassword string
 	// TestPrograms make a test image: they go under TestDir, and init is
 	// built with the ncpos_testimage tag, the only init that starts them.
 	// A production image has neither.
@@ -126,6 +129,12 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	}
 	cmdline := Cmdline(diskSig, partition.RootA)
 
+	// Hashed first: a weak password stops the build before any work.
+	pwHash, err := passwd.Hash(o.ControlPassword)
+	if err != nil {
+		return nil, fmt.Errorf("control password: %w", err)
+	}
+
 	// Root file system.
 	rootDir := filepath.Join(tmp, "root")
 	progs, err := programs(o)
@@ -137,8 +146,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	}
 	ca, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
 	if err := stageRoot(rootDir, RootFiles{
-		Hostname: o.Config.Hostname, Password: o.Password, HTTPPort: o.HTTPPort,
-		ConfigTOML: o.ConfigTOML, BuildID: o.BuildID, CACerts: string(ca),
+		Hostname: o.Config.Hostname, ConfigTOML: o.ConfigTOML, BuildID: o.BuildID, CACerts: string(ca),
 	}); err != nil {
 		return nil, fmt.Errorf("staging root: %w", err)
 	}
@@ -158,7 +166,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	}
 	permImg := filepath.Join(tmp, "perm.ext4")
 	logf("perm partition (ext4)")
-	if err := makePerm(ctx, permImg, layout.Parts[partition.Perm].Size, uuidFrom(id[4:20])); err != nil {
+	if err := makePerm(ctx, tmp, permImg, layout.Parts[partition.Perm].Size, uuidFrom(id[4:20]), pwHash); err != nil {
 		return nil, err
 	}
 

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/internal/testenv"
+	"github.com/ncpos/ncpos/passwd"
 )
 
 // requireTools skips where the Debian tools are missing, unless
@@ -31,14 +33,13 @@ func TestBuildLayout(t *testing.T) {
 	out := filepath.Join(dir, "ncpos.img")
 	kernel := []byte("not really a kernel, but the builder only copies it")
 	res, err := Build(context.Background(), Options{
-		Config:     config.Default(),
-		ConfigTOML: config.DefaultTOML(),
-		Kernel:     kernel,
-		Size:       512e6,
-		Output:     out,
-		BuildID:    "test-1",
-		Password:   "secret",
-		HTTPPort:   "8080",
+		Config:          config.Default(),
+		ConfigTOML:      config.DefaultTOML(),
+		Kernel:          kernel,
+		Size:            512e6,
+		Output:          out,
+		BuildID:         "test-1",
+		ControlPassword: "the-test-box-password",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -143,13 +144,33 @@ func TestBuildLayout(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(typ)) != "ext4" {
 		t.Errorf("perm partition type %q (%v), want ext4", typ, err)
 	}
+
+	// The control password is on /perm as a hash only; gokrazy has none.
+	if strings.Contains(string(files), "gokr-pw.txt") {
+		t.Error("root holds a gokrazy password")
+	}
+	hash, err := exec.Command("debugfs", "-R", "cat /"+passwd.File, perm).Output()
+	if err != nil || !passwd.Matches([]byte(strings.TrimSpace(string(hash))), "the-test-box-password") {
+		t.Errorf("/perm/%s = %q (%v), want the hash of the control password", passwd.File, hash, err)
+	}
+	stat, _ := exec.Command("debugfs", "-R", "stat /"+passwd.File, perm).Output()
+	if !strings.Contains(string(stat), "Mode:  0600") {
+		t.Errorf("/perm/%s is not mode 0600:\n%s", passwd.File, stat)
+	}
+	whole, _ := os.ReadFile(out)
+	if bytes.Contains(whole, []byte("the-test-box-password")) {
+		t.Error("the image holds the control password in the clear")
+	}
 }
 
 func TestBuildRefusesTooSmall(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "x.img")
-	_, err := Build(context.Background(), Options{Config: config.Default(), Kernel: []byte("k"), Size: 100e6, Output: out})
-	if err == nil {
-		t.Fatal("built a 100 MB image")
+	_, err := Build(context.Background(), Options{Config: config.Default(), Kernel: []byte("k"), Size: 100e6, Output: out, ControlPassword: "a-good-password"})
+	if err == nil || !strings.Contains(err.Error(), "too small") {
+		t.Fatalf("built a 100 MB image: %v", err)
+	}
+	if _, err := Build(context.Background(), Options{Config: config.Default(), Kernel: []byte("k"), Size: 512e6, Output: out, ControlPassword: "weak"}); err == nil || !strings.Contains(err.Error(), "control password: the password has 4 characters") {
+		t.Fatalf("built with a weak password: %v", err)
 	}
 	if _, serr := os.Stat(out); serr == nil {
 		t.Fatal("a failed build left an output file")

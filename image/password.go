@@ -1,45 +1,74 @@
 package image
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ncpos/ncpos/passwd"
 )
 
-// EnsurePassword returns gokrazy's HTTP password from path, creating the
-// file with a random password when it does not exist (as gokrazy's packer
-// does), so that every image built on this host shares it and `ncpos
-// update` can find it. path "" means ~/.config/ncpos/http-password.txt.
-func EnsurePassword(path string) (pw, file string, err error) {
-	if path == "" {
-		dir, err := os.UserConfigDir()
-		if err != nil {
+// PasswordDir is where the host keeps the control passwords it made, one
+// file per image (named by build ID) or per box (named as -host names
+// it), mode 0600: ~/.config/ncpos/passwords.
+func PasswordDir() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "ncpos", "passwords"), nil
+}
+
+// NewControlPassword makes a random control password for one image and
+// records it on the host as dir/name (dir "" = PasswordDir). Every image
+// gets its own: no two boxes share a password unless one card is copied.
+// An existing record is never overwritten.
+func NewControlPassword(dir, name string) (pw, file string, err error) {
+	if dir == "" {
+		if dir, err = PasswordDir(); err != nil {
 			return "", "", err
 		}
-		path = filepath.Join(dir, "ncpos", "http-password.txt")
 	}
-	if b, err := os.ReadFile(path); err == nil {
-		pw := strings.TrimSpace(string(b))
-		if pw == "" {
-			return "", "", fmt.Errorf("%s is empty", path)
-		}
-		return pw, path, nil
-	} else if !os.IsNotExist(err) {
+	if name == "" || strings.ContainsAny(name, `/\`) || name == "." || name == ".." {
+		return "", "", fmt.Errorf("password record name %q: want a build ID or box name", name)
+	}
+	if pw, err = passwd.Random(); err != nil {
 		return "", "", err
 	}
-	buf := make([]byte, 16)
-	if _, err := rand.Read(buf); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", "", err
 	}
-	pw = hex.EncodeToString(buf)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	file = filepath.Join(dir, name)
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return "", "", fmt.Errorf("%s exists already: a password is recorded for %s", file, name)
+	}
+	if err != nil {
 		return "", "", err
 	}
-	if err := os.WriteFile(path, []byte(pw+"\n"), 0o600); err != nil {
+	if _, err := f.WriteString(pw + "\n"); err != nil {
+		f.Close()
+		os.Remove(file)
 		return "", "", err
 	}
-	return pw, path, nil
+	if err := f.Close(); err != nil {
+		os.Remove(file)
+		return "", "", err
+	}
+	return pw, file, nil
+}
+
+// ReadPassword reads a password file's first line.
+func ReadPassword(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	pw, _, _ := strings.Cut(string(b), "\n")
+	if pw = strings.TrimRight(pw, "\r"); pw == "" {
+		return "", fmt.Errorf("%s holds no password on its first line", path)
+	}
+	return pw, nil
 }

@@ -20,7 +20,7 @@ func TestOpenImageRoundTrip(t *testing.T) {
 	kernel := []byte("kernel bytes for the round trip")
 	res, err := Build(context.Background(), Options{
 		Config: config.Default(), ConfigTOML: config.DefaultTOML(), Kernel: kernel,
-		Size: 512e6, Output: out, BuildID: "read-1", Password: "x", HTTPPort: "8080",
+		Size: 512e6, Output: out, BuildID: "read-1", ControlPassword: "read-test-password",
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -11,8 +11,6 @@ import (
 // RootFiles is what goes into the root file system besides the programs.
 type RootFiles struct {
 	Hostname   string
-	Password   string // gokrazy's HTTP password (/etc/gokr-pw.txt)
-	HTTPPort   string // gokrazy's web UI and update port
 	ConfigTOML []byte // /etc/ncpos/ncpos.toml
 	BuildID    string
 	CACerts    string // host CA bundle for /etc/ssl/ca-bundle.pem; optional
@@ -20,7 +18,9 @@ type RootFiles struct {
 
 // stageRoot lays out in dir the tree gokrazy's init expects (see gokrazy's
 // packer): mount points, /var -> /perm/var, /etc with hostname, hosts,
-// resolv.conf -> /tmp/resolv.conf, the web password and ports.
+// resolv.conf -> /tmp/resolv.conf. There is no /etc/gokr-pw.txt: without
+// it gokrazy serves its web UI and update endpoints only on its unix
+// socket, which statusd reaches on an operator's authenticated behalf.
 func stageRoot(dir string, f RootFiles) error {
 	for _, d := range []string{"bin", "dev", "etc/ssl", "etc/gokrazy", "etc/ncpos", "proc", "sys", "tmp", "perm", "lib", "run", "mnt", "gokrazy", "user"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
@@ -43,9 +43,6 @@ func stageRoot(dir string, f RootFiles) error {
 	}{
 		{"etc/hostname", []byte(f.Hostname), 0o644},
 		{"etc/hosts", []byte("127.0.0.1 localhost\n::1 localhost\n"), 0o644},
-		{"etc/gokr-pw.txt", []byte(f.Password), 0o400},
-		{"etc/http-port.txt", []byte(f.HTTPPort), 0o644},
-		{"etc/https-port.txt", []byte("8443"), 0o644},
 		{"etc/gokrazy/mountdevices.json", []byte("[]"), 0o644},
 		{"etc/ncpos/ncpos.toml", f.ConfigTOML, 0o644},
 		{"etc/ncpos/build-id", []byte(f.BuildID + "\n"), 0o644},

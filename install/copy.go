@@ -151,3 +151,38 @@ func firstMismatch(want, got digest) int64 {
 	}
 	return -1
 }
+
+// overlay reads base, except for [off, off+size), which it reads from top
+// (at top's offset 0): the image with another /perm in its place.
+type overlay struct {
+	base      io.ReaderAt
+	off, size int64
+	top       io.ReaderAt
+}
+
+func (o overlay) ReadAt(b []byte, off int64) (int, error) {
+	n := 0
+	for n < len(b) {
+		at := off + int64(n)
+		var src io.ReaderAt
+		var srcOff, limit int64
+		switch {
+		case at < o.off:
+			src, srcOff, limit = o.base, at, o.off-at
+		case at < o.off+o.size:
+			src, srcOff, limit = o.top, at-o.off, o.off+o.size-at
+		default:
+			src, srcOff, limit = o.base, at, int64(len(b)-n)
+		}
+		chunk := b[n:]
+		if int64(len(chunk)) > limit {
+			chunk = chunk[:limit]
+		}
+		m, err := src.ReadAt(chunk, srcOff)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,5 +146,67 @@ func TestVerifyMismatch(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
+	}
+}
+
+// With Perm, a target whose /perm is not kept gets the /perm it makes in
+// place of the image's, and everything else from the image, verified; a
+// target whose /perm is kept is written without calling it.
+func TestFreshPerm(t *testing.T) {
+	needTools(t)
+	dir := t.TempDir()
+	img, l := makeImage(t, dir, 40, 1)
+	target := filepath.Join(dir, "card.img")
+	var asked int64
+	fresh := bytes.Repeat([]byte("fresh perm "), int(l.permLen/11)+1)[:l.permLen]
+	perm := func(size int64) (io.ReaderAt, error) {
+		asked = size
+		return bytes.NewReader(fresh), nil
+	}
+	res, err := Install(context.Background(), Options{Image: img, Target: target, AllowFile: true, Yes: true, Perm: perm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.FreshPerm || asked != l.permLen || res.Written != l.size {
+		t.Fatalf("fresh %v, asked for %d bytes (perm is %d), wrote %d", res.FreshPerm, asked, l.permLen, res.Written)
+	}
+	if sumRange(t, target, 0, l.permOff) != sumRange(t, img, 0, l.permOff) {
+		t.Error("the image before /perm was not written as it is")
+	}
+	got, _ := os.ReadFile(target)
+	if !bytes.Equal(got[l.permOff:l.permOff+l.permLen], fresh) {
+		t.Error("the target's /perm is not the one Perm made")
+	}
+
+	// The fresh /perm is no ext4, so make the target's a real one again
+	// and install over it: kept, Perm not asked.
+	run(t, "mke2fs", "-q", "-F", "-t", "ext4", "-L", "perm", "-E", fmt.Sprintf("offset=%d", l.permOff),
+		target, fmt.Sprintf("%dk", l.permLen/1024))
+	asked = 0
+	res, err = Install(context.Background(), Options{Image: img, Target: target, AllowFile: true, Yes: true, Perm: perm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.KeptPerm || res.FreshPerm || asked != 0 {
+		t.Errorf("over an installation: kept %v fresh %v asked %d", res.KeptPerm, res.FreshPerm, asked)
+	}
+}
+
+func TestOverlay(t *testing.T) {
+	base := bytes.Repeat([]byte{'b'}, 100)
+	top := bytes.Repeat([]byte{'t'}, 30)
+	o := overlay{base: bytes.NewReader(base), off: 40, size: 30, top: bytes.NewReader(top)}
+	b := make([]byte, 100)
+	if n, err := o.ReadAt(b, 0); n != 100 || err != nil {
+		t.Fatalf("ReadAt = %d, %v", n, err)
+	}
+	want := strings.Repeat("b", 40) + strings.Repeat("t", 30) + strings.Repeat("b", 30)
+	if string(b) != want {
+		t.Fatalf("read %q", b)
+	}
+	b = make([]byte, 20)
+	o.ReadAt(b, 35)
+	if string(b) != "bbbbb"+strings.Repeat("t", 15) {
+		t.Fatalf("read across the start %q", b)
 	}
 }

@@ -34,6 +34,11 @@ type Options struct {
 	Progress func(phase string, done, total int64)
 	// Root is where /sys, /proc and /dev are; "" is "/".
 	Root string
+	// Perm, when set, makes the /perm file system (of the given size) to
+	// write in place of the image's when the target's /perm is not kept:
+	// the host gives each new box a control password of its own. A kept
+	// /perm keeps its password.
+	Perm func(size int64) (io.ReaderAt, error)
 }
 
 // Result describes a finished, verified install.
@@ -44,6 +49,7 @@ type Result struct {
 	Verified      int64  // bytes read back and found equal
 	SHA256        string // of the written bytes, in write order
 	KeptPerm      bool
+	FreshPerm     bool // /perm came from Options.Perm, not the image
 	PermNote      string
 	WriteTime     time.Duration // including the final fsync
 	VerifyTime    time.Duration
@@ -159,10 +165,21 @@ func Install(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 
+	var src io.ReaderAt = img
+	fresh := false
+	if !plan.Keep && o.Perm != nil {
+		np := tab.perm()
+		p, err := o.Perm(np.Size())
+		if err != nil {
+			return nil, fmt.Errorf("making the new /perm: %w", err)
+		}
+		src, fresh = overlay{base: img, off: np.Offset(), size: np.Size(), top: p}, true
+	}
+
 	start := time.Now()
 	ex := writeExtents(size, plan)
 	n := total(ex)
-	res := &Result{Image: o.Image, Target: t.Path, ImageSize: size, KeptPerm: plan.Keep, PermNote: plan.Note}
+	res := &Result{Image: o.Image, Target: t.Path, ImageSize: size, KeptPerm: plan.Keep, FreshPerm: fresh, PermNote: plan.Note}
 	werr := func(phase string, done int64, err error) error {
 		return &WriteError{Target: t.Path, Phase: phase, Done: done, Total: n, PermKept: plan.Keep, Err: err}
 	}
@@ -177,7 +194,7 @@ func Install(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	bar, report := o.progress(out, "writing "+t.Path, "writing", n)
-	wd, err := copyImage(ctx, f, img, ex, report)
+	wd, err := copyImage(ctx, f, src, ex, report)
 	bar.finish(err)
 	if err != nil {
 		return nil, werr("writing", wd.Bytes, err)

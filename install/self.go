@@ -11,8 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/renameio/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/ncpos/ncpos/passwd"
 	"github.com/ncpos/ncpos/sysinfo"
 )
 
@@ -43,7 +45,7 @@ type SelfOptions struct {
 // makes the copy a box of its own: a new disk signature (with the old one,
 // root=PARTUUID= could find the stick's partitions when both are present),
 // the boot command lines following it, and, when /perm was copied rather
-// than kept, no machine id or reset records of the stick's.
+// than kept, no machine id, TLS key or reset records of the stick's.
 func SelfInstall(ctx context.Context, o SelfOptions) (*Result, error) {
 	src, err := BootDisk("/")
 	if err != nil {
@@ -54,39 +56,45 @@ func SelfInstall(ctx context.Context, o SelfOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := personalize(o.Target, !res.KeptPerm); err != nil {
+	pw, err := personalize(o.Target, !res.KeptPerm)
+	if err != nil {
 		return res, &WriteError{Target: o.Target, Phase: "personalizing", Done: res.Written, Total: res.Written, PermKept: res.KeptPerm, Err: err}
 	}
 	res.Notes = append(res.Notes, "new disk signature, boot command lines updated")
+	if pw != "" {
+		res.Notes = append(res.Notes, fmt.Sprintf("control password of the installed disk (user ncpos): %s — keep it now, it is shown only here", pw))
+	}
 	return res, nil
 }
 
 // personalize gives the freshly written disk its own disk signature and,
-// with cleanPerm, removes the source's identity from the copied /perm.
-func personalize(target string, cleanPerm bool) error {
+// with cleanPerm, replaces the source's identity on the copied /perm: no
+// machine id, TLS key or records of the source's, and a control password
+// of its own, which it returns.
+func personalize(target string, cleanPerm bool) (string, error) {
 	f, err := os.OpenFile(target, os.O_RDWR, 0)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer f.Close()
 	tab, ok, err := readMBR(f)
 	if err != nil || !ok {
-		return fmt.Errorf("reading back the partition table: %v", err)
+		return "", fmt.Errorf("reading back the partition table: %v", err)
 	}
 	var b [4]byte
 	var sig uint32
 	for sig == 0 || sig == tab.DiskSig {
 		if _, err := rand.Read(b[:]); err != nil {
-			return err
+			return "", err
 		}
 		sig = binary.LittleEndian.Uint32(b[:])
 	}
 	binary.LittleEndian.PutUint32(b[:], sig)
 	if _, err := f.WriteAt(b[:], 440); err != nil {
-		return err
+		return "", err
 	}
 	if err := f.Sync(); err != nil {
-		return err
+		return "", err
 	}
 	rereadPartitions(f)
 
@@ -100,18 +108,32 @@ func personalize(target string, cleanPerm bool) error {
 		}
 		return nil
 	}); err != nil {
-		return fmt.Errorf("boot partition: %w", err)
+		return "", fmt.Errorf("boot partition: %w", err)
 	}
 	if !cleanPerm {
-		return nil
+		return "", nil
 	}
-	return withMount(partitionPath(target, 4), "ext4", func(dir string) error {
-		for _, name := range []string{"machine-id", "ncpos/watchdog", "ncpos/bypass.log"} {
+	pw, err := passwd.Random()
+	if err != nil {
+		return "", err
+	}
+	hash, err := passwd.Hash(pw)
+	if err != nil {
+		return "", err
+	}
+	return pw, withMount(partitionPath(target, 4), "ext4", func(dir string) error {
+		// The TLS key is the source box's: the copy makes its own at its
+		// first boot.
+		for _, name := range []string{"machine-id", "ncpos/watchdog", "ncpos/bypass.log", "ncpos/tls"} {
 			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 				return err
 			}
 		}
-		return nil
+		pwFile := filepath.Join(dir, passwd.File)
+		if err := os.MkdirAll(filepath.Dir(pwFile), 0o700); err != nil {
+			return err
+		}
+		return renameio.WriteFile(pwFile, append(hash, '\n'), 0o600)
 	})
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the image from the embedded default configuration and boots it in
-# QEMU; the status page is then on http://127.0.0.1:8480/.
+# QEMU; the status page is then on https://127.0.0.1:8480/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh

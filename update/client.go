@@ -1,14 +1,15 @@
 // Package update updates a running appliance over the network (OTA): the
-// new root goes to the inactive root partition through gokrazy's update
-// endpoints, the new build is test-booted once, and only made permanent
-// when it comes up healthy; otherwise the appliance returns to the build it
-// had.
+// new root goes to the inactive root partition through statusd's update
+// endpoints (which hand it to gokrazy on the box), the new build is
+// test-booted once, and only made permanent when it comes up healthy;
+// otherwise the appliance returns to the build it had.
 package update
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -20,12 +21,14 @@ import (
 	"github.com/ncpos/ncpos/web/api"
 )
 
-// Client talks to one appliance: statusd for status, gokrazy for updates.
+// Client talks to one appliance's statusd, over HTTPS.
 type Client struct {
-	StatusURL  string // e.g. http://box/ (statusd)
-	GokrazyURL string // e.g. http://box:8080/ (gokrazy's web UI and update endpoints)
-	Password   string // gokrazy's HTTP password
-	HTTP       *http.Client
+	StatusURL string // e.g. https://box/ (statusd)
+	Password  string // the box's control password (user ncpos)
+	// HTTP is the client to use; nil: one without keep-alive that checks
+	// the box's key with TLS.
+	HTTP *http.Client
+	TLS  *tls.Config // e.g. a boxtls.Pin's; nil: verified against the system's CAs
 }
 
 func (c *Client) http() *http.Client {
@@ -34,7 +37,7 @@ func (c *Client) http() *http.Client {
 	}
 	// No keep-alive: the appliance reboots during an update, and a request
 	// on a connection from before the reboot would fail with EOF.
-	return &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{DisableKeepAlives: true}}
+	return &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: c.TLS}}
 }
 
 // System reads statusd's /api/v1/system.
@@ -45,6 +48,7 @@ func (c *Client) System(ctx context.Context) (*api.System, error) {
 	if err != nil {
 		return nil, err
 	}
+	req.SetBasicAuth("ncpos", c.Password) // needed with auth_read
 	resp, err := c.http().Do(req)
 	if err != nil {
 		return nil, err
@@ -60,13 +64,14 @@ func (c *Client) System(ctx context.Context) (*api.System, error) {
 	return &s, nil
 }
 
-// gokrazy sends an authenticated request to one of gokrazy's endpoints.
-func (c *Client) gokrazy(ctx context.Context, method, path string, body []byte) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.GokrazyURL+strings.TrimPrefix(path, "/"), bytes.NewReader(body))
+// step sends one update step (root, boot, testboot, switch) to statusd.
+func (c *Client) step(ctx context.Context, method, step string, body []byte) (string, error) {
+	path := "api/v1/update/" + step
+	req, err := http.NewRequestWithContext(ctx, method, c.StatusURL+path, bytes.NewReader(body))
 	if err != nil {
 		return "", err
 	}
-	req.SetBasicAuth("gokrazy", c.Password)
+	req.SetBasicAuth("ncpos", c.Password)
 	resp, err := c.http().Do(req)
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %w", method, path, err)
@@ -79,16 +84,16 @@ func (c *Client) gokrazy(ctx context.Context, method, path string, body []byte) 
 	return string(b), nil
 }
 
-// put streams data to a gokrazy update endpoint and checks the SHA-256
-// gokrazy computed of what it wrote.
-func (c *Client) put(ctx context.Context, path string, data []byte) error {
-	got, err := c.gokrazy(ctx, "PUT", path, data)
+// put sends a partition image and checks the SHA-256 the box computed of
+// what it wrote.
+func (c *Client) put(ctx context.Context, step string, data []byte) error {
+	got, err := c.step(ctx, "PUT", step, data)
 	if err != nil {
 		return err
 	}
 	sum := sha256.Sum256(data)
 	if want := hex.EncodeToString(sum[:]); strings.TrimSpace(got) != want {
-		return fmt.Errorf("PUT %s: appliance wrote data with SHA-256 %q, sent %s", path, got, want)
+		return fmt.Errorf("update %s: appliance wrote data with SHA-256 %q, sent %s", step, got, want)
 	}
 	return nil
 }

@@ -12,13 +12,15 @@ import (
 	"time"
 )
 
-// Reboot asks gokrazy to reboot (a full reboot through the firmware, not
-// kexec, so the bootloader reads the new configuration). The connection may
-// drop while the appliance goes down; that is success.
-func (c *Client) Reboot(ctx context.Context) error {
+// Reboot asks statusd for a planned reboot (a full reboot through the
+// firmware, not kexec, so the bootloader reads the new configuration;
+// recorded, so the next boot does not blame the watchdog). The connection
+// may drop while the appliance goes down; that is success.
+func (c *Client) Reboot(ctx context.Context, reason string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	_, err := c.gokrazy(ctx, "POST", "/reboot?kexec=off", nil)
+	body, _ := json.Marshal(map[string]string{"reason": reason})
+	err := c.postJSON(ctx, "api/v1/control/reboot", body)
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
 		return nil
 	}
@@ -110,7 +112,7 @@ func (c *Client) postJSON(ctx context.Context, path string, body []byte) error {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, strings.TrimSpace(string(msg)))
 	}

@@ -2,6 +2,7 @@ package update
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/web/api"
@@ -97,6 +99,10 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 		if sys, err = c.System(ctx); err == nil {
 			break
 		}
+		var mismatch *boxtls.MismatchError
+		if errors.As(err, &mismatch) {
+			return nil, err // another try will not change the key
+		}
 		if try == 3 || ctx.Err() != nil {
 			return nil, fmt.Errorf("appliance not reachable (%d tries): %w", try, err)
 		}
@@ -145,7 +151,7 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 		return nil, err
 	}
 	logf("writing root (%d bytes) to the inactive root partition", len(root))
-	if err := c.put(ctx, "/update/root", root); err != nil {
+	if err := c.put(ctx, "root", root); err != nil {
 		return nil, fmt.Errorf("new root: %w (the appliance still runs %s)", err, sys.BuildID)
 	}
 	kernel, err := im.Kernel(ctx)
@@ -157,15 +163,15 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 		return nil, err
 	}
 	logf("writing boot partition (kernel %d bytes)", len(kernel))
-	if err := c.put(ctx, "/update/boot", boot); err != nil {
+	if err := c.put(ctx, "boot", boot); err != nil {
 		return nil, fmt.Errorf("boot partition: %w (the appliance may not boot until it is rewritten; run the update again)", err)
 	}
-	if _, err := c.gokrazy(ctx, "POST", "/update/testboot", nil); err != nil {
+	if _, err := c.step(ctx, "POST", "testboot", nil); err != nil {
 		return nil, err
 	}
 	logf("test-booting %s once", to)
 	rebooted := time.Now()
-	if err := c.Reboot(ctx); err != nil {
+	if err := c.Reboot(ctx, "ncpos update: test boot of "+to); err != nil {
 		return nil, err
 	}
 
@@ -211,7 +217,7 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 			logf("build %s is live and its segments forward as before; waiting %v before making it permanent", to, o.Settle)
 		}
 		if time.Since(healthySince) >= o.Settle {
-			if _, err := c.gokrazy(ctx, "POST", "/update/switch", nil); err != nil {
+			if _, err := c.step(ctx, "POST", "switch", nil); err != nil {
 				return res, fmt.Errorf("making %s permanent: %w (the next boot returns to %s)", to, err, sys.BuildID)
 			}
 			res.Permanent = true
@@ -225,7 +231,7 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	// returns to the old root (the test boot was one-shot).
 	logf("build %s did not become healthy within %v; rebooting to %s", to, o.Timeout, sys.BuildID)
 	again := time.Now()
-	if err := c.Reboot(ctx); err != nil {
+	if err := c.Reboot(ctx, "ncpos update: back to "+sys.BuildID); err != nil {
 		logf("reboot request failed (%v); the watchdog will reset a hung appliance", err)
 	}
 	for end := time.Now().Add(o.Timeout); time.Now().Before(end); time.Sleep(time.Second) {

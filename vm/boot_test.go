@@ -80,7 +80,7 @@ func testImage(t *testing.T, name string, cfgText []byte, extra ...image.Program
 	res, err := image.Build(context.Background(), image.Options{
 		Config: cfg, ConfigTOML: cfgText,
 		Kernel: kernel.BzImage(), Size: 512e6, Output: p,
-		BuildID: name + "-" + time.Now().UTC().Format("150405"), Password: testPassword, HTTPPort: "8080",
+		BuildID: name + "-" + time.Now().UTC().Format("150405"), ControlPassword: testPassword,
 		TestPrograms: extra,
 	})
 	if err != nil {
@@ -92,7 +92,7 @@ func testImage(t *testing.T, name string, cfgText []byte, extra ...image.Program
 	return p
 }
 
-const testPassword = "vmtest"
+const testPassword = "vm-test-password"
 
 // boot starts the test image and waits for /healthz through the forwarded
 // management port.
@@ -110,7 +110,7 @@ func boot(t *testing.T, img string, uefi bool, opts ...func(*Options)) (*VM, str
 	for attempt := 1; ; attempt++ {
 		serial := filepath.Join(dir, fmt.Sprintf("serial-%d.log", attempt))
 		ctx, cancel := context.WithCancel(context.Background())
-		o := Options{Image: img, UEFI: uefi, DataNICs: 4, StatusPort: ports[0], UpdatePort: ports[1],
+		o := Options{Image: img, UEFI: uefi, DataNICs: 4, StatusPort: ports[0], HTTPPort: ports[1],
 			Forwards: map[int]int{ports[2]: 8081}, SerialLog: serial, Snapshot: true}
 		for _, f := range opts {
 			f(&o)
@@ -204,7 +204,7 @@ func system(t *testing.T, v *VM) *web.System {
 // and then.
 func getAPI(t *testing.T, v *VM, path string, out any) {
 	t.Helper()
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	c := v.Client(10 * time.Second)
 	var err error
 	for try := 0; try < 5; try++ {
 		var resp *http.Response

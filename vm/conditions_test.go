@@ -38,7 +38,7 @@ func snapshot(t *testing.T, v *VM) *web.Snapshot {
 // metricsText reads statusd's /metrics.
 func metricsText(t *testing.T, v *VM) string {
 	t.Helper()
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	c := v.Client(10 * time.Second)
 	resp, err := c.Get(v.StatusURL() + "metrics")
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ func controlRequest(t *testing.T, v *VM, method, path string, body any) *http.Re
 	req, _ := http.NewRequest(method, v.StatusURL()+path, rd)
 	req.Header.Set("Content-Type", "application/json")
 	req.SetBasicAuth("ncpos", testPassword)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := v.Client(5 * time.Minute).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +98,15 @@ func TestInstallToInternalDisk(t *testing.T) {
 		}
 	}
 	t.Logf("install to internal disk %s took %v: %s", target, time.Since(start).Round(100*time.Millisecond), info.Job.Result)
+	stickKey, err := v.Fingerprint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`control password of the installed disk \(user ncpos\): (\S+)`).FindStringSubmatch(info.Job.Result)
+	if m == nil {
+		t.Fatalf("the install result gives no control password for the new disk: %s", info.Job.Result)
+	}
+	newPassword := m[1]
 	v.Kill()
 
 	// The internal disk boots on its own, as a box of its own.
@@ -112,5 +121,23 @@ func TestInstallToInternalDisk(t *testing.T) {
 	b, a := sigRe.FindStringSubmatch(before.Cmdline), sigRe.FindStringSubmatch(after.Cmdline)
 	if b == nil || a == nil || a[1] == b[1] {
 		t.Errorf("disk signature %v -> %v, want a new one", b, a)
+	}
+	// Its own TLS key and its own control password; the stick's opens
+	// nothing.
+	if key, err := v2.Fingerprint(); err != nil || key == stickKey {
+		t.Errorf("TLS key on the internal disk %s (%v), the stick's %s: want a new one", key, err, stickKey)
+	}
+	for pw, want := range map[string]int{newPassword: 200, testPassword: 401} {
+		req, _ := http.NewRequest("GET", v2.StatusURL()+"api/v1/install", nil)
+		req.SetBasicAuth("ncpos", pw)
+		resp, err := v2.Client(time.Minute).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("control on the internal disk with the %s password = %s, want %d",
+				map[bool]string{true: "new", false: "stick's"}[pw == newPassword], resp.Status, want)
+		}
 	}
 }

@@ -2,14 +2,19 @@ package vm
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/install"
 	"github.com/ncpos/ncpos/internal/testenv"
+	"github.com/ncpos/ncpos/passwd"
 )
 
 // TestInstalledLoopDeviceBoots writes the default image onto a loop device
@@ -38,13 +43,42 @@ func TestInstalledLoopDeviceBoots(t *testing.T) {
 		}
 	})
 
-	res, err := install.Install(context.Background(), install.Options{Image: img, Target: dev, Yes: true})
+	// The card gets a /perm of its own, with a control password of its
+	// own, as ncpos install gives it.
+	boxPassword := "loop-card-password-1"
+	hash, err := passwd.Hash(boxPassword)
 	if err != nil {
 		t.Fatal(err)
+	}
+	perm := func(size int64) (io.ReaderAt, error) {
+		p, err := image.FreshPerm(context.Background(), t.TempDir(), size, hash)
+		if err != nil {
+			return nil, err
+		}
+		return os.Open(p)
+	}
+	res, err := install.Install(context.Background(), install.Options{Image: img, Target: dev, Yes: true, Perm: perm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.FreshPerm {
+		t.Fatal("the card did not get a /perm of its own")
 	}
 	t.Logf("install onto %s: %d bytes written and %d verified in %v (write %v, verify %v)",
 		dev, res.Written, res.Verified, res.Duration, res.WriteTime, res.VerifyTime)
 
 	v, _ := boot(t, dev, false)
 	checkBooted(t, v)
+	for pw, want := range map[string]int{boxPassword: 200, testPassword: 401} {
+		req, _ := http.NewRequest("GET", v.StatusURL()+"api/v1/install", nil)
+		req.SetBasicAuth("ncpos", pw)
+		resp, err := v.Client(time.Minute).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("control with the %s password = %s, want %d", map[bool]string{true: "card's", false: "image's"}[pw == boxPassword], resp.Status, want)
+		}
+	}
 }

@@ -3,7 +3,10 @@ package vm
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/monitoring"
 	"github.com/ncpos/ncpos/web"
@@ -99,12 +103,36 @@ type prometheusServer struct {
 	base string
 }
 
-func startPrometheus(t *testing.T, target string) *prometheusServer {
+// boxCertificate fetches the box's certificate, checked against the key
+// its console announced: what a NOC gives Prometheus to verify the box
+// with (its own certificate as the CA, under the name it is issued to).
+func boxCertificate(t *testing.T, v *VM) *x509.Certificate {
+	t.Helper()
+	conn, err := tls.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(v.StatusURL(), "https://"), "/"), &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	leaf := conn.ConnectionState().PeerCertificates[0]
+	got, _ := boxtls.Fingerprint(leaf.Raw)
+	want, err := v.Fingerprint()
+	if err != nil || got != want {
+		t.Fatalf("the box presents key %s, its console announced %s (%v)", got, want, err)
+	}
+	return leaf
+}
+
+// startPrometheus scrapes target over HTTPS, verifying the box with its
+// own certificate (caPEM) under the name it is issued to.
+func startPrometheus(t *testing.T, target string, caPEM []byte, serverName string) *prometheusServer {
 	t.Helper()
 	bin := testenv.LookPath(t, testenv.Tools, "prometheus", "prometheus")
 	dir := t.TempDir()
 	rules := regexp.MustCompile(`(?m)^(\s+)for: \S+$`).ReplaceAll(monitoring.Rules, []byte("${1}for: 2s"))
 	if err := os.WriteFile(filepath.Join(dir, "rules.yml"), rules, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "box.pem"), caPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf(`global:
@@ -113,9 +141,13 @@ func startPrometheus(t *testing.T, target string) *prometheusServer {
 rule_files: [%q]
 scrape_configs:
   - job_name: ncpos
+    scheme: https
+    tls_config:
+      ca_file: %q
+      server_name: %q
     static_configs:
       - targets: [%q]
-`, filepath.Join(dir, "rules.yml"), target)
+`, filepath.Join(dir, "rules.yml"), filepath.Join(dir, "box.pem"), serverName, target)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +297,7 @@ func control(t *testing.T, v *VM, path, user, password, body string) (int, strin
 	if user != "" {
 		req.SetBasicAuth(user, password)
 	}
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	resp, err := v.Client(30 * time.Second).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,8 +317,16 @@ func TestStatusdEndToEnd(t *testing.T) {
 	t.Parallel()
 	collector := newSyslogCollector(t)
 	img := testImage(t, "statusd-e2e", statusdConfig(collector.pc.LocalAddr().(*net.UDPAddr).Port))
-	v, serial := boot(t, img, false)
-	prom := startPrometheus(t, strings.TrimSuffix(strings.TrimPrefix(v.StatusURL(), "http://"), "/"))
+	gokrazyPort, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Guest port 8080 is where gokrazy served before it went off the
+	// network; forwarded to see that nothing answers there.
+	v, serial := boot(t, img, false, func(o *Options) { o.Forwards[gokrazyPort] = 8080 })
+	cert := boxCertificate(t, v)
+	prom := startPrometheus(t, strings.TrimSuffix(strings.TrimPrefix(v.StatusURL(), "https://"), "/"),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), cert.DNSNames[0])
 	sys := system(t, v)
 
 	t.Run("scrape", func(t *testing.T) {
@@ -322,7 +362,7 @@ func TestStatusdEndToEnd(t *testing.T) {
 
 	t.Run("data ports carry no address", func(t *testing.T) {
 		var s web.Snapshot
-		getJSON(t, v.StatusURL()+"api/v1/status", &s)
+		getJSON(t, v, "api/v1/status", &s)
 		for _, it := range s.System.Interfaces {
 			if it.Port == "" || it.Port == s.System.ManagementPort {
 				continue
@@ -359,7 +399,7 @@ func TestStatusdEndToEnd(t *testing.T) {
 		}
 		// Hold the segment normal first: whatever the policy decided at
 		// boot, the alert must then be quiet.
-		code, body := control(t, v, "/api/v1/control/bypass", "gokrazy", testPassword, `{"segment":"seg1","state":"normal","reason":"e2e: hold normal"}`)
+		code, body := control(t, v, "/api/v1/control/bypass", "ncpos", testPassword, `{"segment":"seg1","state":"normal","reason":"e2e: hold normal"}`)
 		if code != 200 {
 			t.Fatalf("override normal = %d %s", code, body)
 		}
@@ -404,7 +444,13 @@ func TestStatusdEndToEnd(t *testing.T) {
 		defer cancel()
 		start := time.Now()
 		shot := filepath.Join(artifacts(t), "vm-dashboard.png")
+		// Chromium trusts the box by its key alone, as a pinning host does.
+		spki, err := boxtls.SPKIBase64(cert.Raw)
+		if err != nil {
+			t.Fatal(err)
+		}
 		args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+			"--ignore-certificate-errors-spki-list=" + spki,
 			"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
 			"--hide-scrollbars", "--user-data-dir=" + dir, "--virtual-time-budget=3000"}
 		dom, err := exec.CommandContext(ctx, bin, append(args, "--dump-dom", v.StatusURL())...).Output()
@@ -416,10 +462,47 @@ func TestStatusdEndToEnd(t *testing.T) {
 		if !strings.Contains(string(dom), `<dd id="build">`+s.BuildID+`</dd>`) || !strings.Contains(string(dom), `data-port="LAN1"`) {
 			t.Fatalf("dashboard from the VM lacks build %s or port LAN1:\n%.2000s", s.BuildID, dom)
 		}
+		if fp, _ := boxtls.Fingerprint(cert.Raw); !strings.Contains(string(dom), "HTTPS key of this box: "+fp+" (kept on /perm)") {
+			t.Fatalf("the dashboard does not show the box's key %s kept on /perm", fp)
+		}
 		if out, err := exec.CommandContext(ctx, bin, append(args, "--window-size=1280,1600", "--screenshot="+shot, v.StatusURL())...).CombinedOutput(); err != nil {
 			t.Fatalf("chromium screenshot: %v\n%s", err, out)
 		}
 		t.Logf("screenshot of the VM's dashboard: %s", shot)
+	})
+
+	t.Run("management plane", func(t *testing.T) {
+		// Plain HTTP only redirects, and takes nothing that changes state.
+		noFollow := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		plain := fmt.Sprintf("http://127.0.0.1:%d/", v.Options.HTTPPort)
+		resp, err := noFollow.Get(plain + "api/v1/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 301 || !strings.HasPrefix(resp.Header.Get("Location"), "https://127.0.0.1/api/v1/status") {
+			t.Fatalf("plain HTTP = %s, Location %q, want a redirect to HTTPS", resp.Status, resp.Header.Get("Location"))
+		}
+		resp, err = noFollow.Post(plain+"api/v1/control/reboot", "application/json", strings.NewReader(`{"reason":"clear"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 403 {
+			t.Fatalf("control over plain HTTP = %s, want 403", resp.Status)
+		}
+		// gokrazy serves nothing on the network: no answer where its web
+		// UI and update endpoints were.
+		if resp, err := noFollow.Get(fmt.Sprintf("http://127.0.0.1:%d/update/features", gokrazyPort)); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			t.Fatalf("guest port 8080 answered %s: %.200s", resp.Status, b)
+		}
+		// gokrazy's user opens nothing in statusd.
+		if code, body := control(t, v, "/api/v1/control/bypass", "gokrazy", testPassword, `{"segment":"seg1","state":"auto"}`); code != 401 {
+			t.Fatalf("control as gokrazy = %d %s, want 401", code, body)
+		}
+		t.Logf("plain HTTP redirects, gokrazy answers nowhere on the network, its user opens nothing")
 	})
 
 	// Last: the box goes away. A reboot asked through the API is recorded
@@ -474,9 +557,11 @@ func waitQuery(t *testing.T, p *prometheusServer, q string, within time.Duration
 	}
 }
 
-func getJSON(t *testing.T, u string, v any) {
+// getJSON reads path from the box's statusd, trusting its announced key.
+func getJSON(t *testing.T, vm *VM, path string, v any) {
 	t.Helper()
-	resp, err := http.Get(u)
+	u := vm.StatusURL() + path
+	resp, err := vm.Client(30 * time.Second).Get(u)
 	if err != nil {
 		t.Fatal(err)
 	}

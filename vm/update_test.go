@@ -2,7 +2,6 @@ package vm
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,9 +12,9 @@ import (
 
 func updateClient(v *VM) *update.Client {
 	return &update.Client{
-		StatusURL:  v.StatusURL(),
-		GokrazyURL: fmt.Sprintf("http://127.0.0.1:%d/", v.Options.UpdatePort),
-		Password:   testPassword,
+		StatusURL: v.StatusURL(),
+		Password:  testPassword,
+		HTTP:      v.Client(5 * time.Minute),
 	}
 }
 
@@ -67,7 +66,7 @@ func testUpdateAToB(t *testing.T, uefi bool) {
 
 	// Permanent: B also comes up after a plain reboot.
 	rebooted := time.Now()
-	if err := updateClient(v).Reboot(context.Background()); err != nil {
+	if err := updateClient(v).Reboot(context.Background(), "vm test: plain reboot"); err != nil {
 		t.Fatal(err)
 	}
 	s, _ := waitReboot(t, v, rebooted, 3*time.Minute)

@@ -8,6 +8,8 @@ package vm
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,9 +17,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/ncpos/ncpos/boxtls"
 )
 
 // Firmware files from Debian's ovmf package.
@@ -47,8 +52,8 @@ type Options struct {
 	// 127.0.0.1:Wires[i-1].Host, and what is sent to
 	// 127.0.0.1:Wires[i-1].Guest enters LANi, one frame per datagram.
 	Wires      []Wire
-	StatusPort int         // host port forwarded to the guest's statusd (80)
-	UpdatePort int         // host port forwarded to gokrazy's web/update port (8080); 0 = none
+	StatusPort int         // host port forwarded to the guest's statusd over HTTPS (443)
+	HTTPPort   int         // host port forwarded to the guest's plain HTTP (80), which only redirects; 0 = none
 	Forwards   map[int]int // more host port -> guest port forwards (tests)
 	ExtraDisks []string    // more raw disks (IDE), e.g. an internal CF card
 	SerialLog  string      // file for the serial console; "" = this terminal
@@ -97,9 +102,9 @@ func Args(o Options, varsFile string) []string {
 	for i, d := range o.ExtraDisks {
 		args = append(args, "-drive", fmt.Sprintf("file=%s,format=raw,if=ide,index=%d,media=disk", d, i+1))
 	}
-	fwd := fmt.Sprintf("user,id=mgmt,hostfwd=tcp:127.0.0.1:%d-:80", o.StatusPort)
-	if o.UpdatePort != 0 {
-		fwd += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:8080", o.UpdatePort)
+	fwd := fmt.Sprintf("user,id=mgmt,hostfwd=tcp:127.0.0.1:%d-:443", o.StatusPort)
+	if o.HTTPPort != 0 {
+		fwd += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:80", o.HTTPPort)
 	}
 	hosts := make([]int, 0, len(o.Forwards))
 	for h := range o.Forwards {
@@ -222,16 +227,59 @@ func (v *VM) cleanup() {
 
 // StatusURL is the forwarded status page.
 func (v *VM) StatusURL() string {
-	return fmt.Sprintf("http://127.0.0.1:%d/", v.Options.StatusPort)
+	return fmt.Sprintf("https://127.0.0.1:%d/", v.Options.StatusPort)
+}
+
+// keyLine is statusd's announcement of the box's TLS key on the console.
+var keyLine = regexp.MustCompile(`ncpos: statusd: TLS key (sha256:[0-9a-f]{64})`)
+
+// Fingerprint is the box's TLS key as statusd last announced it on the
+// serial console, as an operator at the console would read it.
+func (v *VM) Fingerprint() (string, error) {
+	if v.Options.SerialLog == "" {
+		return "", errors.New("the VM's serial console goes to the terminal, not to a file")
+	}
+	b, err := os.ReadFile(v.Options.SerialLog)
+	if err != nil {
+		return "", err
+	}
+	m := keyLine.FindAllSubmatch(b, -1)
+	if m == nil {
+		return "", fmt.Errorf("no TLS key on the serial console (%s) yet", v.Options.SerialLog)
+	}
+	return string(m[len(m)-1][1]), nil
+}
+
+// Client is an HTTP client for the box's statusd that trusts only the key
+// on its serial console, read at each connection (a reinstalled box has a
+// new one). No keep-alive: the box reboots under some tests.
+func (v *VM) Client(timeout time.Duration) *http.Client {
+	cfg := &tls.Config{InsecureSkipVerify: true, VerifyConnection: func(cs tls.ConnectionState) error {
+		want, err := v.Fingerprint()
+		if err != nil {
+			return err
+		}
+		got, err := boxtls.Fingerprint(cs.PeerCertificates[0].Raw)
+		if err != nil {
+			return err
+		}
+		if got != want {
+			return fmt.Errorf("the box presented the key %s, its console announced %s", got, want)
+		}
+		return nil
+	}}
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true}}
 }
 
 // WaitHealthy polls the forwarded /healthz until it answers 200 and returns
-// how long that took, or an error when timeout passes or QEMU exits.
+// how long that took, or an error when timeout passes or QEMU exits. It
+// does not check the box's key: it only asks whether statusd is up.
 func WaitHealthy(ctx context.Context, base string, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c := &http.Client{Timeout: 2 * time.Second}
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}}
 	for {
 		req, _ := http.NewRequestWithContext(ctx, "GET", base+"healthz", nil)
 		if resp, err := c.Do(req); err == nil {

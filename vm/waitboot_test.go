@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ncpos/ncpos/boxtls"
 )
 
 // TestWaitBoot checks the boot wait without QEMU: a silent console is a
@@ -57,7 +60,13 @@ func TestWaitBoot(t *testing.T) {
 			http.Error(w, "not yet", http.StatusServiceUnavailable)
 		}
 	})}
-	go srv.Serve(ln)
+	// Over HTTPS, as statusd serves; the wait does not check the key.
+	id, err := boxtls.Ensure(t.TempDir(), "waitboot", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{id.Cert}}
+	go srv.ServeTLS(ln, "", "")
 	defer srv.Close()
 	v.Options.StatusPort = ln.Addr().(*net.TCPAddr).Port
 	if _, err := waitBoot(v, serial, time.Minute, 3*time.Second); err != nil {

@@ -68,7 +68,7 @@ func waitPastGrace(t *testing.T, v *VM) *web.System {
 func waitReboot(t *testing.T, v *VM, since time.Time, within time.Duration) (*web.System, time.Time) {
 	t.Helper()
 	// A fresh connection each time: the box goes away under our feet.
-	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	c := v.Client(2 * time.Second)
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(time.Second) {
 		resp, err := c.Get(v.StatusURL() + "api/v1/system")
 		if err != nil {

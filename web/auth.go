@@ -7,58 +7,35 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
-	"strings"
 )
 
-// Users that statusd accepts: "gokrazy", as gokrazy's own web interface
-// calls its user, and "ncpos".
-var Users = []string{"gokrazy", "ncpos"}
+// User is the one user statusd accepts. gokrazy's user and password
+// open nothing here.
+const User = "ncpos"
 
-// GokrazyPasswordFile is gokrazy's HTTP password on the appliance; the
-// image builder writes it, readable by root only.
-const GokrazyPasswordFile = "/etc/gokr-pw.txt"
+// Users lists the accepted users, for the dashboard.
+var Users = []string{User}
 
 // Auth decides who may read and who may control. Control always needs the
 // password; reading needs it too when AuthRead is set.
 type Auth struct {
-	Password string // "" = nobody can authenticate, so control is refused
-	Source   string // where Password came from: "configuration" or the gokrazy file
+	Password *Password // nil or unset: nobody can authenticate, so control is refused
 	AuthRead bool
 
 	logins *loginGuard // set by Server.Handler; nil: no backoff
 }
 
-// LoadPassword returns the configured status password, or else gokrazy's
-// from gokrazyFile.
-func LoadPassword(configured, gokrazyFile string) (pw, source string, err error) {
-	if configured != "" {
-		return configured, "configuration", nil
-	}
-	b, err := os.ReadFile(gokrazyFile)
-	if err != nil {
-		return "", "", fmt.Errorf("no status.password configured and %w", err)
-	}
-	pw = strings.TrimSpace(string(b))
-	if pw == "" {
-		return "", "", fmt.Errorf("no status.password configured and %s is empty", gokrazyFile)
-	}
-	return pw, gokrazyFile, nil
-}
-
-// ok checks HTTP Basic credentials in constant time (per user, so the
-// answer does not tell which part was wrong).
+// ok checks HTTP Basic credentials; the user name is compared in constant
+// time and the password always checked, so the answer does not tell
+// which part was wrong.
 func (a *Auth) ok(r *http.Request) bool {
 	user, pw, found := r.BasicAuth()
-	if !found || a.Password == "" {
+	if !found {
 		return false
 	}
-	userOK := 0
-	for _, u := range Users {
-		userOK |= subtle.ConstantTimeCompare([]byte(user), []byte(u))
-	}
-	return userOK&subtle.ConstantTimeCompare([]byte(pw), []byte(a.Password)) == 1
+	userOK := subtle.ConstantTimeCompare([]byte(user), []byte(User)) == 1
+	return a.Password.Check(pw) && userOK
 }
 
 func unauthorized(w http.ResponseWriter, why string) {
@@ -77,13 +54,13 @@ func (a *Auth) requireRead(h http.Handler) http.Handler {
 // require guards h with Basic authentication.
 func (a *Auth) require(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if a.Password == "" {
-			unauthorized(w, "no password is set up on this appliance (status.password or "+GokrazyPasswordFile+")")
+		if !a.Password.Set() {
+			unauthorized(w, "no control password is set up on this box: provision one with ncpos install, or set status.password_hash")
 			return
 		}
 		user, _, sent := r.BasicAuth()
 		if !sent {
-			unauthorized(w, "authentication required (user ncpos or gokrazy, the appliance password)")
+			unauthorized(w, "authentication required (user ncpos and the box's control password)")
 			return
 		}
 		client := requestClient(r)
@@ -99,7 +76,7 @@ func (a *Auth) require(h http.Handler) http.Handler {
 			if a.logins != nil {
 				a.logins.fail(client, user)
 			}
-			unauthorized(w, "wrong user or password (user ncpos or gokrazy, the appliance password)")
+			unauthorized(w, "wrong user or password (user ncpos and the box's control password)")
 			return
 		}
 		if a.logins != nil {
@@ -146,8 +123,16 @@ func refererCheck(r *http.Request) error {
 // ControlInfo tells the dashboard how control works here.
 type ControlInfo struct {
 	AuthRead       bool     `json:"auth_read"`
-	PasswordSource string   `json:"password_source"` // "configuration", the gokrazy file, or "" (control impossible)
+	PasswordSource string   `json:"password_source"` // status.password_hash, status.password, the file on /perm, or "" (control impossible)
 	Users          []string `json:"users"`
-	Bypass         string   `json:"bypass"` // "available" or why not
-	Reboot         string   `json:"reboot"` // "available" or why not
+	Bypass         string   `json:"bypass"`        // "available" or why not
+	Reboot         string   `json:"reboot"`        // "available" or why not
+	TLS            *TLSInfo `json:"tls,omitempty"` // nil: served without TLS (tests, the lab)
+}
+
+// TLSInfo is the box's key as hosts pin it.
+type TLSInfo struct {
+	Fingerprint string `json:"fingerprint"` // sha256:<hex of the public key's SHA-256>
+	Kept        bool   `json:"kept"`        // on /perm, the same after reboots and updates
+	Note        string `json:"note,omitempty"`
 }

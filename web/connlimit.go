@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -146,6 +147,9 @@ type connKey struct{}
 // connContext keeps the connection in its requests' context, so that
 // markServing can find it (http.Server.ConnContext).
 func connContext(ctx context.Context, c net.Conn) context.Context {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	if lc, ok := c.(*limitedConn); ok {
 		return context.WithValue(ctx, connKey{}, lc)
 	}

@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/passwd"
 )
 
 func basic(user, pw string) string {
@@ -109,7 +111,7 @@ func TestControlBypass(t *testing.T) {
 	}{
 		{"API client, Basic only", map[string]string{"Authorization": goodAuth, "Content-Type": "application/json"},
 			`{"segment":"seg1","state":"bypass","reason":"maintenance window","expires_in":"30m"}`, "bypass"},
-		{"dashboard, same origin", map[string]string{"Authorization": basic("gokrazy", fixturePassword), "Content-Type": "application/json",
+		{"dashboard, same origin", map[string]string{"Authorization": goodAuth, "Content-Type": "application/json",
 			"Origin": "http://appliance.test", "Sec-Fetch-Site": "same-origin", "Referer": "http://appliance.test/"},
 			`{"segment":"seg1","state":"auto"}`, "bypass"},
 		{"no content type", map[string]string{"Authorization": goodAuth},
@@ -128,14 +130,14 @@ func TestControlBypass(t *testing.T) {
 	}
 	o := f.bypassd.requests
 	if len(o) != 3 || o[0].Method != "POST" || o[0].Pair != "pair1" || o[0].For != "30m0s" || o[0].By != "ncpos@192.0.2.1" ||
-		o[1].Method != "DELETE" || o[1].Pair != "pair1" || o[1].By != "gokrazy@192.0.2.1" || o[2].State != "normal" || o[2].Pair != "pair2" {
+		o[1].Method != "DELETE" || o[1].Pair != "pair1" || o[1].By != "ncpos@192.0.2.1" || o[2].State != "normal" || o[2].Pair != "pair2" {
 		t.Fatalf("bypassd got %+v", o)
 	}
 	f.mon.Step(t.Context())
 	evs := f.events.Recent(0)
 	for _, want := range []string{"manual bypass override of segment seg1: bypass, by ncpos@192.0.2.1: maintenance window, for 30m0s",
 		"segment seg1 in bypass: override by ncpos@192.0.2.1: maintenance window (was normal)",
-		"manual bypass override of segment seg1 ended by gokrazy@192.0.2.1", "segment seg2 forwarding normally"} {
+		"manual bypass override of segment seg1 ended by ncpos@192.0.2.1", "segment seg2 forwarding normally"} {
 		if !hasEvent(evs, "", want) && !hasEvent(evs, events.KindControl, want) && !hasEvent(evs, events.KindBypass, want) {
 			t.Errorf("no event %q in %+v", want, evs)
 		}
@@ -185,7 +187,8 @@ func TestAuthRead(t *testing.T) {
 		{"/static/app.js", "", 401},
 		{"/api/v1/status", basic("ncpos", "nope"), 401},
 		{"/api/v1/status", goodAuth, 200},
-		{"/metrics", basic("gokrazy", fixturePassword), 200},
+		{"/metrics", goodAuth, 200},
+		{"/metrics", basic("gokrazy", fixturePassword), 401}, // gokrazy's user opens nothing
 		{"/", goodAuth, 200},
 	} {
 		h := map[string]string{}
@@ -197,7 +200,7 @@ func TestAuthRead(t *testing.T) {
 		}
 	}
 	// No password anywhere: everything but /healthz stays locked.
-	f.srv.Auth.Password = ""
+	f.srv.Auth.Password = &Password{}
 	if r := f.do(newRequest("GET", "/api/v1/status", "", map[string]string{"Authorization": basic("ncpos", "")})); r.Code != 401 {
 		t.Errorf("with no password set up = %d, want 401", r.Code)
 	}
@@ -205,23 +208,37 @@ func TestAuthRead(t *testing.T) {
 
 func TestLoadPassword(t *testing.T) {
 	dir := t.TempDir()
-	gk := filepath.Join(dir, "gokr-pw.txt")
-	os.WriteFile(gk, []byte("gokrazy-pw\n"), 0o400)
-	empty := filepath.Join(dir, "empty.txt")
-	os.WriteFile(empty, []byte("\n"), 0o400)
+	perm := filepath.Join(dir, "control-password")
+	h, _ := passwd.Hash("per-box-password")
+	os.WriteFile(perm, append(h, '\n'), 0o600)
+	plain := filepath.Join(dir, "plain")
+	os.WriteFile(plain, []byte("per-box-password\n"), 0o600)
+	cfgHash, _ := passwd.Hash("from-the-configuration")
 	for _, tc := range []struct {
-		name, configured, file, want, source string
-		err                                  bool
+		name   string
+		st     config.Status
+		file   string
+		good   string
+		source string
+		err    string
 	}{
-		{"configured wins", "from-config", gk, "from-config", "configuration", false},
-		{"gokrazy's", "", gk, "gokrazy-pw", gk, false},
-		{"none", "", filepath.Join(dir, "missing"), "", "", true},
-		{"empty file", "", empty, "", "", true},
+		{"the box's own", config.Status{}, perm, "per-box-password", perm, ""},
+		{"configured hash wins", config.Status{PasswordHash: string(cfgHash)}, perm, "from-the-configuration", "status.password_hash", ""},
+		{"configured password", config.Status{Password: "from-the-configuration"}, perm, "from-the-configuration", "status.password", ""},
+		{"none", config.Status{}, filepath.Join(dir, "missing"), "", "", "no control password on this box"},
+		{"a plain password is not a hash", config.Status{}, plain, "", "", "not a bcrypt hash"},
+		{"bad configured hash", config.Status{PasswordHash: "secret"}, perm, "", "", "status.password_hash: not a bcrypt hash"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pw, src, err := LoadPassword(tc.configured, tc.file)
-			if pw != tc.want || src != tc.source || (err != nil) != tc.err {
-				t.Fatalf("= %q, %q, %v", pw, src, err)
+			p, err := LoadPassword(tc.st, tc.file)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || p.Set() {
+					t.Fatalf("= %v (set %v), want an error saying %q", err, p.Set(), tc.err)
+				}
+				return
+			}
+			if err != nil || p.Source() != tc.source || !p.Check(tc.good) || p.Check(tc.good+"x") {
+				t.Fatalf("source %q, %v", p.Source(), err)
 			}
 		})
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/health"
@@ -37,7 +39,17 @@ bypass = "pair2"
 // fixturePorts maps the front panel as init would.
 var fixturePorts = map[string]string{"MGMT": "eth0", "LAN1": "eth1", "LAN2": "eth2", "LAN3": "eth3", "LAN4": "eth4"}
 
-const fixturePassword = "s3cret-pw"
+const fixturePassword = "s3cret-fixture-pw"
+
+// testPassword is a control password as LoadPassword makes it, hashed at
+// bcrypt's lowest cost so that tests stay fast.
+func testPassword(t *testing.T, pw string) *Password {
+	h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Password{hash: h, source: "/perm/ncpos/control-password", file: filepath.Join(t.TempDir(), "control-password")}
+}
 
 // fixtureBoot is when the fake appliance booted: 3723 s before the
 // fixture's clock starts (proc/uptime).
@@ -135,7 +147,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		Collector: &Collector{Root: f.root, RunDir: run}, Config: cfg, Events: f.events,
 		SelfTestFile: filepath.Join(f.root, "perm/selftest.json"), Now: f.clock, HistoryLen: 120,
 	}
-	f.srv = &Server{Monitor: f.mon, Auth: Auth{Password: fixturePassword, Source: "configuration"}, Rebooter: fakeRebooter{f}, Names: []string{"appliance.test"}}
+	f.srv = &Server{Monitor: f.mon, Auth: Auth{Password: testPassword(t, fixturePassword)}, Rebooter: fakeRebooter{f}, Names: []string{"appliance.test"}}
 	return f
 }
 

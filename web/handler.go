@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
 )
@@ -36,9 +37,16 @@ type Server struct {
 	SelfTest *SelfTestJobs
 	// Limits bound clients (zero fields: DefaultLimits).
 	Limits Limits
+	// GokrazySocket is where gokrazy serves its update endpoints ("":
+	// GokrazySocket).
+	GokrazySocket string
 	// Names are host names the box is reached by besides its hostname and
 	// addresses (status.names); other Host headers are refused.
 	Names []string
+	// TLS is the box's identity: with it, the API is served over HTTPS
+	// only. TLSNote says why it is not kept (e.g. /perm unavailable).
+	TLS     *boxtls.Identity
+	TLSNote string
 
 	guardOnce sync.Once
 	guards    *guards
@@ -52,6 +60,7 @@ type guards struct {
 	rate   *rateLimiter
 	logins *loginGuard
 	hosts  *hostCheck
+	tlsLog handshakeLog
 }
 
 func (s *Server) guard() *guards {
@@ -134,6 +143,9 @@ func (s *Server) Handler() http.Handler {
 	})
 	control("POST /api/v1/control/bypass", s.handleBypass)
 	control("POST /api/v1/control/reboot", s.handleReboot)
+	control("POST /api/v1/control/password", s.handlePassword)
+	// Updates: gokrazy's endpoints, reached only through here.
+	control("/api/v1/update/{step}", s.handleUpdate)
 	// Listing disks and the job needs the password too: it is the
 	// first step of a destructive action.
 	control("GET /api/v1/install", s.handleInstallInfo)
@@ -148,7 +160,7 @@ var apiIndex = []string{
 	"GET /api/v1/status?history=N", "GET /api/v1/system", "GET /api/v1/ports?history=N",
 	"GET /api/v1/segments", "GET /api/v1/watchdog", "GET /api/v1/host", "GET /api/v1/events?limit=N",
 	"GET /api/v1/hardware", "GET /api/v1/selftest", "POST /api/v1/control/bypass", "POST /api/v1/control/reboot",
-	"GET /api/v1/install", "POST /api/v1/control/install", "GET /api/v1/selftest/job",
+	"POST /api/v1/control/password", "PUT /api/v1/update/{root,boot}", "POST /api/v1/update/{testboot,switch}", "GET /api/v1/install", "POST /api/v1/control/install", "GET /api/v1/selftest/job",
 	"POST /api/v1/control/selftest", "GET /metrics",
 }
 
@@ -187,8 +199,11 @@ func (s *Server) events(r *http.Request) []events.Event {
 }
 
 func (s *Server) controlInfo(snap *Snapshot) ControlInfo {
-	ci := ControlInfo{AuthRead: s.Auth.AuthRead, PasswordSource: s.Auth.Source, Users: Users, Bypass: "available", Reboot: "available"}
-	if s.Auth.Password == "" {
+	ci := ControlInfo{AuthRead: s.Auth.AuthRead, PasswordSource: s.Auth.Password.Source(), Users: Users, Bypass: "available", Reboot: "available"}
+	if s.TLS != nil {
+		ci.TLS = &TLSInfo{Fingerprint: s.TLS.Fingerprint, Kept: s.TLSNote == "", Note: s.TLSNote}
+	}
+	if !s.Auth.Password.Set() {
 		ci.Bypass, ci.Reboot = "no password set up", "no password set up"
 		return ci
 	}

@@ -147,7 +147,7 @@ func TestStatusAPI(t *testing.T) {
 	if p == nil || p.Identity != "i6300ESB timer" || p.LastReset.Kind != "watchdog" {
 		t.Errorf("watchdog = %+v", s.System.Watchdog)
 	}
-	if s.Control.Bypass != "available" || s.Control.PasswordSource != "configuration" {
+	if s.Control.Bypass != "available" || s.Control.PasswordSource != "/perm/ncpos/control-password" {
 		t.Errorf("control = %+v", s.Control)
 	}
 }

@@ -23,17 +23,34 @@ import (
 // on the network until ctx is done.
 func ServeOnInterface(ctx context.Context, ifname string, port int, h http.Handler, poll time.Duration) error {
 	lim := DefaultLimits
-	return serveOnInterface(ctx, ifname, port, poll, func() *http.Server { return lim.httpServer(h) }, newConnLimiter(lim).wrap)
+	return serveOnInterface(ctx, ifname, newConnLimiter(lim).wrap, []endpoint{{port: port, newServer: func() *http.Server { return lim.httpServer(h) }}}, poll)
 }
 
 // Serve serves the dashboard and API like ServeOnInterface, with the
-// server's limits on every listener together.
-func (s *Server) Serve(ctx context.Context, ifname string, port int, poll time.Duration) error {
+// server's limits on every listener together: over HTTPS on port when the
+// server has a TLS identity, and then plain HTTP on httpPort (0: none)
+// only to redirect to it.
+func (s *Server) Serve(ctx context.Context, ifname string, port, httpPort int, poll time.Duration) error {
 	h, g := s.Handler(), s.guard()
-	return serveOnInterface(ctx, ifname, port, poll, func() *http.Server { return g.lim.httpServer(h) }, g.conns.wrap)
+	if s.TLS == nil {
+		return serveOnInterface(ctx, ifname, g.conns.wrap, []endpoint{{port: port, newServer: func() *http.Server { return g.lim.httpServer(h) }}}, poll)
+	}
+	eps := []endpoint{{port: port, tls: true, newServer: func() *http.Server { return s.httpsServer(h) }}}
+	if httpPort != 0 {
+		redirect := s.redirectHandler(port)
+		eps = append(eps, endpoint{port: httpPort, newServer: func() *http.Server { return g.lim.httpServer(redirect) }})
+	}
+	return serveOnInterface(ctx, ifname, g.conns.wrap, eps, poll)
 }
 
-func serveOnInterface(ctx context.Context, ifname string, port int, poll time.Duration, newServer func() *http.Server, wrap func(net.Listener) net.Listener) error {
+// endpoint is one port served on every management address.
+type endpoint struct {
+	port      int
+	tls       bool
+	newServer func() *http.Server
+}
+
+func serveOnInterface(ctx context.Context, ifname string, wrap func(net.Listener) net.Listener, eps []endpoint, poll time.Duration) error {
 	if ifname == "" {
 		log.Printf("statusd: no management interface: serving nothing on the network")
 		<-ctx.Done()
@@ -54,22 +71,24 @@ func serveOnInterface(ctx context.Context, ifname string, port int, poll time.Du
 	t := time.NewTicker(poll)
 	defer t.Stop()
 	for {
-		want := map[string]bool{}
+		want := map[string]endpoint{}
 		addrs, err := interfaceAddrs(ifname)
 		if err != nil {
 			log.Printf("statusd: %v", err)
 		}
 		for _, a := range addrs {
-			want[net.JoinHostPort(a, strconv.Itoa(port))] = true
+			for _, ep := range eps {
+				want[net.JoinHostPort(a, strconv.Itoa(ep.port))] = ep
+			}
 		}
 		for addr, s := range servers {
-			if !want[addr] {
+			if _, ok := want[addr]; !ok {
 				log.Printf("statusd: address %s gone, closing", addr)
 				s.Close()
 				delete(servers, addr)
 			}
 		}
-		for addr := range want {
+		for addr, ep := range want {
 			if servers[addr] != nil {
 				continue
 			}
@@ -78,12 +97,19 @@ func serveOnInterface(ctx context.Context, ifname string, port int, poll time.Du
 				log.Printf("statusd: %v", err)
 				continue
 			}
-			s := newServer()
+			s := ep.newServer()
 			ln = wrap(ln)
 			servers[addr] = s
-			log.Printf("statusd: serving on http://%s/", addr)
+			scheme := map[bool]string{false: "http", true: "https"}[ep.tls]
+			log.Printf("statusd: serving on %s://%s/", scheme, addr)
 			go func() {
-				if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				var err error
+				if ep.tls {
+					err = s.ServeTLS(ln, "", "")
+				} else {
+					err = s.Serve(ln)
+				}
+				if err != nil && !errors.Is(err, http.ErrServerClosed) {
 					log.Printf("statusd: %s: %v", addr, err)
 				}
 			}()

@@ -243,6 +243,7 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(mRefused, g.hosts.refused.Load(), "host")
 	counter(mRefused, g.conns.refused.Load(), "connections")
 	counter(mRefused, g.conns.evicted.Load(), "evicted")
+	counter(mRefused, g.tlsLog.failed.Load(), "tls")
 }
 
 // kernelRelease is the release from /proc/version's "Linux version X …".

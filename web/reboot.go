@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -29,10 +27,9 @@ type Rebooter interface {
 // into bypass and read the relays back (POST /planned), so traffic passes
 // while the box restarts.
 type GokrazyRebooter struct {
-	RunDir       string           // the daemons' sockets; "" skips bypassd
-	Records      watchdog.Records // where the planned record goes
-	Socket       string           // default /run/gokrazy-http.sock
-	PasswordFile string           // default GokrazyPasswordFile
+	RunDir  string           // the daemons' sockets; "" skips bypassd
+	Records watchdog.Records // where the planned record goes
+	Socket  string           // default GokrazySocket
 }
 
 // Reboot implements Rebooter.
@@ -56,23 +53,7 @@ func (g GokrazyRebooter) Reboot(ctx context.Context, reason string) (err error) 
 			log.Printf("statusd: bypassd did not confirm bypass before the reboot: %v", err)
 		}
 	}
-	sock, pwFile := g.Socket, g.PasswordFile
-	if sock == "" {
-		sock = "/run/gokrazy-http.sock"
-	}
-	if pwFile == "" {
-		pwFile = GokrazyPasswordFile
-	}
-	pw, err := os.ReadFile(pwFile)
-	if err != nil {
-		return fmt.Errorf("gokrazy password: %w", err)
-	}
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		},
-	}}
+	hc := gokrazyClient(g.Socket, 10*time.Second)
 	// async: gokrazy answers at once and then stops the services; a plain
 	// reboot (no kexec) resets the hardware as the engineer expects.
 	form := url.Values{"async": {"true"}, "kexec": {"off"}}
@@ -81,7 +62,6 @@ func (g GokrazyRebooter) Reboot(ctx context.Context, reason string) (err error) 
 		return err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth("gokrazy", strings.TrimSpace(string(pw)))
 	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("asking gokrazy to reboot: %w", err)

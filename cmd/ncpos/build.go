@@ -20,7 +20,7 @@ func runBuild(ctx context.Context, args []string) error {
 		size    = fs.String("size", "512M", "disk size: 512M (a 512 MB CF card), 1G, … (decimal, as cards are sold)")
 		out     = fs.String("o", "ncpos.img", "image file to write")
 		buildID = fs.String("build-id", "", "build ID shown by the appliance (default: from the time)")
-		pwFile  = fs.String("password-file", "", "file with gokrazy's HTTP password (default: ~/.config/ncpos/http-password.txt, created when missing)")
+		pwFile  = fs.String("password-file", "", "file whose first line is the control password to give the image (default: a new random one, recorded in ~/.config/ncpos/passwords/<build ID>)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -38,7 +38,7 @@ type buildOptions struct {
 	size         string // "": 512M
 	out          string
 	buildID      string // "": from the time
-	passwordFile string // "": ~/.config/ncpos/http-password.txt
+	passwordFile string // "": a new random password, recorded on the host
 }
 
 // buildImage builds an image as `ncpos build` does.
@@ -64,25 +64,24 @@ func buildImage(ctx context.Context, o buildOptions) error {
 			return fmt.Errorf("invalid configuration, no image written:\n%w", err)
 		}
 	}
-	pw, pwPath, err := image.EnsurePassword(o.passwordFile)
-	if err != nil {
-		return err
-	}
 	id := o.buildID
 	if id == "" {
 		id = time.Now().UTC().Format("20060102-150405")
 	}
+	pw, pwPath, err := controlPassword(o.passwordFile, id)
+	if err != nil {
+		return err
+	}
 	log.SetFlags(0)
 	res, err := image.Build(ctx, image.Options{
-		Config:     cfg,
-		ConfigTOML: text,
-		Kernel:     kernel.BzImage(),
-		Size:       sz,
-		Output:     o.out,
-		BuildID:    id,
-		Password:   pw,
-		HTTPPort:   config.GokrazyHTTPPort,
-		Logf:       func(f string, a ...any) { log.Printf("  "+f, a...) },
+		Config:          cfg,
+		ConfigTOML:      text,
+		Kernel:          kernel.BzImage(),
+		Size:            sz,
+		Output:          o.out,
+		BuildID:         id,
+		ControlPassword: pw,
+		Logf:            func(f string, a ...any) { log.Printf("  "+f, a...) },
 	})
 	if err != nil {
 		return err
@@ -90,6 +89,16 @@ func buildImage(ctx context.Context, o buildOptions) error {
 	fmt.Printf("wrote %s: build %s, kernel %s\n", res.Output, res.BuildID, kernel.Release())
 	fmt.Printf("  image %d bytes (%d MiB), %d bytes allocated; root squashfs %d bytes\n",
 		res.Size, res.Size>>20, res.BytesUsed, res.RootBytes)
-	fmt.Printf("  built in %v; gokrazy password in %s\n", res.Duration.Round(time.Millisecond), pwPath)
+	fmt.Printf("  built in %v; control password (user ncpos) in %s\n", res.Duration.Round(time.Millisecond), pwPath)
 	return nil
+}
+
+// controlPassword is the given file's password, or else a new one for this
+// image, recorded on the host.
+func controlPassword(file, buildID string) (pw, path string, err error) {
+	if file != "" {
+		pw, err := image.ReadPassword(file)
+		return pw, file, err
+	}
+	return image.NewControlPassword("", buildID)
 }

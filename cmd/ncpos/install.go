@@ -4,11 +4,14 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/install"
+	"github.com/ncpos/ncpos/passwd"
 )
 
 // runInstall is `ncpos install [-image F] [-yes] [-file] [-wipe-perm] [DEVICE]`.
@@ -24,7 +27,8 @@ func runInstall(ctx context.Context, args []string) error {
 		wipe    = fs.Bool("wipe-perm", false, "also overwrite /perm, erasing the target's configuration and records")
 		cfgPath = fs.String("config", "", "when building: configuration file (default: the embedded default)")
 		size    = fs.String("size", "512M", "when building: disk size, as for ncpos build")
-		pwFile  = fs.String("password-file", "", "when building: gokrazy's HTTP password file, as for ncpos build")
+		pwFile  = fs.String("password-file", "", "when building: the control password file, as for ncpos build (default: a new one for the image)")
+		name    = fs.String("name", "", "the box's name, as later given to ncpos update -host: its new control password is recorded under it (default: the device's name and the time)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: ncpos install [flags] [DEVICE]\n\nWithout DEVICE, lists the disks one could install onto.\n\n")
@@ -83,6 +87,12 @@ func runInstall(ctx context.Context, args []string) error {
 		}
 	}
 
+	box := *name
+	if box == "" {
+		box = filepath.Base(dev) + "-" + time.Now().Format("20060102-150405")
+	}
+	prov := &provisioner{box: box}
+	defer prov.cleanup()
 	res, err := install.Install(ctx, install.Options{
 		Image:       *img,
 		Target:      dev,
@@ -92,10 +102,65 @@ func runInstall(ctx context.Context, args []string) error {
 		Confirm:     install.TerminalConfirm(os.Stdin, os.Stderr),
 		Out:         os.Stderr,
 		ProgressBar: true,
+		Perm:        func(size int64) (io.ReaderAt, error) { return prov.perm(ctx, size) },
 	})
 	if err != nil {
+		prov.forget()
 		return err
 	}
 	fmt.Print(res)
+	if res.FreshPerm {
+		fmt.Printf("  control password of %s (user ncpos): in %s\n", box, prov.file)
+	} else {
+		prov.forget()
+		fmt.Printf("  control password: the one its kept /perm holds\n")
+	}
 	return nil
+}
+
+// provisioner gives a card a /perm of its own: a new control password,
+// recorded on the host under the box's name before anything is written
+// (a crash after the write cannot lose it), and forgotten again when the
+// card does not get it.
+type provisioner struct {
+	box, file, tmp string
+	f              *os.File
+}
+
+func (p *provisioner) perm(ctx context.Context, size int64) (io.ReaderAt, error) {
+	pw, file, err := image.NewControlPassword("", p.box)
+	if err != nil {
+		return nil, err
+	}
+	p.file = file
+	hash, err := passwd.Hash(pw)
+	if err != nil {
+		return nil, err
+	}
+	if p.tmp, err = os.MkdirTemp("", "ncpos-perm-"); err != nil {
+		return nil, err
+	}
+	path, err := image.FreshPerm(ctx, p.tmp, size, hash)
+	if err != nil {
+		return nil, err
+	}
+	p.f, err = os.Open(path)
+	return p.f, err
+}
+
+// forget removes the record of a password no card holds.
+func (p *provisioner) forget() {
+	if p.file != "" {
+		os.Remove(p.file)
+		p.file = ""
+	}
+}
+
+func (p *provisioner) cleanup() {
+	if p.f != nil {
+		p.f.Close()
+	}
+	if p.tmp != "" {
+		os.RemoveAll(p.tmp)
+	}
 }

@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,11 +20,12 @@ func runUpdate(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("ncpos update", flag.ContinueOnError)
 	var (
 		host       = fs.String("host", "", "appliance address (name or IP), required")
-		statusPort = fs.Int("status-port", 80, "statusd's port on the appliance")
-		gkPort     = fs.Int("update-port", 8080, "gokrazy's update port on the appliance")
+		statusPort = fs.Int("status-port", 443, "statusd's HTTPS port on the appliance")
+		fpr        = fs.String("fingerprint", "", "the box's TLS key as its console or dashboard shows it (sha256:…); default: the one pinned, or pin it on first contact")
+		knownFile  = fs.String("known", "", "file of pinned boxes (default: ~/.config/ncpos/known_boxes)")
 		img        = fs.String("image", "", "image to install (default: build one now, as ncpos build does)")
 		cfgPath    = fs.String("config", "", "when building: configuration file (default: the embedded default)")
-		pwFile     = fs.String("password-file", "", "gokrazy's HTTP password (default: ~/.config/ncpos/http-password.txt)")
+		pwFile     = fs.String("password-file", "", "file whose first line is the box's control password (default: ~/.config/ncpos/passwords/<host>)")
 		timeout    = fs.Duration("timeout", 5*time.Minute, "how long to wait for the new build to come up healthy")
 		settle     = fs.Duration("settle", 10*time.Second, "how long the new build must stay healthy before it is made permanent")
 	)
@@ -32,7 +35,8 @@ func runUpdate(ctx context.Context, args []string) error {
 	if *host == "" || fs.NArg() > 0 {
 		return fmt.Errorf("usage: ncpos update -host H [-image F] [flags]")
 	}
-	pw, _, err := image.EnsurePassword(*pwFile)
+	h := strings.TrimSuffix(*host, "/")
+	pw, pwPath, err := boxPassword(h, *pwFile)
 	if err != nil {
 		return err
 	}
@@ -44,7 +48,7 @@ func runUpdate(ctx context.Context, args []string) error {
 		}
 		defer os.RemoveAll(tmp)
 		path = filepath.Join(tmp, "ncpos.img")
-		if err := buildImage(ctx, buildOptions{config: *cfgPath, out: path, passwordFile: *pwFile}); err != nil {
+		if err := buildImage(ctx, buildOptions{config: *cfgPath, out: path, passwordFile: pwPath}); err != nil {
 			return err
 		}
 	}
@@ -52,11 +56,14 @@ func runUpdate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	h := strings.TrimSuffix(*host, "/")
+	pin, err := newPin(h, *fpr, *knownFile)
+	if err != nil {
+		return err
+	}
 	c := &update.Client{
-		StatusURL:  fmt.Sprintf("http://%s:%d/", h, *statusPort),
-		GokrazyURL: fmt.Sprintf("http://%s:%d/", h, *gkPort),
-		Password:   pw,
+		StatusURL: fmt.Sprintf("https://%s/", net.JoinHostPort(h, strconv.Itoa(*statusPort))),
+		Password:  pw,
+		TLS:       pin.TLSConfig(),
 	}
 	log.SetFlags(log.Ltime)
 	res, err := update.Run(ctx, c, im, update.Options{Timeout: *timeout, Settle: *settle, Logf: log.Printf})

@@ -13,8 +13,8 @@ func runVM(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("ncpos vm", flag.ContinueOnError)
 	var (
 		uefi       = fs.Bool("uefi", false, "boot with UEFI firmware (OVMF) instead of legacy BIOS (SeaBIOS)")
-		statusPort = fs.Int("status-port", 8480, "localhost port forwarded to the appliance's status page")
-		updatePort = fs.Int("update-port", 8488, "localhost port forwarded to gokrazy's web UI and update endpoints")
+		statusPort = fs.Int("status-port", 8480, "localhost port forwarded to the appliance's status page (HTTPS)")
+		httpPort   = fs.Int("http-port", 8488, "localhost port forwarded to the appliance's plain HTTP, which redirects to HTTPS")
 		serialLog  = fs.String("serial-log", "", "write the serial console to this file instead of the terminal")
 		nics       = fs.Int("data-nics", 4, "data NICs (LAN1…)")
 		snapshot   = fs.Bool("snapshot", false, "discard writes to the image when QEMU exits")
@@ -27,7 +27,7 @@ func runVM(ctx context.Context, args []string) error {
 	}
 	v, err := vm.Start(ctx, vm.Options{
 		Image: fs.Arg(0), UEFI: *uefi, DataNICs: *nics,
-		StatusPort: *statusPort, UpdatePort: *updatePort,
+		StatusPort: *statusPort, HTTPPort: *httpPort,
 		SerialLog: *serialLog, Snapshot: *snapshot,
 	}, os.Stderr)
 	if err != nil {
@@ -37,8 +37,8 @@ func runVM(ctx context.Context, args []string) error {
 	if *uefi {
 		fw = "UEFI (OVMF)"
 	}
-	fmt.Fprintf(os.Stderr, "ncpos vm: booting %s with %s; status page at %s (gokrazy at http://127.0.0.1:%d/)\n",
-		fs.Arg(0), fw, v.StatusURL(), *updatePort)
+	fmt.Fprintf(os.Stderr, "ncpos vm: booting %s with %s; status page at %s (its TLS key is announced on the serial console)\n",
+		fs.Arg(0), fw, v.StatusURL())
 	if *serialLog == "" {
 		fmt.Fprintf(os.Stderr, "ncpos vm: serial console below; quit with Ctrl-a x\n")
 	}

@@ -4,7 +4,10 @@
 // the configuration names a target. The logic lives in package web.
 //
 // Init starts it as /user/statusd -interface=<management interface>
-// -port=<status.port>; the rest comes from the configuration in effect.
+// -port=<status.port> -http-port=<status.http_port>; the rest comes from
+// the configuration in effect. It serves HTTPS with the box's own key,
+// made at its first boot and kept on /perm, and announces the key's
+// fingerprint on the kernel log (serial console).
 package main
 
 import (
@@ -31,7 +34,9 @@ import (
 func main() {
 	var (
 		ifname   = flag.String("interface", "eth0", "management interface to serve on (only its addresses)")
-		port     = flag.Int("port", 80, "HTTP port")
+		port     = flag.Int("port", 443, "HTTPS port")
+		httpPort = flag.Int("http-port", 80, "plain HTTP port that redirects to HTTPS (0: none)")
+		tlsDir   = flag.String("tls-dir", TLSDir, "where the box's TLS identity is kept")
 		cfgPath  = flag.String("config", "", "configuration file (default: the one in effect on the appliance)")
 		interval = flag.Duration("interval", time.Second, "sampling interval of ports, load and daemons")
 		selfTest = flag.String("selftest", api.SelfTestFile, "latest self-test report")
@@ -39,19 +44,23 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	if err := run(ctx, *ifname, *port, *cfgPath, *interval, *selfTest); err != nil {
+	if err := run(ctx, *ifname, *port, *httpPort, *tlsDir, *cfgPath, *interval, *selfTest); err != nil {
 		log.Fatalf("statusd: %v", err)
 	}
 }
 
 func loadConfig(path string) (*config.Config, error) { return appliance.DaemonConfig(path) }
 
-func run(ctx context.Context, ifname string, port int, cfgPath string, interval time.Duration, selfTest string) error {
+func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath string, interval time.Duration, selfTest string) error {
 	cfg, err := loadConfig(cfgPath)
 	if err != nil {
 		return err
 	}
 	hostname, _ := os.Hostname()
+	id, tlsNote, err := identity(tlsDir, hostname, "/dev/kmsg")
+	if err != nil {
+		return err
+	}
 	evlog := events.NewLog(0)
 	var sender *events.Sender
 	if cfg.Syslog.Target != "" {
@@ -63,7 +72,7 @@ func run(ctx context.Context, ifname string, port int, cfgPath string, interval 
 		evlog.AddSink(sender)
 		log.Printf("events go to syslog %s", cfg.Syslog.Target)
 	}
-	pw, source, err := web.LoadPassword(cfg.Status.Password, web.GokrazyPasswordFile)
+	pw, err := web.LoadPassword(cfg.Status, web.PasswordFile)
 	if err != nil {
 		log.Printf("control disabled: %v", err)
 	}
@@ -73,13 +82,15 @@ func run(ctx context.Context, ifname string, port int, cfgPath string, interval 
 	}
 	srv := &web.Server{
 		Monitor:  mon,
-		Auth:     web.Auth{Password: pw, Source: source, AuthRead: cfg.Status.AuthRead},
+		Auth:     web.Auth{Password: pw, AuthRead: cfg.Status.AuthRead},
 		Rebooter: web.GokrazyRebooter{RunDir: ipc.Dir(), Records: watchdog.Records{Dir: watchdog.DefaultRecordDir}},
 		Syslog:   sender,
 		// Install to internal disk, e.g. from a box booted off a USB stick.
 		Installer: &installer{},
 		SelfTest:  newSelfTest(ctx, cfg, selfTest), // RFC 2544 between the [selftest] test ports
 		Names:     cfg.Status.Names,
+		TLS:       id,
+		TLSNote:   tlsNote,
 	}
 	if text, err := os.ReadFile(appliance.BootConfig); err == nil {
 		// On the appliance: keep this boot's configuration once it has
@@ -106,5 +117,5 @@ func run(ctx context.Context, ifname string, port int, cfgPath string, interval 
 			log.Printf("statusd: %v", err)
 		}
 	}()
-	return srv.Serve(ctx, ifname, port, 2*time.Second)
+	return srv.Serve(ctx, ifname, port, httpPort, 2*time.Second)
 }

@@ -13,7 +13,7 @@ func TestLoadConfig(t *testing.T) {
 		name, toml, wantErr string
 		authRead            bool
 	}{
-		{"valid", "platform = \"qemu\"\nservices = [\"statusd\"]\n[status]\nauth_read = true\npassword = \"pw\"\n[syslog]\ntarget = \"tcp://192.0.2.9:514\"\n", "", true},
+		{"valid", "platform = \"qemu\"\nservices = [\"statusd\"]\n[status]\nauth_read = true\npassword = \"a-long-test-password\"\n[syslog]\ntarget = \"tcp://192.0.2.9:514\"\n", "", true},
 		{"invalid", "[status]\nport = 0\n", "status.port", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -26,7 +26,7 @@ func TestLoadConfig(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || cfg.Status.AuthRead != tc.authRead || cfg.Status.Password != "pw" || cfg.Syslog.Target != "tcp://192.0.2.9:514" {
+			if err != nil || cfg.Status.AuthRead != tc.authRead || cfg.Status.Password != "a-long-test-password" || cfg.Syslog.Target != "tcp://192.0.2.9:514" {
 				t.Fatalf("loadConfig = %+v, %v", cfg, err)
 			}
 		})

@@ -292,8 +292,12 @@ function renderControl(s) {
   const notes = [];
   if (c.bypass !== 'available') notes.push('bypass override: ' + c.bypass);
   if (c.reboot !== 'available') notes.push('reboot: ' + c.reboot);
-  if (c.password_source) notes.unshift(`password: ${c.password_source === 'configuration' ? 'status.password' : 'gokrazy\'s'}`);
+  if (c.password_source) notes.unshift(`password: ${c.password_source.startsWith('/') ? 'this box\'s own (' + c.password_source + ')' : c.password_source}`);
   $('control-note').textContent = notes.join('; ');
+  const t = c.tls;
+  $('tls-key').textContent = t
+    ? `HTTPS key of this box: ${t.fingerprint} (${t.kept ? 'kept on /perm' : t.note}). Host commands pin it on first contact; compare it with what they print.`
+    : 'Served without TLS.';
 }
 
 function render(s) {
@@ -403,6 +407,19 @@ document.addEventListener('DOMContentLoaded', () => {
     const body = { segment: $('c-segment').value, state: $('c-state').value, reason: $('c-reason').value };
     if ($('c-expires').value) body.expires_in = $('c-expires').value;
     post('/api/v1/control/bypass', body);
+  });
+  $('c-rotate').addEventListener('click', async () => {
+    const pw = $('c-new-password').value;
+    if (pw !== $('c-new-password2').value) {
+      $('c-result').textContent = 'the two new passwords differ';
+      $('c-result').className = 'bad';
+      return;
+    }
+    await post('/api/v1/control/password', { new_password: pw });
+    if ($('c-result').className === 'good') {
+      $('c-password').value = pw;
+      $('c-new-password').value = $('c-new-password2').value = '';
+    }
   });
   $('c-reboot').addEventListener('click', () => {
     if (confirm(`Reboot ${last ? last.system.hostname : 'the appliance'} now? Segments with relays go to bypass while it restarts.`)) {

@@ -1,0 +1,27 @@
+package web
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"time"
+)
+
+// GokrazySocket is gokrazy's HTTP server on the box. Images carry no
+// gokrazy password, so gokrazy serves only this socket (root only, mode
+// 0600) and nothing on the network: its update, reboot and divert
+// endpoints are reached only through statusd's authenticated ones.
+const GokrazySocket = "/run/gokrazy-http.sock"
+
+// gokrazyClient talks to gokrazy over its socket (sock "" = the default).
+func gokrazyClient(sock string, timeout time.Duration) *http.Client {
+	if sock == "" {
+		sock = GokrazySocket
+	}
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+}

@@ -1,0 +1,180 @@
+package web
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/google/renameio/v2"
+
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/passwd"
+)
+
+// PasswordFile is the box's control password (a bcrypt hash) on /perm:
+// provisioned by the image builder or ncpos install, replaced by rotation.
+const PasswordFile = "/perm/" + passwd.File
+
+// Password is the control password as statusd checks it. Only its hash is
+// kept; a password that matched is remembered by its SHA-256, so that a
+// client that sends it with every request (the dashboard with auth_read)
+// costs one bcrypt check, not one per request.
+type Password struct {
+	mu     sync.RWMutex
+	hash   []byte
+	source string // where hash came from, for the dashboard
+	file   string // where rotation keeps a new one
+	fixed  string // why rotation is refused ("" = allowed)
+	good   [sha256.Size]byte
+	goodOK bool
+}
+
+// LoadPassword finds the control password: the configuration's
+// status.password_hash or status.password when set (a fleet that manages
+// it centrally; rotation then refused), else the hash in file. A box
+// without either refuses control and says how to set one up.
+func LoadPassword(st config.Status, file string) (*Password, error) {
+	p := &Password{file: file}
+	switch {
+	case st.PasswordHash != "":
+		if err := passwd.CheckHash([]byte(st.PasswordHash)); err != nil {
+			return p, fmt.Errorf("status.password_hash: %w", err)
+		}
+		p.hash, p.source = []byte(st.PasswordHash), "status.password_hash"
+	case st.Password != "":
+		h, err := passwd.Hash(st.Password)
+		if err != nil {
+			return p, fmt.Errorf("status.password: %w", err)
+		}
+		p.hash, p.source = h, "status.password"
+	default:
+		b, err := os.ReadFile(file)
+		if errors.Is(err, os.ErrNotExist) {
+			return p, fmt.Errorf("no control password on this box (%s missing, no status.password_hash): provision one with ncpos install, or set status.password_hash", file)
+		}
+		if err != nil {
+			return p, err
+		}
+		h := []byte(strings.TrimSpace(string(b)))
+		if err := passwd.CheckHash(h); err != nil {
+			return p, fmt.Errorf("%s: %w", file, err)
+		}
+		p.hash, p.source = h, file
+		return p, nil
+	}
+	p.fixed = "the password is set by " + p.source + " in the configuration: change it there"
+	return p, nil
+}
+
+// Set reports whether a password is set up.
+func (p *Password) Set() bool {
+	if p == nil {
+		return false
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.hash != nil
+}
+
+// Source says where the password came from ("" = none).
+func (p *Password) Source() string {
+	if p == nil {
+		return ""
+	}
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.source
+}
+
+// Check says whether pw is the control password.
+func (p *Password) Check(pw string) bool {
+	if p == nil {
+		return false
+	}
+	sum := sha256.Sum256([]byte(pw))
+	p.mu.RLock()
+	h, good, goodOK := p.hash, p.good, p.goodOK
+	p.mu.RUnlock()
+	if h == nil {
+		return false
+	}
+	if goodOK && subtle.ConstantTimeCompare(sum[:], good[:]) == 1 {
+		return true
+	}
+	if !passwd.Matches(h, pw) {
+		return false
+	}
+	p.mu.Lock()
+	if string(p.hash) == string(h) { // not rotated meanwhile
+		p.good, p.goodOK = sum, true
+	}
+	p.mu.Unlock()
+	return true
+}
+
+// ErrPasswordFixed says rotation is refused: the configuration sets the
+// password.
+var ErrPasswordFixed = errors.New("password set by the configuration")
+
+// Change makes pw the control password and keeps its hash in the file;
+// the old one stops working at once. Nothing changes when the file cannot
+// be written.
+func (p *Password) Change(pw string) error {
+	p.mu.RLock()
+	fixed, file := p.fixed, p.file
+	p.mu.RUnlock()
+	if fixed != "" {
+		return fmt.Errorf("%w: %s", ErrPasswordFixed, fixed)
+	}
+	h, err := passwd.Hash(pw)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
+		return fmt.Errorf("keeping the new password: %w", err)
+	}
+	if err := renameio.WriteFile(file, append(h, '\n'), 0o600); err != nil {
+		return fmt.Errorf("keeping the new password: %w", err)
+	}
+	p.mu.Lock()
+	p.hash, p.source, p.goodOK = h, file, false
+	p.mu.Unlock()
+	return nil
+}
+
+// PasswordRequest is POST /api/v1/control/password: the new control
+// password, sent with the current one as Basic credentials.
+type PasswordRequest struct {
+	NewPassword string `json:"new_password"`
+}
+
+func (s *Server) handlePassword(w http.ResponseWriter, r *http.Request) {
+	var req PasswordRequest
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	by := who(r)
+	err := s.Auth.Password.Change(req.NewPassword)
+	var strength *passwd.WeakError
+	switch {
+	case errors.Is(err, ErrPasswordFixed):
+		apiError(w, http.StatusConflict, err.Error())
+		return
+	case errors.As(err, &strength):
+		apiError(w, http.StatusBadRequest, "new_password: "+err.Error())
+		return
+	case err != nil:
+		apiError(w, http.StatusServiceUnavailable, err.Error()+" (the old password still works)")
+		return
+	}
+	s.event(events.Warning, events.KindControl, []string{"action", "password", "by", by}, "control password changed by "+by)
+	ipc.WriteJSON(w, map[string]string{"status": "changed"})
+}

@@ -1,0 +1,137 @@
+package web
+
+import (
+	"bufio"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ncpos/ncpos/boxtls"
+)
+
+// serveTLS serves f over HTTPS on loopback with a fresh identity.
+func serveTLS(t *testing.T, f *fixture) (string, *boxtls.Identity) {
+	t.Helper()
+	id, err := boxtls.Ensure(t.TempDir(), "fw1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv.TLS = id
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := f.srv.httpsServer(f.srv.Handler())
+	go hs.ServeTLS(f.srv.guard().conns.wrap(ln), "", "")
+	t.Cleanup(func() { hs.Close() })
+	return ln.Addr().String(), id
+}
+
+// The API over HTTPS with the box's key, checked by its fingerprint as the
+// host commands do; the dashboard's data names the key.
+func TestHTTPSPinned(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	addr, id := serveTLS(t, f)
+	pin := &boxtls.Pin{Box: "fw1", Given: id.Fingerprint}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: pin.TLSConfig()}}
+	resp, err := c.Get("https://" + addr + "/api/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var snap Snapshot
+	if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
+		t.Fatal(err)
+	}
+	if resp.ProtoMajor != 1 || snap.Control.TLS == nil || snap.Control.TLS.Fingerprint != id.Fingerprint || !snap.Control.TLS.Kept {
+		t.Fatalf("over %s: control.tls = %+v, want %s kept", resp.Proto, snap.Control.TLS, id.Fingerprint)
+	}
+	other, _ := boxtls.Ensure(t.TempDir(), "fw1", time.Now())
+	wrong := &boxtls.Pin{Box: "fw1", Given: other.Fingerprint}
+	c = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: wrong.TLSConfig()}}
+	if _, err := c.Get("https://" + addr + "/healthz"); err == nil || !strings.Contains(err.Error(), "presented the key "+id.Fingerprint) {
+		t.Fatalf("with another pin: %v, want refused", err)
+	}
+}
+
+// What is not TLS, or broken TLS, on the HTTPS port is refused, counted,
+// and leaves the box serving.
+func TestHTTPSBadClients(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.srv.Limits = Limits{ReadHeaderTimeout: 500 * time.Millisecond} // a hello cut short waits this long
+	addr, id := serveTLS(t, f)
+	send := func(what string) string {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		io.WriteString(c, what)
+		b, _ := io.ReadAll(bufio.NewReader(c))
+		return string(b)
+	}
+	if got := send("GET / HTTP/1.1\r\nHost: appliance.test\r\n\r\n"); !strings.Contains(got, "400 Bad Request") || !strings.Contains(got, "HTTPS server") {
+		t.Errorf("plain HTTP to the HTTPS port: %q", got)
+	}
+	// A ClientHello record that lies about its length, and one cut short.
+	send("\x16\x03\x01\x00\x05\x01\x00\x00\xff\xff")
+	send("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+	// An old protocol version.
+	c := &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS11}
+	if conn, err := tls.Dial("tcp", addr, c); err == nil {
+		conn.Close()
+		t.Error("a TLS 1.1 client was served")
+	}
+	pin := &boxtls.Pin{Box: "fw1", Given: id.Fingerprint}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: pin.TLSConfig()}}
+	resp, err := hc.Get("https://" + addr + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("after the bad clients: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if v, _ := value(scrape(t, f), "ncpos_status_refused_total", "reason", "tls"); v < 3 {
+		t.Errorf(`ncpos_status_refused_total{reason="tls"} = %v, want the failed handshakes counted`, v)
+	}
+}
+
+// Plain HTTP only sends browsers to HTTPS; it serves nothing and takes no
+// control request.
+func TestPlainHTTPRedirects(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	h := f.srv.redirectHandler(8443)
+	for _, tc := range []struct {
+		method, host, path string
+		code               int
+		location, body     string
+	}{
+		{"GET", "appliance.test", "/api/v1/status?history=5", 301, "https://appliance.test:8443/api/v1/status?history=5", ""},
+		{"GET", "127.0.0.1:8080", "/", 301, "https://127.0.0.1:8443/", ""},
+		{"HEAD", "[::1]:80", "/metrics", 301, "https://[::1]:8443/metrics", ""},
+		{"POST", "appliance.test", "/api/v1/control/reboot", 403, "", "takes no requests over plain HTTP"},
+		{"GET", "evil.example", "/", 421, "", "not a name or address of this box"},
+	} {
+		r := newRequest(tc.method, tc.path, "", nil)
+		r.Host = tc.host
+		rec := newRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Code != tc.code || rec.Header().Get("Location") != tc.location || !strings.Contains(rec.Body.String(), tc.body) {
+			t.Errorf("%s %s%s = %d, Location %q, %s", tc.method, tc.host, tc.path, rec.Code, rec.Header().Get("Location"), rec.Body)
+		}
+		if strings.Contains(rec.Body.String(), "test-build-7") {
+			t.Errorf("%s %s: plain HTTP served the box's state", tc.method, tc.path)
+		}
+	}
+	rec := newRecorder()
+	r := newRequest("GET", "/", "", nil)
+	r.Host = "appliance.test"
+	f.srv.redirectHandler(443).ServeHTTP(rec, r)
+	if got := rec.Header().Get("Location"); got != "https://appliance.test/" {
+		t.Errorf("redirect to the default port: %q", got)
+	}
+}
