@@ -48,12 +48,19 @@ func NewControlPassword(dir, name string) (pw, file string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	if _, err := f.WriteString(pw + "\n"); err != nil {
-		f.Close()
-		os.Remove(file)
-		return "", "", err
+	// On the disk before the password goes anywhere: a host that loses
+	// power right after must still have it.
+	_, err = f.WriteString(pw + "\n")
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Close(); err != nil {
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
 		os.Remove(file)
 		return "", "", err
 	}
@@ -71,4 +78,13 @@ func ReadPassword(path string) (string, error) {
 		return "", fmt.Errorf("%s holds no password on its first line", path)
 	}
 	return pw, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

@@ -58,11 +58,15 @@ func SelfInstall(ctx context.Context, o SelfOptions) (*Result, error) {
 	}
 	pw, err := personalize(o.Target, !res.KeptPerm)
 	if err != nil {
+		if pw != "" {
+			// The new password may be on the disk already.
+			err = fmt.Errorf("%w (the control password written to its /perm, if it got there: %s)", err, pw)
+		}
 		return res, &WriteError{Target: o.Target, Phase: "personalizing", Done: res.Written, Total: res.Written, PermKept: res.KeptPerm, Err: err}
 	}
 	res.Notes = append(res.Notes, "new disk signature, boot command lines updated")
 	if pw != "" {
-		res.Notes = append(res.Notes, fmt.Sprintf("control password of the installed disk (user ncpos): %s — keep it now, it is shown only here", pw))
+		res.Notes = append(res.Notes, fmt.Sprintf("control password of the installed disk (user ncpos): %s — note it now: it is kept nowhere else", pw))
 	}
 	return res, nil
 }

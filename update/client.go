@@ -37,7 +37,9 @@ func (c *Client) http() *http.Client {
 	}
 	// No keep-alive: the appliance reboots during an update, and a request
 	// on a connection from before the reboot would fail with EOF.
-	return &http.Client{Timeout: 5 * time.Minute, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: c.TLS}}
+	// 30 minutes, as statusd allows one update step: a root image over a
+	// slow link to a remote site.
+	return &http.Client{Timeout: 30 * time.Minute, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: c.TLS}}
 }
 
 // System reads statusd's /api/v1/system.

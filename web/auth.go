@@ -64,23 +64,30 @@ func (a *Auth) require(h http.Handler) http.Handler {
 			return
 		}
 		client := requestClient(r)
-		if a.logins != nil {
+		good := false
+		if a.logins == nil {
+			good = a.ok(r)
+		} else {
+			// One check at a time per client: parallel guesses wait
+			// their turn, and the backoff a failure starts holds them.
+			release := a.logins.lock(client)
 			if wait := a.logins.wait(client); wait > 0 {
+				release()
 				secs := int(math.Ceil(wait.Seconds()))
 				w.Header().Set("Retry-After", strconv.Itoa(secs))
 				apiError(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins from %s: no login is checked for another %d s", client, secs))
 				return
 			}
-		}
-		if !a.ok(r) {
-			if a.logins != nil {
+			if good = a.ok(r); good {
+				a.logins.ok(client)
+			} else {
 				a.logins.fail(client, user)
 			}
+			release()
+		}
+		if !good {
 			unauthorized(w, "wrong user or password (user ncpos and the box's control password)")
 			return
-		}
-		if a.logins != nil {
-			a.logins.ok(client)
 		}
 		h.ServeHTTP(w, r)
 	})

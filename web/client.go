@@ -7,8 +7,9 @@ import (
 )
 
 // clientKey names the client a request or connection comes from, for the
-// per-client limits: its IPv4 address, or the /64 of an IPv6 address, since
-// one host on a LAN can pick any address in its /64 at will.
+// per-client limits: its IPv4 address, or the /64 of a global IPv6
+// address, since one host can pick any address in its /64 at will. A
+// link-local address is itself: every host on the link shares fe80::/64.
 func clientKey(remote string) string {
 	host, _, err := net.SplitHostPort(remote)
 	if err != nil {
@@ -19,7 +20,7 @@ func clientKey(remote string) string {
 		return host
 	}
 	a = a.Unmap().WithZone("")
-	if a.Is6() {
+	if a.Is6() && !a.IsLinkLocalUnicast() {
 		p, _ := a.Prefix(64)
 		return p.String()
 	}

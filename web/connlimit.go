@@ -36,8 +36,12 @@ func newConnLimiter(l Limits) *connLimiter {
 		conns: map[*limitedConn]struct{}{}, byClient: map[string]int{}}
 }
 
-// wrap returns ln with the caps applied.
-func (c *connLimiter) wrap(ln net.Listener) net.Listener { return &limitedListener{Listener: ln, c: c} }
+// wrap returns ln with the caps applied. On a TLS listener a refused
+// connection is closed without a word: no HTTP can be said before the
+// handshake, and a handshake is what the cap saves.
+func (c *connLimiter) wrap(ln net.Listener, tls bool) net.Listener {
+	return &limitedListener{Listener: ln, c: c, tls: tls}
+}
 
 // admit counts conn in, making room if need be, or says why not.
 func (c *connLimiter) admit(conn *limitedConn) error {
@@ -100,7 +104,8 @@ func (c *connLimiter) release(lc *limitedConn) {
 
 type limitedListener struct {
 	net.Listener
-	c *connLimiter
+	c   *connLimiter
+	tls bool
 }
 
 func (l *limitedListener) Accept() (net.Conn, error) {
@@ -112,7 +117,11 @@ func (l *limitedListener) Accept() (net.Conn, error) {
 		lc := &limitedConn{Conn: conn, c: l.c, client: clientKey(conn.RemoteAddr().String()), opened: l.c.now()}
 		if err := l.c.admit(lc); err != nil {
 			l.c.refused.Add(1)
-			go refuseConn(conn, err.Error())
+			if l.tls {
+				conn.Close()
+			} else {
+				go refuseConn(conn, err.Error())
+			}
 			continue
 		}
 		return lc, nil

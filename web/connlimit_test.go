@@ -25,7 +25,7 @@ func serveLoopback(t *testing.T, f *fixture) string {
 	}
 	g := f.srv.guard()
 	hs := g.lim.httpServer(f.srv.Handler())
-	go hs.Serve(g.conns.wrap(ln))
+	go hs.Serve(g.conns.wrap(ln, false))
 	t.Cleanup(func() { hs.Close() })
 	return ln.Addr().String()
 }

@@ -19,6 +19,7 @@ func gokrazyClient(sock string, timeout time.Duration) *http.Client {
 		sock = GokrazySocket
 	}
 	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		DisableKeepAlives: true, // one request per call: nothing left open
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)

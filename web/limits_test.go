@@ -1,9 +1,11 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,11 +155,61 @@ func TestClientKey(t *testing.T) {
 		"[::ffff:192.0.2.1]:80":      "192.0.2.1",
 		"[2001:db8:1:2:3:4:5:6]:443": "2001:db8:1:2::/64",
 		"[2001:db8:1:2:ffff::1]:443": "2001:db8:1:2::/64",
-		"[fe80::1%eth0]:80":          "fe80::/64",
+		"[fe80::1%eth0]:80":          "fe80::1",
+		"[fe80::abcd:1234]:80":       "fe80::abcd:1234",
 		"@":                          "@",
 	} {
 		if got := clientKey(in); got != want {
 			t.Errorf("clientKey(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// Clients from many addresses at once fill the table; a newcomer still
+// gets in, in the place of the client seen longest ago.
+func TestRateLimitTableFull(t *testing.T) {
+	now := time.Unix(1e9, 0)
+	lim := DefaultLimits
+	lim.MaxClients = 3
+	rl := newRateLimiter(lim, func() time.Time { return now })
+	for _, c := range []string{"a", "b", "c"} {
+		now = now.Add(time.Millisecond)
+		if ok, _ := rl.allow(c); !ok {
+			t.Fatalf("client %s refused", c)
+		}
+	}
+	if ok, _ := rl.allow("operator"); !ok {
+		t.Fatal("a newcomer was refused with the table full")
+	}
+	if _, kept := rl.clients["a"]; kept || len(rl.clients) != 3 {
+		t.Errorf("table %v: want a, seen longest ago, gone", rl.clients)
+	}
+}
+
+// Guesses sent all at once are checked one after another, so the backoff
+// that the first failures start holds the rest.
+func TestLoginBackoffParallel(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	h := f.srv.Handler()
+	const n = 16
+	codes := make(chan int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			r := from("198.51.100.7:4000", newRequest("POST", "/api/v1/control/reboot", `{}`,
+				map[string]string{"Content-Type": "application/json", "Authorization": basic("ncpos", fmt.Sprint("guess", i))}))
+			rec := newRecorder()
+			h.ServeHTTP(rec, r)
+			codes <- rec.Code
+		})
+	}
+	wg.Wait()
+	close(codes)
+	count := map[int]int{}
+	for c := range codes {
+		count[c]++
+	}
+	if want := DefaultLimits.LoginFreeFailures + 1; count[401] != want || count[429] != n-want {
+		t.Fatalf("%d parallel guesses: %v, want %d checked (401) and the rest refused unchecked (429)", n, count, want)
 	}
 }

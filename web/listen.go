@@ -50,7 +50,7 @@ type endpoint struct {
 	newServer func() *http.Server
 }
 
-func serveOnInterface(ctx context.Context, ifname string, wrap func(net.Listener) net.Listener, eps []endpoint, poll time.Duration) error {
+func serveOnInterface(ctx context.Context, ifname string, wrap func(net.Listener, bool) net.Listener, eps []endpoint, poll time.Duration) error {
 	if ifname == "" {
 		log.Printf("statusd: no management interface: serving nothing on the network")
 		<-ctx.Done()
@@ -98,7 +98,7 @@ func serveOnInterface(ctx context.Context, ifname string, wrap func(net.Listener
 				continue
 			}
 			s := ep.newServer()
-			ln = wrap(ln)
+			ln = wrap(ln, ep.tls)
 			servers[addr] = s
 			scheme := map[bool]string{false: "http", true: "https"}[ep.tls]
 			log.Printf("statusd: serving on %s://%s/", scheme, addr)

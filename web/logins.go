@@ -1,6 +1,7 @@
 package web
 
 import (
+	"hash/fnv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ type loginGuard struct {
 
 	mu      sync.Mutex
 	clients map[string]*loginState
+	checks  [64]sync.Mutex // by client hash: one login check at a time per client
 
 	failures  atomic.Uint64 // wrong credentials checked
 	throttled atomic.Uint64 // logins refused unchecked while a client waits
@@ -32,6 +34,16 @@ type loginState struct {
 
 func newLoginGuard(l Limits, now func() time.Time) *loginGuard {
 	return &loginGuard{lim: l, now: now, clients: map[string]*loginState{}}
+}
+
+// lock serializes the login checks of client (and of the few clients that
+// share its lock) and returns the unlock.
+func (g *loginGuard) lock(client string) func() {
+	h := fnv.New32a()
+	h.Write([]byte(client))
+	m := &g.checks[h.Sum32()%uint32(len(g.checks))]
+	m.Lock()
+	return m.Unlock
 }
 
 // wait says how long client must still wait before a login is checked.

@@ -28,6 +28,7 @@ const PasswordFile = "/perm/" + passwd.File
 // client that sends it with every request (the dashboard with auth_read)
 // costs one bcrypt check, not one per request.
 type Password struct {
+	change sync.Mutex // one rotation at a time: file and memory agree
 	mu     sync.RWMutex
 	hash   []byte
 	source string // where hash came from, for the dashboard
@@ -128,6 +129,8 @@ var ErrPasswordFixed = errors.New("password set by the configuration")
 // the old one stops working at once. Nothing changes when the file cannot
 // be written.
 func (p *Password) Change(pw string) error {
+	p.change.Lock()
+	defer p.change.Unlock()
 	p.mu.RLock()
 	fixed, file := p.fixed, p.file
 	p.mu.RUnlock()

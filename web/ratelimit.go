@@ -36,7 +36,7 @@ func newRateLimiter(l Limits, now func() time.Time) *rateLimiter {
 
 // allow says whether client may send a request now; if not, how long
 // until it may.
-func (rl *rateLimiter) allow(client string) (bool, time.Duration, error) {
+func (rl *rateLimiter) allow(client string) (bool, time.Duration) {
 	now := rl.now()
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
@@ -46,7 +46,10 @@ func (rl *rateLimiter) allow(client string) (bool, time.Duration, error) {
 			rl.prune(now)
 		}
 		if len(rl.clients) >= rl.lim.MaxClients {
-			return false, time.Second, fmt.Errorf("too many clients (%d in the last minute)", len(rl.clients))
+			// Full of recent clients (many addresses at once): the one
+			// seen longest ago makes room, so that a newcomer, the
+			// operator perhaps, is never locked out.
+			rl.evictOldest()
 		}
 		c = &clientRate{l: rate.NewLimiter(rate.Limit(rl.lim.Rate), rl.lim.Burst)}
 		rl.clients[client] = c
@@ -55,9 +58,20 @@ func (rl *rateLimiter) allow(client string) (bool, time.Duration, error) {
 	r := c.l.ReserveN(now, 1)
 	if d := r.DelayFrom(now); d > 0 {
 		r.CancelAt(now)
-		return false, d, nil
+		return false, d
 	}
-	return true, 0, nil
+	return true, 0
+}
+
+func (rl *rateLimiter) evictOldest() {
+	var oldest string
+	var seen time.Time
+	for k, c := range rl.clients {
+		if oldest == "" || c.seen.Before(seen) {
+			oldest, seen = k, c.seen
+		}
+	}
+	delete(rl.clients, oldest)
 }
 
 // prune forgets clients idle for a minute: their buckets are full again.
@@ -72,17 +86,13 @@ func (rl *rateLimiter) prune(now time.Time) {
 func (rl *rateLimiter) middleware(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		client := requestClient(r)
-		ok, wait, err := rl.allow(client)
+		ok, wait := rl.allow(client)
 		if ok {
 			h.ServeHTTP(w, r)
 			return
 		}
 		rl.limited.Add(1)
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-		if err != nil {
-			apiError(w, http.StatusServiceUnavailable, err.Error())
-			return
-		}
 		apiError(w, http.StatusTooManyRequests, fmt.Sprintf("too many requests from %s (more than %g per second): retry in %v", client, rl.lim.Rate, wait.Round(time.Millisecond)))
 	})
 }

@@ -41,6 +41,7 @@ func redirectToHTTPS(httpsPort int) http.Handler {
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
+		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 		if strings.Contains(host, ":") {
 			host = "[" + host + "]"
 		}

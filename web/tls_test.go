@@ -27,7 +27,7 @@ func serveTLS(t *testing.T, f *fixture) (string, *boxtls.Identity) {
 		t.Fatal(err)
 	}
 	hs := f.srv.httpsServer(f.srv.Handler())
-	go hs.ServeTLS(f.srv.guard().conns.wrap(ln), "", "")
+	go hs.ServeTLS(f.srv.guard().conns.wrap(ln, true), "", "")
 	t.Cleanup(func() { hs.Close() })
 	return ln.Addr().String(), id
 }
@@ -113,6 +113,7 @@ func TestPlainHTTPRedirects(t *testing.T) {
 		{"GET", "appliance.test", "/api/v1/status?history=5", 301, "https://appliance.test:8443/api/v1/status?history=5", ""},
 		{"GET", "127.0.0.1:8080", "/", 301, "https://127.0.0.1:8443/", ""},
 		{"HEAD", "[::1]:80", "/metrics", 301, "https://[::1]:8443/metrics", ""},
+		{"GET", "[::1]", "/", 301, "https://[::1]:8443/", ""},
 		{"POST", "appliance.test", "/api/v1/control/reboot", 403, "", "takes no requests over plain HTTP"},
 		{"GET", "evil.example", "/", 421, "", "not a name or address of this box"},
 	} {

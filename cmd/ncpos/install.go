@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -104,6 +105,12 @@ func runInstall(ctx context.Context, args []string) error {
 		ProgressBar: true,
 		Perm:        func(size int64) (io.ReaderAt, error) { return prov.perm(ctx, size) },
 	})
+	var we *install.WriteError
+	if errors.As(err, &we) && prov.file != "" && (we.Phase != "writing" || we.Done >= we.Total) {
+		// Everything reached the card, the new /perm too: its password
+		// is the one recorded, whatever went wrong after.
+		return fmt.Errorf("%w\n(the card's new /perm holds the control password recorded in %s)", err, prov.file)
+	}
 	if err != nil {
 		prov.forget()
 		return err
