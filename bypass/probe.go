@@ -18,6 +18,7 @@ import (
 	"github.com/ncpos/ncpos/bypass/lanner"
 	"github.com/ncpos/ncpos/bypass/sio"
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/internal/kmsg"
 	"github.com/ncpos/ncpos/ipc"
 )
 
@@ -364,7 +365,7 @@ func ProbeSummary(r ipc.HardwareProbe) []string {
 // probing again while its own backends hold the hardware). The summary
 // goes to the log and to the kernel's log, which is the serial console's
 // boot log.
-func ProbeOnce(runDir string, env ProbeEnv, kmsg string) (ipc.HardwareProbe, error) {
+func ProbeOnce(runDir string, env ProbeEnv, kmsgPath string) (ipc.HardwareProbe, error) {
 	path := filepath.Join(runDir, ipc.HardwareFile)
 	var r ipc.HardwareProbe
 	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &r) == nil {
@@ -375,12 +376,13 @@ func ProbeOnce(runDir string, env ProbeEnv, kmsg string) (ipc.HardwareProbe, err
 	for _, l := range lines {
 		log.Print(l)
 	}
-	if kmsg != "" {
-		if f, err := os.OpenFile(kmsg, os.O_WRONLY, 0); err == nil {
-			for _, l := range lines {
-				fmt.Fprintf(f, "<6>ncpos: %s\n", l) // one write per record, level info
-			}
-			f.Close()
+	if kmsgPath != "" {
+		prefixed := make([]string, len(lines))
+		for i, l := range lines {
+			prefixed[i] = "ncpos: " + l
+		}
+		if err := kmsg.Write(kmsgPath, kmsg.Info, prefixed...); err != nil {
+			log.Printf("probe: %v", err)
 		}
 	}
 	b, err := json.MarshalIndent(r, "", "  ")

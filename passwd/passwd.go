@@ -17,8 +17,9 @@ import (
 // File is where the hash lives, relative to /perm.
 const File = "ncpos/control-password"
 
-// Cost is bcrypt's work factor: about 80 ms a check on an Atom D525, and
-// statusd checks a good password once per client, not per request.
+// Cost is bcrypt's work factor: 63 ms a check on one core of our 2-core
+// build host (slower on an Atom); statusd checks a good password once,
+// not per request, and wrong ones one at a time per client.
 const Cost = 10
 
 // MinLength and MaxLength bound a password a person chooses (bcrypt reads

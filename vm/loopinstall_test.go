@@ -3,13 +3,11 @@ package vm
 import (
 	"context"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/install"
@@ -69,16 +67,10 @@ func TestInstalledLoopDeviceBoots(t *testing.T) {
 
 	v, _ := boot(t, dev, false)
 	checkBooted(t, v)
-	for pw, want := range map[string]int{boxPassword: 200, testPassword: 401} {
-		req, _ := http.NewRequest("GET", v.StatusURL()+"api/v1/install", nil)
-		req.SetBasicAuth("ncpos", pw)
-		resp, err := v.Client(time.Minute).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Errorf("control with the %s password = %s, want %d", map[bool]string{true: "card's", false: "image's"}[pw == boxPassword], resp.Status, want)
-		}
+	if code := controlStatus(t, v, boxPassword); code != 200 {
+		t.Errorf("control with the card's password = %d, want 200", code)
+	}
+	if code := controlStatus(t, v, testPassword); code != 401 {
+		t.Errorf("control with the image's password = %d, want 401", code)
 	}
 }

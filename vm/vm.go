@@ -255,20 +255,26 @@ func (v *VM) Fingerprint() (string, error) {
 // new one). No keep-alive: the box reboots under some tests.
 func (v *VM) Client(timeout time.Duration) *http.Client {
 	cfg := &tls.Config{InsecureSkipVerify: true, VerifyConnection: func(cs tls.ConnectionState) error {
-		want, err := v.Fingerprint()
-		if err != nil {
-			return err
-		}
-		got, err := boxtls.Fingerprint(cs.PeerCertificates[0].Raw)
-		if err != nil {
-			return err
-		}
-		if got != want {
-			return fmt.Errorf("the box presented the key %s, its console announced %s", got, want)
-		}
-		return nil
+		return v.CheckKey(cs.PeerCertificates[0].Raw)
 	}}
 	return &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true}}
+}
+
+// CheckKey says whether a certificate the box presented carries the key
+// its serial console announced.
+func (v *VM) CheckKey(certDER []byte) error {
+	want, err := v.Fingerprint()
+	if err != nil {
+		return err
+	}
+	got, err := boxtls.Fingerprint(certDER)
+	if err != nil {
+		return err
+	}
+	if got != want {
+		return fmt.Errorf("the box presented the key %s, its console announced %s", got, want)
+	}
+	return nil
 }
 
 // WaitHealthy polls the forwarded /healthz until it answers 200 and returns

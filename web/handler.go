@@ -96,7 +96,7 @@ const maxHistory = 600
 
 // Handler returns the routes of API.md.
 func (s *Server) Handler() http.Handler {
-	g := s.guard()
+	s.guard() // the login backoff the routes' Auth uses
 	mux := http.NewServeMux()
 	read := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.Auth.requireRead(h)) }
 	control := func(pattern string, h http.HandlerFunc) {
@@ -152,7 +152,14 @@ func (s *Server) Handler() http.Handler {
 	control("POST /api/v1/control/install", s.handleInstall)
 	read("GET /api/v1/selftest/job", s.handleSelfTestJob)
 	control("POST /api/v1/control/selftest", s.handleSelfTest)
-	return securityHeaders(g.hosts.middleware(g.rate.middleware(mux)))
+	return s.guarded(mux)
+}
+
+// guarded puts h behind what every listener of statusd applies first: the
+// security headers, the Host check and the rate per client.
+func (s *Server) guarded(h http.Handler) http.Handler {
+	g := s.guard()
+	return securityHeaders(g.hosts.middleware(g.rate.middleware(h)))
 }
 
 // apiIndex lists the API for GET /api/v1/ (API.md has the details).

@@ -59,33 +59,27 @@ var DefaultLimits = Limits{
 // orDefault fills the fields left zero from DefaultLimits.
 func (l Limits) orDefault() Limits {
 	d := DefaultLimits
-	pick := func(v *time.Duration, def time.Duration) {
-		if *v <= 0 {
-			*v = def
-		}
-	}
-	pickInt := func(v *int, def int) {
-		if *v <= 0 {
-			*v = def
-		}
-	}
-	pick(&l.ReadHeaderTimeout, d.ReadHeaderTimeout)
-	pick(&l.ReadTimeout, d.ReadTimeout)
-	pick(&l.WriteTimeout, d.WriteTimeout)
-	pick(&l.IdleTimeout, d.IdleTimeout)
-	pickInt(&l.MaxHeaderBytes, d.MaxHeaderBytes)
-	pickInt(&l.MaxConns, d.MaxConns)
-	pickInt(&l.MaxConnsPerClient, d.MaxConnsPerClient)
-	if l.Rate <= 0 {
-		l.Rate = d.Rate
-	}
-	pickInt(&l.Burst, d.Burst)
-	pickInt(&l.MaxClients, d.MaxClients)
-	pickInt(&l.LoginFreeFailures, d.LoginFreeFailures)
-	pick(&l.LoginBackoff, d.LoginBackoff)
-	pick(&l.LoginMaxBackoff, d.LoginMaxBackoff)
-	pick(&l.LoginForget, d.LoginForget)
+	orDefault(&l.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	orDefault(&l.ReadTimeout, d.ReadTimeout)
+	orDefault(&l.WriteTimeout, d.WriteTimeout)
+	orDefault(&l.IdleTimeout, d.IdleTimeout)
+	orDefault(&l.MaxHeaderBytes, d.MaxHeaderBytes)
+	orDefault(&l.MaxConns, d.MaxConns)
+	orDefault(&l.MaxConnsPerClient, d.MaxConnsPerClient)
+	orDefault(&l.Rate, d.Rate)
+	orDefault(&l.Burst, d.Burst)
+	orDefault(&l.MaxClients, d.MaxClients)
+	orDefault(&l.LoginFreeFailures, d.LoginFreeFailures)
+	orDefault(&l.LoginBackoff, d.LoginBackoff)
+	orDefault(&l.LoginMaxBackoff, d.LoginMaxBackoff)
+	orDefault(&l.LoginForget, d.LoginForget)
 	return l
+}
+
+func orDefault[T int | float64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // httpServer is an http.Server for h with the timeouts and header limit.

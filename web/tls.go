@@ -27,8 +27,7 @@ func (s *Server) httpsServer(h http.Handler) *http.Server {
 // redirectHandler is what plain HTTP serves, behind the same Host check
 // and rate limit as the API.
 func (s *Server) redirectHandler(httpsPort int) http.Handler {
-	g := s.guard()
-	return securityHeaders(g.hosts.middleware(g.rate.middleware(redirectToHTTPS(httpsPort))))
+	return s.guarded(redirectToHTTPS(httpsPort))
 }
 
 // redirectToHTTPS is all plain HTTP does: a browser that typed the box's

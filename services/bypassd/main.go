@@ -60,6 +60,7 @@ import (
 	"github.com/ncpos/ncpos/appliance"
 	"github.com/ncpos/ncpos/bypass"
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/internal/kmsg"
 	"github.com/ncpos/ncpos/ipc"
 )
 
@@ -149,7 +150,7 @@ func main() {
 	if len(o.simPairs) == 0 {
 		// What bypass hardware this box has, before anything drives it.
 		env, done := bypass.DefaultProbeEnv()
-		if _, err := bypass.ProbeOnce(o.d.RunDir, env, "/dev/kmsg"); err != nil {
+		if _, err := bypass.ProbeOnce(o.d.RunDir, env, kmsg.Path); err != nil {
 			log.Printf("bypassd: %v", err)
 		}
 		done()

@@ -25,6 +25,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/internal/kmsg"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/watchdog"
 	"github.com/ncpos/ncpos/web"
@@ -57,7 +58,7 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		return err
 	}
 	hostname, _ := os.Hostname()
-	id, tlsNote, err := identity(tlsDir, hostname, "/dev/kmsg")
+	id, tlsNote, err := identity(tlsDir, hostname, kmsg.Path)
 	if err != nil {
 		return err
 	}

@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 	"log"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/ncpos/ncpos/boxtls"
+	"github.com/ncpos/ncpos/internal/kmsg"
 	"github.com/ncpos/ncpos/ipc"
 )
 
@@ -18,7 +18,7 @@ const TLSDir = "/perm/ncpos/tls"
 // identity loads or makes the box's TLS identity. Without a writable
 // /perm the box still serves HTTPS, with a key made for this boot only,
 // and says so (note); it never falls back to plain HTTP.
-func identity(dir, hostname, kmsg string) (id *boxtls.Identity, note string, err error) {
+func identity(dir, hostname, kmsgPath string) (id *boxtls.Identity, note string, err error) {
 	id, err = boxtls.Ensure(dir, hostname, time.Now())
 	if err != nil {
 		note = fmt.Sprintf("not kept (%v): a new key at every boot, hosts must be told each one", err)
@@ -38,23 +38,19 @@ func identity(dir, hostname, kmsg string) (id *boxtls.Identity, note string, err
 	if note != "" {
 		how = note
 	}
-	announce(kmsg, fmt.Sprintf("ncpos: statusd: TLS key %s (%s)", id.Fingerprint, how))
+	announce(kmsgPath, fmt.Sprintf("ncpos: statusd: TLS key %s (%s)", id.Fingerprint, how))
 	return id, note, nil
 }
 
 // announce puts a line on the kernel log, which the serial console and the
 // boot log show: the fingerprint is how an operator at the console checks
 // what a host command pinned on first contact.
-func announce(kmsg, line string) {
+func announce(path, line string) {
 	log.Print(line)
-	if kmsg == "" {
+	if path == "" {
 		return
 	}
-	f, err := os.OpenFile(kmsg, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		log.Printf("writing to %s: %v", kmsg, err)
-		return
+	if err := kmsg.Write(path, kmsg.Notice, line); err != nil {
+		log.Print(err)
 	}
-	defer f.Close()
-	fmt.Fprintf(f, "<5>%s\n", line)
 }
