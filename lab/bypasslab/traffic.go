@@ -266,6 +266,11 @@ type Outage struct {
 	Lost    int
 }
 
+// ClockSkew is how far receive timestamps and the relay's clock, read
+// separately, may disagree: a frame that arrived up to ClockSkew before
+// the relay's time of its first frame is that frame.
+const ClockSkew = 100 * time.Microsecond
+
 // Analyse works out the outage around at from the frames sent (numbered
 // from base), the arrivals, and relayAt, when the relay first carried a
 // frame (zero if it did not).
@@ -294,10 +299,8 @@ func Analyse(at, relayAt time.Time, base uint64, sent []time.Time, got []Arrival
 		return o
 	}
 	o.RelayAfter = relayAt.Sub(at)
-	// Receive timestamps and the relay's clock are read separately; allow
-	// them 100us of disagreement.
 	for _, a := range arr {
-		if !a.At.Before(relayAt.Add(-100 * time.Microsecond)) {
+		if !a.At.Before(relayAt.Add(-ClockSkew)) {
 			o.FirstAt, o.Resumed, o.Gap = a.At, true, a.At.Sub(at)
 			break
 		}
