@@ -23,7 +23,9 @@ import (
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/dataport"
+	"github.com/ncpos/ncpos/internal/kmsg"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/logs"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/watchdog"
 )
@@ -76,6 +78,8 @@ func Init(buildID string) error {
 	if err := gokrazy.Boot(buildID); err != nil {
 		return fmt.Errorf("gokrazy.Boot: %w", err)
 	}
+
+	tuneLogging("/proc/sys")
 
 	if id, err := MachineID(MachineIDPath); err != nil {
 		log.Printf("machine id: %v", err)
@@ -145,6 +149,8 @@ func Init(buildID string) error {
 			log.Printf("not starting %s: %v", name, err)
 			continue
 		}
+		// The daemons put their log lines on the serial console too.
+		cmd.Env = append(os.Environ(), logs.ConsoleEnv+"="+kmsg.Path)
 		rec.Services = append(rec.Services, name)
 		services = append(services, gokrazy.NewService(cmd))
 	}
@@ -253,6 +259,22 @@ func staticLease(cidr, gateway string) (string, error) {
 	}
 	b, err := json.Marshal(lease)
 	return string(b), err
+}
+
+// tuneLogging lets the daemons' log lines through: the kernel log takes
+// every line of a daemon that keeps /dev/kmsg open (its default lets ten
+// through in five seconds; the daemons bound their own rate), and
+// statusd's log socket queues a burst of lines (the default queue of a
+// datagram socket is ten).
+func tuneLogging(procSys string) {
+	for _, t := range []struct{ file, value string }{
+		{"kernel/printk_devkmsg", "on"},
+		{"net/unix/max_dgram_qlen", "512"},
+	} {
+		if err := os.WriteFile(filepath.Join(procSys, t.file), []byte(t.value+"\n"), 0o644); err != nil {
+			log.Printf("logging: %v", err)
+		}
+	}
 }
 
 // daemonCommand builds the command line of one ncpos daemon from the

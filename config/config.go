@@ -112,9 +112,13 @@ const (
 	MaxMTU = 9216
 )
 
-// Syslog configures remote logging, which keeps log writes off the flash.
+// Syslog configures remote logging, which keeps log writes off the flash:
+// the events and every daemon's log lines go there.
 type Syslog struct {
-	Target string `toml:"target"` // "udp://host:port" or "tcp://host:port"; "" = off
+	Target string `toml:"target"` // "udp://host:port", "tcp://host:port" or "tls://host:port"; "" = off
+	// CA is the PEM of the certificates that sign a tls:// collector's
+	// certificate, which must name the target's host.
+	CA string `toml:"ca"`
 }
 
 // SelfTest configures the RFC 2544 self-test the appliance runs on itself:

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/x509"
 	"fmt"
 	"net/netip"
 	"net/url"
@@ -334,16 +335,27 @@ func pairsHint(p *Profile) string {
 func (c *Config) validateSyslog(add addFunc) {
 	t := c.Syslog.Target
 	if t == "" {
+		if c.Syslog.CA != "" {
+			add("syslog.ca", "set without a tls:// target")
+		}
 		return
 	}
-	const want = `want "udp://host:514" or "tcp://host:514", or "" for no remote syslog`
+	const want = `want "udp://host:514", "tcp://host:514" or "tls://host:6514", or "" for no remote syslog`
 	u, err := url.Parse(t)
-	if err != nil || (u.Scheme != "udp" && u.Scheme != "tcp") || u.Opaque != "" || u.User != nil ||
+	if err != nil || (u.Scheme != "udp" && u.Scheme != "tcp" && u.Scheme != "tls") || u.Opaque != "" || u.User != nil ||
 		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Hostname() == "" {
 		add("syslog.target", "%q is not a syslog target, %s", t, want)
 		return
 	}
 	if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
 		add("syslog.target", "%q has no valid port, %s", t, want)
+	}
+	switch {
+	case u.Scheme != "tls" && c.Syslog.CA != "":
+		add("syslog.ca", "set for a %s:// target, which does not use TLS", u.Scheme)
+	case u.Scheme == "tls" && c.Syslog.CA == "":
+		add("syslog.ca", "a tls:// target needs the PEM of the CA that signs the collector's certificate")
+	case u.Scheme == "tls" && !x509.NewCertPool().AppendCertsFromPEM([]byte(c.Syslog.CA)):
+		add("syslog.ca", "holds no PEM certificate")
 	}
 }

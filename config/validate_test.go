@@ -135,12 +135,19 @@ func TestValidationRules(t *testing.T) {
 			`ncpos.toml:4: segment[0].bypass: bypass pair "pair2" joins LAN3 and LAN4, want a pair joining the segment's ports LAN1 and LAN2`}},
 		{"bypass reversed ports ok", "[[segment]]\nname = \"a\"\nports = [\"LAN2\", \"LAN1\"]\nbypass = \"pair1\"\n", nil},
 		{"syslog scheme", "[syslog]\ntarget = \"syslog.example:514\"\n" + seg, []string{
-			`ncpos.toml:2: syslog.target: "syslog.example:514" is not a syslog target, want "udp://host:514" or "tcp://host:514", or "" for no remote syslog`}},
+			`ncpos.toml:2: syslog.target: "syslog.example:514" is not a syslog target, want "udp://host:514", "tcp://host:514" or "tls://host:6514", or "" for no remote syslog`}},
 		{"syslog no port", "[syslog]\ntarget = \"udp://192.0.2.1\"\n" + seg, []string{
-			`ncpos.toml:2: syslog.target: "udp://192.0.2.1" has no valid port, want "udp://host:514" or "tcp://host:514", or "" for no remote syslog`}},
+			`ncpos.toml:2: syslog.target: "udp://192.0.2.1" has no valid port, want "udp://host:514", "tcp://host:514" or "tls://host:6514", or "" for no remote syslog`}},
 		{"syslog path", "[syslog]\ntarget = \"tcp://h:514/x\"\n" + seg, []string{
-			`ncpos.toml:2: syslog.target: "tcp://h:514/x" is not a syslog target, want "udp://host:514" or "tcp://host:514", or "" for no remote syslog`}},
+			`ncpos.toml:2: syslog.target: "tcp://h:514/x" is not a syslog target, want "udp://host:514", "tcp://host:514" or "tls://host:6514", or "" for no remote syslog`}},
 		{"syslog ok", "[syslog]\ntarget = \"tcp://[2001:db8::1]:514\"\n" + seg, nil},
+		{"syslog tls without ca", "[syslog]\ntarget = \"tls://syslog.example:6514\"\n" + seg, []string{
+			`ncpos.toml:1: syslog.ca: a tls:// target needs the PEM of the CA that signs the collector's certificate`}},
+		{"syslog tls bad ca", "[syslog]\ntarget = \"tls://syslog.example:6514\"\nca = \"-----BEGIN CERTIFICATE-----\"\n" + seg, []string{
+			`ncpos.toml:3: syslog.ca: holds no PEM certificate`}},
+		{"syslog ca without tls", "[syslog]\ntarget = \"udp://syslog.example:514\"\nca = \"x\"\n" + seg, []string{
+			`ncpos.toml:3: syslog.ca: set for a udp:// target, which does not use TLS`}},
+		{"syslog tls ok", "[syslog]\ntarget = \"tls://syslog.example:6514\"\nca = \"\"\"\n" + testCA + "\n\"\"\"\n" + seg, nil},
 		{"all errors, in line order", "hostname = \"a b\"\n[status]\nport = -1\n[[segment]]\nname = \"x\"\nports = [\"LAN1\"]\n", []string{
 			`ncpos.toml:1: hostname: "a b" is not a valid hostname, want 1-63 letters, digits and "-", not starting or ending with "-"`,
 			`ncpos.toml:3: status.port: -1 is out of range, want 1..65535`,
@@ -223,3 +230,6 @@ func TestSegmentBypassDefault(t *testing.T) {
 		t.Errorf("generic (no relays): %+v, %v", c, err)
 	}
 }
+
+// testCA is a certificate for syslog.example (its key is not kept).
+const testCA = "-----BEGIN CERTIFICATE-----\nMIIBhjCCAS2gAwIBAgIUWzwZFvw9ucR9wVsj4CYEinBQr+swCgYIKoZIzj0EAwIw\nGTEXMBUGA1UEAwwOc3lzbG9nLmV4YW1wbGUwHhcNMjYxMjAyMDUyOTU2WhcNMzYx\nMTI5MDUyOTU2WjAZMRcwFQYDVQQDDA5zeXNsb2cuZXhhbXBsZTBZMBMGByqGSM49\nAgEGCCqGSM49AwEHA0IABAE13S/dSd83xvqEXpdxuOu5QrApLq0cay1p8qHfBTf9\nfAYapb6KK0HHAOufB7o1XbPyj16y7ufxOrUQ0zZ3EiSjUzBRMB0GA1UdDgQWBBQw\nissBpI+lawPNgDQG5nuEvQ26zzAfBgNVHSMEGDAWgBQwissBpI+lawPNgDQG5nuE\nvQ26zzAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0cAMEQCICaH4n5VKUc6\nLQ8PVrYw4uOHGpjKYLIMw0tEKVKdZjWmAiBAH2PvzO5OwXIg5II1WG5tTPDso7Aq\nXtvBOmRT3k6q+A==\n-----END CERTIFICATE-----"

@@ -63,6 +63,9 @@ const (
 	KindBoot      = "boot"
 	KindCondition = "condition"
 	KindLogin     = "login" // failed logins to the management API
+	// MsgIDLog is the MSGID of a daemon's log line on the syslog wire
+	// (not an event).
+	MsgIDLog = "log"
 )
 
 // Event is one thing that happened.

@@ -3,6 +3,7 @@ package events
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ncpos/ncpos/internal/testcert"
 )
 
 func TestSenderUDP(t *testing.T) {
@@ -18,7 +21,7 @@ func TestSenderUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	s, err := NewSender("udp://"+pc.LocalAddr().String(), Header{Hostname: "box", AppName: "ncpos"})
+	s, err := NewSender("udp://"+pc.LocalAddr().String(), Header{Hostname: "box", AppName: "ncpos"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +57,7 @@ func TestSenderTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	s, err := NewSender("tcp://"+ln.Addr().String(), Header{Hostname: "box", AppName: "ncpos"})
+	s, err := NewSender("tcp://"+ln.Addr().String(), Header{Hostname: "box", AppName: "ncpos"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,15 +128,15 @@ func TestSenderTCP(t *testing.T) {
 }
 
 func TestNewSenderRejects(t *testing.T) {
-	for _, target := range []string{"", "http://h:514", "udp://:514", "udp://h", "tcp://h:99999"} {
-		if _, err := NewSender(target, Header{}); err == nil {
+	for _, target := range []string{"", "http://h:514", "udp://:514", "udp://h", "tcp://h:99999", "tls://h:6514"} {
+		if _, err := NewSender(target, Header{}, []byte("not a certificate")); err == nil {
 			t.Errorf("NewSender(%q) succeeded", target)
 		}
 	}
 }
 
 func TestSenderDropsWhenFull(t *testing.T) {
-	s, err := NewSender("udp://127.0.0.1:9", Header{})
+	s, err := NewSender("udp://127.0.0.1:9", Header{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,4 +156,72 @@ func waitFor(f func() bool) bool {
 		}
 	}
 	return false
+}
+
+// Over TLS the sender checks the collector's certificate: with the CA the
+// messages arrive framed as over TCP; a collector with another
+// certificate gets nothing, and the messages wait in the queue.
+func TestSenderTLS(t *testing.T) {
+	cert, caPEM := testcert.New(t, "127.0.0.1")
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	s, err := NewSender("tls://"+ln.Addr().String(), Header{Hostname: "box", AppName: "ncpos"}, caPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go s.Run(ctx)
+	s.SendAs(Event{Severity: Info, Kind: "log", Message: "forwarding"}, Header{Hostname: "box", AppName: "forwarderd", ProcID: "42"})
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(c)
+	lenText, err := r.ReadString(' ')
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(lenText))
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		t.Fatal(err)
+	}
+	if m := string(b); !strings.HasPrefix(m, "<30>1 ") || !strings.HasSuffix(m, " box forwarderd 42 log - forwarding") {
+		t.Fatalf("frame %q", m)
+	}
+
+	other, _ := testcert.New(t, "127.0.0.1")
+	ln2, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{other}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln2.Close()
+	s2, err := NewSender("tls://"+ln2.Addr().String(), Header{}, caPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s2.Run(ctx)
+	s2.Send(Event{Kind: KindLink, Message: "secret"})
+	go func() {
+		for {
+			c, err := ln2.Accept()
+			if err != nil {
+				return
+			}
+			// The handshake runs, and fails on the sender's side.
+			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			c.Read(make([]byte, 512))
+			c.Close()
+		}
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	if sent, _ := s2.Stats(); sent != 0 {
+		t.Fatalf("sent %d messages to a collector with a certificate the CA did not sign", sent)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/internal/syslogtest"
 	"github.com/ncpos/ncpos/web"
 )
 
@@ -312,13 +313,17 @@ func TestPermUnmountableNoReset(t *testing.T) {
 
 // TestNoWatchdogdNoReset boots a configuration without watchdogd: init
 // leaves the device to gokrazy's pinger, which pets it, so the box runs on
-// instead of being reset one timeout after boot.
+// instead of being reset one timeout after boot. The box sends its logs
+// to remote syslog over TLS meanwhile (the end-to-end test covers UDP).
 func TestNoWatchdogdNoReset(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
 	cfg := strings.Replace(string(condConfig), `services = ["forwarderd", "bypassd", "watchdogd", "statusd"]`, `services = ["forwarderd", "bypassd", "statusd"]`, 1)
+	// The box reaches the host's loopback as 10.0.2.2 (QEMU's user network).
+	collector := syslogtest.Listen(t, "tls", "10.0.2.2")
+	cfg += fmt.Sprintf("\n[syslog]\ntarget = \"tls://10.0.2.2:%d\"\nca = \"\"\"\n%s\"\"\"\n", collector.Addr.Port, collector.CA)
 	img := testImage(t, "nowatchdogd", []byte(cfg))
-	v, _ := boot(t, img, false)
+	v, serial := boot(t, img, false)
 	before := system(t, v)
 	if before.Watchdog.ClaimedByInit {
 		t.Errorf("init claimed the watchdog with no watchdogd configured")
@@ -341,6 +346,7 @@ func TestNoWatchdogdNoReset(t *testing.T) {
 		t.Fatalf("uptime %.0f s -> %.0f s over %v: reset", before.UptimeSeconds, after.UptimeSeconds, time.Since(start).Round(time.Second))
 	}
 	t.Logf("no watchdogd: no reset over %v (uptime %.0f s)", time.Since(start).Round(time.Second), after.UptimeSeconds)
+	checkDaemonLogs(t, v, collector, serial)
 }
 
 func copyFile(t *testing.T, from, to string) {

@@ -9,7 +9,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,11 +16,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ncpos/ncpos/boxtls"
+	"github.com/ncpos/ncpos/internal/syslogtest"
 	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/monitoring"
 	"github.com/ncpos/ncpos/web"
@@ -48,52 +47,6 @@ bypass = "pair1"
 [syslog]
 target = "udp://10.0.2.2:%d"
 `, syslogPort)
-}
-
-// syslogCollector gathers the datagrams that arrive on a local UDP port.
-type syslogCollector struct {
-	pc   net.PacketConn
-	mu   sync.Mutex
-	msgs []string
-}
-
-func newSyslogCollector(t *testing.T) *syslogCollector {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &syslogCollector{pc: pc}
-	t.Cleanup(func() { pc.Close() })
-	go func() {
-		buf := make([]byte, 8192)
-		for {
-			n, _, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			c.mu.Lock()
-			c.msgs = append(c.msgs, string(buf[:n]))
-			c.mu.Unlock()
-		}
-	}()
-	return c
-}
-
-func (c *syslogCollector) find(re *regexp.Regexp) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, m := range c.msgs {
-		if re.MatchString(m) {
-			return m
-		}
-	}
-	return ""
-}
-
-func (c *syslogCollector) all() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.msgs...)
 }
 
 // prometheusServer is Debian's prometheus scraping the appliance's
@@ -313,8 +266,8 @@ func control(t *testing.T, v *VM, path, user, password, body string) (int, strin
 func TestStatusdEndToEnd(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
-	collector := newSyslogCollector(t)
-	img := testImage(t, "statusd-e2e", statusdConfig(collector.pc.LocalAddr().(*net.UDPAddr).Port))
+	collector := syslogtest.Listen(t, "udp")
+	img := testImage(t, "statusd-e2e", statusdConfig(collector.Addr.Port))
 	gokrazyPort, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -381,13 +334,17 @@ func TestStatusdEndToEnd(t *testing.T) {
 	t.Run("syslog", func(t *testing.T) {
 		re := regexp.MustCompile(`^<\d+>1 \S+ ncpos-e2e ncpos \d+ (boot|watchdog) .*appliance`)
 		deadline := time.Now().Add(time.Minute)
-		for collector.find(re) == "" {
+		for collector.Find(re) == "" {
 			if time.Now().After(deadline) {
-				t.Fatalf("no boot event from the appliance at the syslog collector; got %q", collector.all())
+				t.Fatalf("no boot event from the appliance at the syslog collector; got %q", collector.All())
 			}
 			time.Sleep(time.Second)
 		}
-		t.Logf("syslog: %s", collector.find(re))
+		t.Logf("syslog: %s", collector.Find(re))
+	})
+
+	t.Run("daemon logs", func(t *testing.T) {
+		checkDaemonLogs(t, v, collector, serial)
 	})
 
 	t.Run("bypass alert", func(t *testing.T) {
@@ -417,13 +374,13 @@ func TestStatusdEndToEnd(t *testing.T) {
 		// reason, segment, state).
 		re := regexp.MustCompile(`ncpos \d+ bypass \[ncpos@32473 override="e2e: forced bypass" [^]]*segment="seg1" state="bypass"\] segment seg1 in bypass`)
 		deadline := time.Now().Add(30 * time.Second)
-		for collector.find(re) == "" {
+		for collector.Find(re) == "" {
 			if time.Now().After(deadline) {
-				t.Fatalf("no bypass event for seg1 at the syslog collector; got %q", collector.all())
+				t.Fatalf("no bypass event for seg1 at the syslog collector; got %q", collector.All())
 			}
 			time.Sleep(time.Second)
 		}
-		t.Logf("syslog: %s", collector.find(re))
+		t.Logf("syslog: %s", collector.Find(re))
 
 		if code, body := control(t, v, "/api/v1/control/bypass", "ncpos", testPassword, `{"segment":"seg1","state":"auto"}`); code != 200 {
 			t.Fatalf("end override = %d %s", code, body)
@@ -523,8 +480,8 @@ func TestStatusdEndToEnd(t *testing.T) {
 			t.Fatalf("after the reboot watchdogd says %+v, want last reset \"planned reboot\"", after.Watchdog)
 		}
 		re := regexp.MustCompile(`ncpos \d+ control \[ncpos@32473 action="reboot" [^]]*\] reboot requested by ncpos@\S+: e2e: planned reboot`)
-		if collector.find(re) == "" {
-			t.Fatalf("no reboot event at the syslog collector; got %q", collector.all())
+		if collector.Find(re) == "" {
+			t.Fatalf("no reboot event at the syslog collector; got %q", collector.All())
 		}
 		t.Logf("last reset after the API reboot: %s", after.Watchdog.Petter.LastReset.Text)
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/logs"
 )
 
 //go:embed static
@@ -31,6 +32,7 @@ type Server struct {
 	Bypass   BypassController // nil: ask bypassd on its socket
 	Rebooter Rebooter         // nil: reboot answers 503
 	Syslog   *events.Sender   // optional, for its counters in /metrics
+	Logs     *logs.Collector  // the daemons' recent log lines; nil: none
 	// Installer offers install to internal disk; nil answers 503.
 	Installer Installer
 	// SelfTest runs the RFC 2544 self-test on request; nil answers 503.
@@ -135,6 +137,7 @@ func (s *Server) Handler() http.Handler {
 	read("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
 		ipc.WriteJSON(w, map[string]any{"events": s.events(r)})
 	})
+	read("GET /api/v1/logs", s.handleLogs)
 	read("GET /api/v1/hardware", func(w http.ResponseWriter, r *http.Request) {
 		ipc.WriteJSON(w, map[string]any{"hardware": s.Monitor.Latest(r.Context()).Hardware})
 	})
@@ -165,7 +168,7 @@ func (s *Server) guarded(h http.Handler) http.Handler {
 // apiIndex lists the API for GET /api/v1/ (API.md has the details).
 var apiIndex = []string{
 	"GET /api/v1/status?history=N", "GET /api/v1/system", "GET /api/v1/ports?history=N",
-	"GET /api/v1/segments", "GET /api/v1/watchdog", "GET /api/v1/host", "GET /api/v1/events?limit=N",
+	"GET /api/v1/segments", "GET /api/v1/watchdog", "GET /api/v1/host", "GET /api/v1/events?limit=N", "GET /api/v1/logs?daemon=D&limit=N",
 	"GET /api/v1/hardware", "GET /api/v1/selftest", "POST /api/v1/control/bypass", "POST /api/v1/control/reboot",
 	"POST /api/v1/control/password", "PUT /api/v1/update/{root,boot}", "POST /api/v1/update/{testboot,switch}", "GET /api/v1/install", "POST /api/v1/control/install", "GET /api/v1/selftest/job",
 	"POST /api/v1/control/selftest", "GET /metrics",

@@ -118,11 +118,15 @@ var (
 
 	mSelfTestPassed = desc("ncpos_selftest_passed", "1 when the latest self-test passed.")
 	mSelfTestTime   = desc("ncpos_selftest_finished_timestamp_seconds", "When the latest self-test finished.")
-	mSyslogSent     = desc("ncpos_syslog_messages_sent_total", "Events sent to remote syslog.")
+	mSyslogSent     = desc("ncpos_syslog_messages_sent_total", "Events and log lines sent to remote syslog.")
+	mLogLines       = desc("ncpos_log_lines_total", "Log lines statusd received from each daemon since it started.", "daemon")
+	mLogMissed      = desc("ncpos_log_lines_missed_total", "Log lines a daemon could not hand to statusd (it was not running or not reading).", "daemon")
+	mLogMalformed   = desc("ncpos_log_datagrams_malformed_total", "Datagrams on the log socket that were not a log line.")
+	mLogRefused     = desc("ncpos_log_lines_refused_total", "Log lines refused because too many daemons log.")
 	mLoginFailures  = desc("ncpos_status_login_failures_total", "Logins to the management API with a wrong user or password.")
 	mLoginThrottled = desc("ncpos_status_login_throttled_total", "Logins refused unchecked while their client waits out its backoff after failures.")
 	mRefused        = desc("ncpos_status_refused_total", "Requests and connections the management API refused to protect itself.", "reason")
-	mSyslogDropped  = desc("ncpos_syslog_messages_dropped_total", "Events that could not be sent to remote syslog.")
+	mSyslogDropped  = desc("ncpos_syslog_messages_dropped_total", "Events and log lines that could not be sent to remote syslog (the queue was full while the collector was unreachable).")
 )
 
 // Describe sends nothing: the collector is unchecked, its label values
@@ -235,6 +239,15 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 		sent, dropped := c.s.Syslog.Stats()
 		counter(mSyslogSent, sent)
 		counter(mSyslogDropped, dropped)
+	}
+	if c.s.Logs != nil {
+		for _, d := range c.s.Logs.Daemons(0) {
+			counter(mLogLines, d.Total, d.Daemon)
+			counter(mLogMissed, d.Missed, d.Daemon)
+		}
+		_, malformed, refused := c.s.Logs.Stats()
+		counter(mLogMalformed, malformed)
+		counter(mLogRefused, refused)
 	}
 	g := c.s.guard()
 	counter(mLoginFailures, g.logins.failures.Load())

@@ -100,7 +100,7 @@ func TestEventsReachSyslog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	s, err := events.NewSender("udp://"+pc.LocalAddr().String(), events.Header{Hostname: "ncpos-lab", AppName: "ncpos", ProcID: "7"})
+	s, err := events.NewSender("udp://"+pc.LocalAddr().String(), events.Header{Hostname: "ncpos-lab", AppName: "ncpos", ProcID: "7"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

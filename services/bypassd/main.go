@@ -62,6 +62,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/internal/kmsg"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/logs"
 )
 
 type options struct {
@@ -140,6 +141,7 @@ func setup(o options) (*bypass.Supervisor, bypass.Setup, error) {
 }
 
 func main() {
+	logs.Setup("bypassd")
 	o, err := parseFlags(os.Args[1:])
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -40,6 +40,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/forwarder"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/logs"
 )
 
 type segmentFlags []forwarder.Segment
@@ -55,6 +56,7 @@ func (s *segmentFlags) Set(v string) error {
 }
 
 func main() {
+	logs.Setup("forwarderd")
 	var segs segmentFlags
 	var (
 		cfgPath   = flag.String("config", "", "configuration file (default: the one that takes effect on the appliance)")

@@ -14,13 +14,18 @@ import (
 	"os"
 
 	"github.com/ncpos/ncpos/appliance"
+	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/logs"
 )
 
 // buildID is set by the image builder (-ldflags -X main.buildID=...).
 var buildID = "dev"
 
 func main() {
-	log.SetFlags(log.LstdFlags | log.Lshortfile)
+	// Init's own lines are on the console already (its standard error);
+	// statusd's collector takes them too once it runs.
+	log.SetOutput(logs.New("init", logs.Options{Out: os.Stderr, Socket: ipc.LogSocketPath(ipc.DefaultDir)}))
+	log.SetFlags(log.Lshortfile)
 	if err := appliance.Init(buildID); err != nil {
 		log.Printf("ncpos init: %v", err)
 		os.Exit(1)

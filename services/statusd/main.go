@@ -14,6 +14,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"os/signal"
@@ -27,6 +28,7 @@ import (
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/internal/kmsg"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/logs"
 	"github.com/ncpos/ncpos/watchdog"
 	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/api"
@@ -50,29 +52,56 @@ func main() {
 	}
 }
 
+// console is the kernel log init named for the daemons' lines, or nil.
+func console() io.Writer {
+	dev := os.Getenv(logs.ConsoleEnv)
+	if dev == "" {
+		return nil
+	}
+	f, err := os.OpenFile(dev, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		log.Printf("console log: %v", err)
+		return nil
+	}
+	return f
+}
+
 func loadConfig(path string) (*config.Config, error) { return appliance.DaemonConfig(path) }
 
 func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath string, interval time.Duration, selfTest string) error {
+	// statusd's own lines go straight to the collector; the other daemons'
+	// come over its socket. Forward is set as soon as the configuration
+	// names a syslog target, before anything else runs: only a line about
+	// the configuration itself stays on the box.
+	collector := &logs.Collector{}
+	log.SetOutput(logs.New("statusd", logs.Options{Out: os.Stderr, Console: console(), Local: func(l ipc.LogLine) { collector.Add(l) }}))
+	log.SetFlags(0)
 	cfg, err := loadConfig(cfgPath)
 	if err != nil {
 		return err
 	}
 	hostname, _ := os.Hostname()
-	id, tlsNote, err := identity(tlsDir, hostname, kmsg.Path)
-	if err != nil {
-		return err
-	}
 	evlog := events.NewLog(0)
 	var sender *events.Sender
 	if cfg.Syslog.Target != "" {
-		sender, err = events.NewSender(cfg.Syslog.Target, events.Header{Hostname: hostname, AppName: "ncpos", ProcID: strconv.Itoa(os.Getpid())})
+		sender, err = events.NewSender(cfg.Syslog.Target, events.Header{Hostname: hostname, AppName: "ncpos", ProcID: strconv.Itoa(os.Getpid())}, []byte(cfg.Syslog.CA))
 		if err != nil {
 			return err
 		}
 		go sender.Run(ctx)
 		evlog.AddSink(sender)
-		log.Printf("events go to syslog %s", cfg.Syslog.Target)
+		collector.Forward = logs.ToSyslog(sender, hostname)
+		log.Printf("events and log lines go to syslog %s", cfg.Syslog.Target)
 	}
+	id, tlsNote, err := identity(tlsDir, hostname, kmsg.Path)
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := collector.Serve(ctx, ipc.LogSocketPath(ipc.Dir())); err != nil {
+			log.Printf("log collector: %v", err)
+		}
+	}()
 	pw, err := web.LoadPassword(cfg.Status, web.PasswordFile)
 	if err != nil {
 		log.Printf("control disabled: %v", err)
@@ -86,6 +115,7 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		Auth:     web.Auth{Password: pw, AuthRead: cfg.Status.AuthRead},
 		Rebooter: web.GokrazyRebooter{RunDir: ipc.Dir(), Records: watchdog.Records{Dir: watchdog.DefaultRecordDir}},
 		Syslog:   sender,
+		Logs:     collector,
 		// Install to internal disk, e.g. from a box booted off a USB stick.
 		Installer: &installer{},
 		SelfTest:  newSelfTest(ctx, cfg, selfTest), // RFC 2544 between the [selftest] test ports

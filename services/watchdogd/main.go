@@ -32,11 +32,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/logs"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/watchdog"
 )
 
 func main() {
+	logs.Setup("watchdogd")
 	var (
 		fdPid    = flag.Int("fd-pid", 0, "duplicate the watchdog descriptor from this process (init is 1)")
 		fd       = flag.Int("fd", -1, "descriptor number of the watchdog in -fd-pid")

@@ -281,6 +281,37 @@ function renderEvents(s) {
   $('events').tBodies[0].replaceChildren(...(rows.length ? rows : [h('tr', {}, h('td', { colspan: 4, class: 'muted' }, 'Nothing has happened since statusd started.'))]));
 }
 
+// renderLogs shows the chosen daemon's recent lines (GET /api/v1/logs).
+let lastLogs = [];
+function renderLogs(daemons) {
+  lastLogs = daemons;
+  const sel = $('logs-daemon');
+  const names = daemons.map((d) => d.daemon);
+  if (sel.dataset.names !== names.join(',')) {
+    const keep = sel.value;
+    sel.replaceChildren(...names.map((n) => h('option', {}, n)));
+    sel.dataset.names = names.join(',');
+    if (names.includes(keep)) sel.value = keep;
+  }
+  const d = daemons.find((x) => x.daemon === sel.value) || daemons[0];
+  if (!d) {
+    $('logs').textContent = 'No daemon has logged since statusd started.';
+    return;
+  }
+  $('logs-note').textContent = `; ${d.daemon}: ${d.total} lines since statusd started` + (d.missed ? `, ${d.missed} lost before reaching it` : '');
+  $('logs').textContent = d.lines.map((l) => utc(l.time) + '  ' + l.text).join('\n');
+}
+
+async function pollLogs() {
+  try {
+    const r = await fetch('/api/v1/logs?limit=40', { cache: 'no-store', credentials: 'same-origin' });
+    if (r.ok) renderLogs((await r.json()).daemons);
+  } catch (e) {
+    // The status poll says when the box is not answering.
+  }
+  setTimeout(pollLogs, 5 * POLL_MS);
+}
+
 function renderControl(s) {
   const sel = $('c-segment');
   const names = (s.segments || []).map((g) => g.name);
@@ -456,5 +487,7 @@ document.addEventListener('DOMContentLoaded', () => {
     const j = await selfTestJob();
     if (j) showSelfTest(j);
   });
+  $('logs-daemon').addEventListener('change', () => renderLogs(lastLogs));
   setTimeout(poll, POLL_MS);
+  pollLogs();
 });
