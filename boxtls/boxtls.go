@@ -94,6 +94,12 @@ func load(path string) (*Identity, error) {
 	return &Identity{Cert: cert, Fingerprint: fp, Path: path}, nil
 }
 
+// FleetName is a name every box's certificate carries besides its own:
+// a NOC's Prometheus scrapes a fleet in one job, whose TLS check takes one
+// server name, with the certificates of the boxes the host has pinned as
+// its CAs (see package fleet). Only a box in that list passes it.
+const FleetName = "ncpos-appliance"
+
 // generate makes an ECDSA P-256 key (fast on an Atom, understood by every
 // client) and a self-signed certificate for it. The validity starts well
 // before now, because a box whose clock battery died boots in the past.
@@ -113,7 +119,7 @@ func generate(hostname string, now time.Time) (certPEM, keyPEM []byte, err error
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: hostname, Organization: []string{"ncpos appliance"}},
-		DNSNames:     []string{hostname, hostname + ".local"},
+		DNSNames:     []string{hostname, hostname + ".local", FleetName},
 		NotBefore:    notBefore,
 		NotAfter:     now.AddDate(50, 0, 0),
 		KeyUsage:     x509.KeyUsageDigitalSignature,

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/boxtls"
+	"github.com/ncpos/ncpos/fleet"
 	"github.com/ncpos/ncpos/internal/syslogtest"
 	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/monitoring"
@@ -73,17 +73,15 @@ func boxCertificate(t *testing.T, v *VM) *x509.Certificate {
 	return leaf
 }
 
-// startPrometheus scrapes target over HTTPS, verifying the box with its
-// own certificate (caPEM) under the name it is issued to.
-func startPrometheus(t *testing.T, target string, caPEM []byte, serverName string) *prometheusServer {
+// startPrometheus scrapes the boxes of a host inventory over HTTPS, found
+// through the inventory's file-based service discovery (ncpos fleet sd),
+// each verified by the certificate it proved itself with.
+func startPrometheus(t *testing.T, sd *fleet.Export) *prometheusServer {
 	t.Helper()
 	bin := testenv.LookPath(t, testenv.Tools, "prometheus", "prometheus")
 	dir := t.TempDir()
 	rules := regexp.MustCompile(`(?m)^(\s+)for: \S+$`).ReplaceAll(monitoring.Rules, []byte("${1}for: 2s"))
 	if err := os.WriteFile(filepath.Join(dir, "rules.yml"), rules, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "box.pem"), caPEM, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf(`global:
@@ -96,9 +94,10 @@ scrape_configs:
     tls_config:
       ca_file: %q
       server_name: %q
-    static_configs:
-      - targets: [%q]
-`, filepath.Join(dir, "rules.yml"), filepath.Join(dir, "box.pem"), serverName, target)
+    file_sd_configs:
+      - files: [%q]
+        refresh_interval: 5s
+`, filepath.Join(dir, "rules.yml"), sd.CA, boxtls.FleetName, sd.Targets)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +141,43 @@ scrape_configs:
 		}
 	}
 	return p
+}
+
+// inventoryOf puts the booted box into a host inventory as ncpos fleet add
+// does (its key pinned to the one its console announced), checks what
+// ncpos fleet status reports of it, and exports the inventory for
+// Prometheus.
+func inventoryOf(t *testing.T, v *VM, sys *web.System) *fleet.Export {
+	t.Helper()
+	dir := t.TempDir()
+	inv := &fleet.Inventory{Path: filepath.Join(dir, "fleet.json")}
+	fp, err := v.Fingerprint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := &boxtls.Known{Path: filepath.Join(dir, "known_boxes")}
+	a := &fleet.Asker{TLS: func(b fleet.Box) *tls.Config { return (&boxtls.Pin{Box: b.Name, Known: known, Given: fp}).TLSConfig() }}
+	addr := strings.TrimSuffix(strings.TrimPrefix(v.StatusURL(), "https://"), "/")
+	if err := inv.Update("ncpos-e2e", func(b *fleet.Box) { b.Address = addr }); err != nil {
+		t.Fatal(err)
+	}
+	reports, err := a.Status(context.Background(), inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reports[0]
+	if !r.Reachable || r.Build != sys.BuildID || len(r.Segments) != 1 || r.Segments[0].Name != "seg1" || r.Segments[0].Relay == "" || r.LastReset == "" {
+		t.Fatalf("fleet status of the box: %+v, want it reachable with build %s, seg1 and its relay, and its last reset", r, sys.BuildID)
+	}
+	t.Logf("fleet status: build %s, %s, segments %+v, last reset %q", r.Build, r.Health, r.Segments, r.LastReset)
+	ex, err := fleet.ExportSD(inv, filepath.Join(dir, "sd"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.Boxes != 1 {
+		t.Fatalf("service discovery has %d boxes, left out %v", ex.Boxes, ex.Skipped)
+	}
+	return ex
 }
 
 func tail(b []byte, n int) []byte {
@@ -276,14 +312,14 @@ func TestStatusdEndToEnd(t *testing.T) {
 	// network; forwarded to see that nothing answers there.
 	v, serial := boot(t, img, false, func(o *Options) { o.Forwards[gokrazyPort] = 8080 })
 	cert := boxCertificate(t, v)
-	prom := startPrometheus(t, strings.TrimSuffix(strings.TrimPrefix(v.StatusURL(), "https://"), "/"),
-		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}), cert.DNSNames[0])
 	sys := system(t, v)
+	sd := inventoryOf(t, v, sys)
+	prom := startPrometheus(t, sd)
 
 	t.Run("scrape", func(t *testing.T) {
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
-			up := prom.query(t, `up{job="ncpos"}`)
+			up := prom.query(t, `up{job="ncpos",box="ncpos-e2e"}`)
 			info := prom.query(t, `ncpos_build_info`)
 			if len(up) == 1 && up[0].Value == "1" && len(info) == 1 {
 				if info[0].Labels["build_id"] != sys.BuildID || !strings.HasPrefix(info[0].Labels["kernel"], "6.") {

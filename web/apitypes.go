@@ -4,6 +4,7 @@ import "github.com/ncpos/ncpos/web/api"
 
 // The API's types that other programs decode are in package api.
 type (
+	Summary           = api.Summary
 	System            = api.System
 	Interface         = api.Interface
 	Daemon            = api.Daemon

@@ -42,12 +42,6 @@ type Snapshot struct {
 	Errors   []string           `json:"errors,omitempty"`
 }
 
-// Summary is the one-word answer a remote engineer wants first.
-type Summary struct {
-	State    string   `json:"state"` // "ok", "bypass" (a segment is not forwarding) or "degraded"
-	Problems []string `json:"problems,omitempty"`
-}
-
 // Host is the machine's load, memory and sensors.
 type Host struct {
 	BootTime time.Time  `json:"boot_time,omitzero"`

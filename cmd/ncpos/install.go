@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ncpos/ncpos/fleet"
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/install"
 	"github.com/ncpos/ncpos/passwd"
@@ -29,6 +30,7 @@ func runInstall(ctx context.Context, args []string) error {
 		cfgPath = fs.String("config", "", "when building: configuration file (default: the embedded default)")
 		size    = fs.String("size", "512M", "when building: disk size, as for ncpos build")
 		pwFile  = fs.String("password-file", "", "when building: the control password file, as for ncpos build (default: a new one for the image)")
+		invFile = fs.String("inventory", "", "the host's inventory of boxes, where the card is recorded under -name (default: ~/.config/ncpos/fleet.json)")
 		name    = fs.String("name", "", "the box's name, as later given to ncpos update -host: its new control password is recorded under it (default: the device's name and the time)")
 	)
 	fs.Usage = func() {
@@ -116,6 +118,9 @@ func runInstall(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Print(res)
+	if err := recordInstall(*invFile, box); err != nil {
+		fmt.Printf("  (recording %s in the inventory failed: %v)\n", box, err)
+	}
 	if res.FreshPerm {
 		fmt.Printf("  control password of %s (user ncpos): in %s\n", box, prov.file)
 	} else {
@@ -170,4 +175,14 @@ func (p *provisioner) cleanup() {
 	if p.tmp != "" {
 		os.RemoveAll(p.tmp)
 	}
+}
+
+// recordInstall adds the card's box to the host's inventory; its address
+// and key are recorded when a host command first reaches it.
+func recordInstall(inventory, box string) error {
+	inv, err := (&fleetFlags{inventory: inventory}).open()
+	if err != nil {
+		return err
+	}
+	return inv.Update(box, func(b *fleet.Box) { b.Installed = time.Now() })
 }

@@ -21,11 +21,12 @@ var commands = map[string]struct {
 	"install": {runInstall, "write an image onto a USB stick, CF card or DOM (keeps its /perm)"},
 	"lab":     {runLab, "network-namespace lab: up, down, bench, failover (needs root)"},
 	"bench":   {runBench, "RFC 2544 self-test over AF_XDP in the lab: throughput, latency, loss, back-to-back"},
+	"fleet":   {runFleet, "the boxes this host has installed and updated: list, status, Prometheus service discovery"},
 }
 
 func usage() {
 	fmt.Fprintf(os.Stderr, "usage: ncpos <command> [flags]\n\ncommands:\n")
-	for _, name := range []string{"build", "vm", "install", "update", "lab", "bench"} {
+	for _, name := range []string{"build", "vm", "install", "update", "fleet", "lab", "bench"} {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintf(os.Stderr, "\nRun ncpos <command> -h for its flags.\n")

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/fleet"
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/update"
 )
@@ -23,6 +24,7 @@ func runUpdate(ctx context.Context, args []string) error {
 		statusPort = fs.Int("status-port", 443, "statusd's HTTPS port on the appliance")
 		fpr        = fs.String("fingerprint", "", "the box's TLS key as its console or dashboard shows it (sha256:…); default: the one pinned, or pin it on first contact")
 		knownFile  = fs.String("known", "", "file of pinned boxes (default: ~/.config/ncpos/known_boxes)")
+		invFile    = fs.String("inventory", "", "the host's inventory of boxes, where the update is recorded (default: ~/.config/ncpos/fleet.json)")
 		img        = fs.String("image", "", "image to install (default: build one now, as ncpos build does)")
 		cfgPath    = fs.String("config", "", "when building: configuration file (default: the embedded default)")
 		pwFile     = fs.String("password-file", "", "file whose first line is the box's control password (default: ~/.config/ncpos/passwords/<host>)")
@@ -71,5 +73,9 @@ func runUpdate(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Printf("updated %s from %s to %s in %v\n", *host, res.From, res.To, res.Duration.Round(time.Second))
+	addr := net.JoinHostPort(h, strconv.Itoa(*statusPort))
+	if _, err := recordBox(ctx, *invFile, *knownFile, h, addr, *fpr, func(b *fleet.Box) { b.Updated = time.Now() }); err != nil {
+		log.Printf("the update is done, but recording it in the inventory failed: %v", err)
+	}
 	return nil
 }

@@ -14,6 +14,7 @@ const module = "github.com/ncpos/ncpos"
 // build host and the tests use.
 var hostOnly = []string{
 	module + "/cmd",
+	module + "/fleet",
 	module + "/image", // the builder; image/partition is shared, see below
 	module + "/lab",
 	module + "/update",

@@ -11,6 +11,12 @@ import (
 	"github.com/ncpos/ncpos/sysinfo"
 )
 
+// Summary is the one-word answer a remote engineer wants first.
+type Summary struct {
+	State    string   `json:"state"` // "ok", "bypass" (a segment is not forwarding) or "degraded"
+	Problems []string `json:"problems,omitempty"`
+}
+
 // Interface is one network interface as the status page shows it.
 type Interface struct {
 	Name      string   `json:"name"`
