@@ -102,12 +102,18 @@ func (c *Collector) Daemons(n int) []ipc.DaemonLog {
 	return out
 }
 
+// tail copies the last n lines (all for n < 0), oldest first; /metrics
+// asks for none on every scrape.
 func (r *ring) tail(n int) []ipc.LogLine {
-	all := append(slices.Clone(r.lines[r.next:]), r.lines[:r.next]...)
-	if n >= 0 && len(all) > n {
-		all = all[len(all)-n:]
+	if n < 0 || n > len(r.lines) {
+		n = len(r.lines)
 	}
-	return all
+	out := make([]ipc.LogLine, 0, n)
+	// The ring in order is lines[next:] then lines[:next].
+	for i := len(r.lines) - n; i < len(r.lines); i++ {
+		out = append(out, r.lines[(r.next+i)%len(r.lines)])
+	}
+	return out
 }
 
 // Stats reports lines received, datagrams that were not lines, and lines
@@ -125,7 +131,9 @@ func (c *Collector) Serve(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("logs: %w", err)
 	}
-	// Room for a burst of lines while statusd is busy elsewhere.
+	// Bytes for a burst of lines while statusd is busy elsewhere (how
+	// many datagrams may wait is net.unix.max_dgram_qlen, which init
+	// raises).
 	pc.SetReadBuffer(1 << 20)
 	go func() {
 		<-ctx.Done()

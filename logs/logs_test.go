@@ -160,10 +160,5 @@ func sendRaw(t *testing.T, path string, b []byte) {
 
 func waitFor(t *testing.T, ok func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if ok() {
-			return
-		}
-	}
-	t.Fatal("timed out")
+	waitForLong(t, 5*time.Second, ok)
 }
