@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ncpos/ncpos/boxtls"
@@ -302,12 +303,30 @@ func WaitHealthy(ctx context.Context, base string, timeout time.Duration) (time.
 	}
 }
 
-// FreePort asks the kernel for an unused localhost TCP port.
+// FreePort asks the kernel for an unused localhost TCP port that this
+// process has not handed out before. The port is free only until someone
+// binds it: tests that start several VMs in parallel ask for a port each
+// for every forward, and the kernel gladly returns a port just closed
+// again, which made QEMU fail to set up a second forward on the same port.
 func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port, nil
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("no localhost TCP port left that was not handed out already")
 }
+
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
