@@ -27,6 +27,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/gokrazy/internal v0.0.0-20240629150625-a0f1dee26ef5 // indirect
 	github.com/google/gopacket v1.1.19 // indirect
+	github.com/gosnmp/gosnmp v1.47.0 // indirect
 	github.com/josharian/native v1.1.0 // indirect
 	github.com/kenshaw/evdev v0.1.0 // indirect
 	github.com/mdlayher/packet v1.1.2 // indirect

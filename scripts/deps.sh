@@ -3,7 +3,8 @@
 # QEMU with SeaBIOS and OVMF, and what the tests use. Safe to run again.
 set -euo pipefail
 pkgs=(squashfs-tools dosfstools mtools syslinux syslinux-common systemd-boot-efi
-      e2fsprogs fdisk qemu-system-x86 ovmf util-linux iproute2 ca-certificates prometheus chromium fonts-dejavu-core)
+      e2fsprogs fdisk qemu-system-x86 ovmf util-linux iproute2 ca-certificates prometheus chromium fonts-dejavu-core
+      snmp snmptrapd smitools curl)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -15,3 +16,18 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 command -v go >/dev/null || { echo "Go is missing: install Go 1.26 (https://go.dev/dl) and put it on PATH" >&2; exit 1; }
+
+# The IETF MIBs that NCPOS-MIB imports, for smilint and the net-snmp tools
+# (Debian ships them only in non-free): the copies in the net-snmp npm
+# package, checked against their hash.
+mibs="${XDG_CACHE_HOME:-$HOME/.cache}/ncpos/mibs"
+if [ ! -f "$mibs/SNMPv2-SMI.txt" ]; then
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  curl -sSfo "$tmp/mibs.tgz" https://registry.npmjs.org/net-snmp/-/net-snmp-3.29.2.tgz
+  echo "a89a7a7e29638b5353aa246563821172754ff1980bfc4b5dbd09dc1b217c6f04  $tmp/mibs.tgz" | sha256sum -c --quiet
+  tar xzf "$tmp/mibs.tgz" -C "$tmp" package/lib/mibs
+  mkdir -p "$mibs.new"
+  for f in "$tmp"/package/lib/mibs/*.mib; do cp "$f" "$mibs.new/$(basename "$f" .mib).txt"; done
+  rm -rf "$mibs" && mv "$mibs.new" "$mibs"
+fi
