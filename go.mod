@@ -8,6 +8,7 @@ require (
 	github.com/cilium/ebpf v0.22.0
 	github.com/gokrazy/gokrazy v0.0.0-20260418085648-c38c3134b8a7
 	github.com/google/renameio/v2 v2.0.0
+	github.com/gosnmp/gosnmp v1.47.0
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
@@ -27,7 +28,6 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/gokrazy/internal v0.0.0-20240629150625-a0f1dee26ef5 // indirect
 	github.com/google/gopacket v1.1.19 // indirect
-	github.com/gosnmp/gosnmp v1.47.0 // indirect
 	github.com/josharian/native v1.1.0 // indirect
 	github.com/kenshaw/evdev v0.1.0 // indirect
 	github.com/mdlayher/packet v1.1.2 // indirect
