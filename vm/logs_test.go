@@ -18,21 +18,35 @@ import (
 func checkDaemonLogs(t *testing.T, v *VM, collector *syslogtest.Receiver, serial string) {
 	t.Helper()
 	hostname := system(t, v).Hostname
-	var api struct{ Daemons []ipc.DaemonLog }
-	getAPI(t, v, "api/v1/logs?limit=200", &api)
+	names := []string{"bypassd", "statusd"}
+	// A daemon init started last may not have logged yet when /healthz
+	// first answers: wait for a line of each.
 	byName := map[string]ipc.DaemonLog{}
-	for _, d := range api.Daemons {
-		byName[d.Daemon] = d
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		var api struct{ Daemons []ipc.DaemonLog }
+		getAPI(t, v, "api/v1/logs?limit=200", &api)
+		for _, d := range api.Daemons {
+			byName[d.Daemon] = d
+		}
+		missing := ""
+		for _, name := range names {
+			if len(byName[name].Lines) == 0 {
+				missing = name
+			}
+		}
+		if missing == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the API has no lines of %s after a minute: %+v", missing, api.Daemons)
+		}
 	}
 	console, err := os.ReadFile(serial)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"bypassd", "statusd"} {
-		d, ok := byName[name]
-		if !ok || len(d.Lines) == 0 {
-			t.Fatalf("the API has no lines of %s: %+v", name, api.Daemons)
-		}
+	for _, name := range names {
+		d := byName[name]
 		first := d.Lines[0]
 		// RFC 5424: <daemon(3)*8+info(6)>1 time host app procid msgid - text
 		re := regexp.MustCompile(fmt.Sprintf(`^<30>1 \S+ %s %s %d log - %s$`, regexp.QuoteMeta(hostname), name, first.PID, regexp.QuoteMeta(first.Text)))
