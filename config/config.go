@@ -27,6 +27,7 @@ type Config struct {
 	Bypass     Bypass     `toml:"bypass"`
 	Segments   []Segment  `toml:"segment"`
 	Syslog     Syslog     `toml:"syslog"`
+	SNMP       SNMP       `toml:"snmp"`
 	SelfTest   SelfTest   `toml:"selftest"`
 
 	profile *Profile // set by validation

@@ -39,6 +39,7 @@ func defaults() *Config {
 			DHCP: true,
 		},
 		Status: Status{Port: 443, HTTPPort: 80, Names: []string{}},
+		SNMP:   SNMP{Port: 161, Users: []SNMPUser{}, Traps: []SNMPTrap{}},
 		Watchdog: Watchdog{
 			Device:    "/dev/watchdog",
 			Timeout:   Seconds(30),

@@ -75,6 +75,7 @@ func (c *Config) validate(src *source) []FieldError {
 	c.validateBypass(add)
 	c.validateSegments(add, prof)
 	c.validateSyslog(add)
+	c.validateSNMP(add)
 	c.validateSelfTest(add, prof)
 
 	if len(errs) == 0 {

@@ -22,6 +22,7 @@ func (a *Agent) fullView() mergedView {
 	}
 	s := &a.Stats
 	own := []Var{
+		{OID: SysUpTime.Append(0), Type: gosnmp.TimeTicks, Value: a.sysUpTime()},
 		c(snmpGroup, 1, s.InPkts.Load()),
 		c(snmpGroup, 2, s.OutPkts.Load()),
 		c(snmpGroup, 3, s.BadVersions.Load()),

@@ -17,6 +17,7 @@ import (
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/logs"
+	"github.com/ncpos/ncpos/snmp"
 )
 
 //go:embed static
@@ -49,6 +50,10 @@ type Server struct {
 	// only. TLSNote says why it is not kept (e.g. /perm unavailable).
 	TLS     *boxtls.Identity
 	TLSNote string
+	// SNMP and SNMPNotifier are the SNMP agent and its notifications,
+	// for their counters in /metrics; nil when SNMP is off.
+	SNMP         *snmp.Agent
+	SNMPNotifier *snmp.Notifier
 
 	guardOnce sync.Once
 	guards    *guards

@@ -127,7 +127,14 @@ func serveOnInterface(ctx context.Context, ifname string, wrap func(net.Listener
 // that arrived on the management interface, not from a data port that a
 // frame for the management address reached.
 func listenOn(ctx context.Context, ifname, addr string) (net.Listener, error) {
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+	lc := net.ListenConfig{Control: BindToDevice(ifname)}
+	return lc.Listen(ctx, "tcp", addr)
+}
+
+// BindToDevice is a net.ListenConfig Control that binds the socket to
+// ifname (SO_BINDTODEVICE), for every listener on the management port.
+func BindToDevice(ifname string) func(network, address string, c syscall.RawConn) error {
+	return func(_, _ string, c syscall.RawConn) error {
 		var serr error
 		if err := c.Control(func(fd uintptr) {
 			serr = unix.SetsockoptString(int(fd), unix.SOL_SOCKET, unix.SO_BINDTODEVICE, ifname)
@@ -138,8 +145,7 @@ func listenOn(ctx context.Context, ifname, addr string) (net.Listener, error) {
 			return fmt.Errorf("binding to %s: %w", ifname, serr)
 		}
 		return nil
-	}}
-	return lc.Listen(ctx, "tcp", addr)
+	}
 }
 
 // interfaceAddrs lists the IPs of ifname as listen hosts (IPv6 link-local

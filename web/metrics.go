@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"log"
 	"net/http"
@@ -87,6 +88,9 @@ var (
 	mDaemonUp      = desc("ncpos_daemon_up", "1 when the daemon answers on its socket.", "daemon")
 	mDaemonHealthy = desc("ncpos_daemon_healthy", "1 when the daemon is live (answers /livez, its loop and engine work).", "daemon")
 	mCondition     = desc("ncpos_condition", "1 for each segment or box condition that holds (never a reason to reset).", "kind", "class", "segment", "port", "pair", "source")
+	mSNMPPackets   = desc("ncpos_snmp_packets_total", "SNMP datagrams the agent received, by what became of them (answered counts answers sent).", "outcome")
+	mSNMPEngine    = desc("ncpos_snmp_engine_info", "The SNMP agent's engine ID, which SNMPv3 trap receivers need; always 1.", "engine_id")
+	mSNMPTraps     = desc("ncpos_snmp_notifications_total", "SNMP notifications, per receiver sent, failed, or dropped from a full queue.", "outcome")
 	mConfigReject  = desc("ncpos_config_rejected", "Configuration files rejected at boot (the previous configuration is in force).")
 
 	mPortInfo     = desc("ncpos_port_info", "Front-panel port to interface mapping; always 1.", "port", "interface", "role", "segment")
@@ -168,6 +172,17 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 		rejected = len(rec)
 	}
 	gauge(mConfigReject, float64(rejected))
+	if a := c.s.SNMP; a != nil {
+		gauge(mSNMPEngine, 1, hex.EncodeToString(a.EngineID()))
+		for outcome, n := range a.Stats.Counters() {
+			counter(mSNMPPackets, n, outcome)
+		}
+	}
+	if n := c.s.SNMPNotifier; n != nil {
+		counter(mSNMPTraps, n.Sent.Load(), "sent")
+		counter(mSNMPTraps, n.Failed.Load(), "failed")
+		counter(mSNMPTraps, n.Dropped.Load(), "dropped")
+	}
 
 	for _, p := range snap.Ports {
 		gauge(mPortInfo, 1, p.Name, p.Interface, p.Role, p.Segment)

@@ -130,6 +130,11 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 			return appliance.KeepLastGood(appliance.LastGoodConfig, text)
 		}}
 	}
+	if cfg.SNMP.Enabled() {
+		if srv.SNMP, srv.SNMPNotifier, err = startSNMP(ctx, cfg.SNMP, ifname, mon, evlog, SNMPEngineFile); err != nil {
+			return err
+		}
+	}
 	go mon.Run(ctx)
 
 	// statusd is live while its monitor keeps sampling; the conditions it
