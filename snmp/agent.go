@@ -70,7 +70,7 @@ type Stats struct {
 	InPkts, OutPkts, BadVersions, BadCommunityNames, ASNParseErrs atomic.Uint64
 	UnsupportedSecLevels, NotInTimeWindows, UnknownUserNames      atomic.Uint64
 	UnknownEngineIDs, WrongDigests, DecryptionErrors, UnknownPDUs atomic.Uint64
-	Gets, GetNexts, GetBulks, Sets                                atomic.Uint64
+	Sets                                                          atomic.Uint64 // refused: the agent is read-only
 }
 
 // maxResponse bounds an answer: a GETBULK is cut to fit, as RFC 3416 4.2.3

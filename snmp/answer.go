@@ -16,7 +16,6 @@ func (a *Agent) answer(req *gosnmp.SnmpPacket) (*gosnmp.SnmpPacket, bool) {
 	out := &gosnmp.SnmpPacket{PDUType: gosnmp.GetResponse}
 	switch req.PDUType {
 	case gosnmp.GetRequest:
-		a.Stats.Gets.Add(1)
 		for _, q := range req.Variables {
 			o, err := ParseOID(q.Name)
 			if err != nil {
@@ -29,7 +28,6 @@ func (a *Agent) answer(req *gosnmp.SnmpPacket) (*gosnmp.SnmpPacket, bool) {
 			}
 		}
 	case gosnmp.GetNextRequest:
-		a.Stats.GetNexts.Add(1)
 		for _, q := range req.Variables {
 			o, err := ParseOID(q.Name)
 			if err != nil {
@@ -38,7 +36,6 @@ func (a *Agent) answer(req *gosnmp.SnmpPacket) (*gosnmp.SnmpPacket, bool) {
 			out.Variables = append(out.Variables, next(v, o))
 		}
 	case gosnmp.GetBulkRequest:
-		a.Stats.GetBulks.Add(1)
 		// In a GETBULK, the error-status and error-index fields carry
 		// non-repeaters and max-repetitions (RFC 3416 4.2.3).
 		nonRep, maxRep := int(req.NonRepeaters), int(req.MaxRepetitions)

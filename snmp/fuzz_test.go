@@ -45,8 +45,9 @@ func TestSeedsAnswered(t *testing.T) {
 	}
 }
 
-// FuzzHandle feeds the agent mutated requests: it must never panic, and
-// whatever it answers must be a message gosnmp can decode.
+// FuzzHandle feeds the agent mutated requests: it must never panic (the
+// fuzzer calls handle, without Handle's recover), and whatever it answers
+// must fit a UDP datagram.
 func FuzzHandle(f *testing.F) {
 	a := newAgent(f)
 	for _, s := range seeds(f, a) {

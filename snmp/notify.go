@@ -35,10 +35,7 @@ type receiver struct {
 	sp *gosnmp.UsmSecurityParameters // keys localized to the box's engine
 }
 
-var (
-	sysUpTime0   = MustOID("1.3.6.1.2.1.1.3.0")
-	snmpTrapOID0 = MustOID("1.3.6.1.6.3.1.1.4.1.0")
-)
+var snmpTrapOID0 = MustOID("1.3.6.1.6.3.1.1.4.1.0")
 
 // NewNotifier checks the receivers and localizes their users' keys.
 func NewNotifier(a *Agent, rs []Receiver) (*Notifier, error) {
@@ -63,7 +60,7 @@ func NewNotifier(a *Agent, rs []Receiver) (*Notifier, error) {
 // Notify queues the notification trap with its variables.
 func (n *Notifier) Notify(trap OID, vars []Var) {
 	pdus := []gosnmp.SnmpPDU{
-		{Name: sysUpTime0.String(), Type: gosnmp.TimeTicks, Value: n.agent.sysUpTime()},
+		{Name: SysUpTime.Append(0).String(), Type: gosnmp.TimeTicks, Value: n.agent.sysUpTime()},
 		{Name: snmpTrapOID0.String(), Type: gosnmp.ObjectIdentifier, Value: trap.String()},
 	}
 	for _, v := range vars {

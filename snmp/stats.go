@@ -48,10 +48,6 @@ func (a *Agent) fullView() mergedView {
 	return mergedView{v, ownView}
 }
 
-// SysUpTime is the agent's sysUpTime.0 in hundredths of a second, for
-// views and notifications.
-func (a *Agent) SysUpTime() uint32 { return a.sysUpTime() }
-
 // Counters is the agent's statistics by name, for /metrics.
 func (s *Stats) Counters() map[string]uint64 {
 	return map[string]uint64{

@@ -3,8 +3,6 @@ package snmp
 import (
 	"crypto/rand"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/gosnmp/gosnmp"
 )
@@ -31,19 +29,6 @@ var (
 		"AES": gosnmp.AES, "AES-192": gosnmp.AES192C, "AES-256": gosnmp.AES256C,
 	}
 )
-
-// ProtocolNames lists the keys of a protocol table for error messages.
-func ProtocolNames[V any](m map[string]V) string {
-	var names []string
-	for k := range m {
-		names = append(names, fmt.Sprintf("%q", k))
-	}
-	slices.Sort(names)
-	return strings.Join(names, ", ")
-}
-
-// MinKeyLen is RFC 3414's shortest passphrase (11.2: at least 8 octets).
-const MinKeyLen = 8
 
 // params returns the user's USM parameters with keys localized to engine.
 // Localizing hashes a megabyte per key, so the agent does it once per user.

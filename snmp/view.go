@@ -92,12 +92,6 @@ func NewView(vars []Var) (*View, error) {
 	return &View{vars: vs}, nil
 }
 
-// Len is the number of instances.
-func (v *View) Len() int { return len(v.vars) }
-
-// Vars is the view in OID order (the caller must not change it).
-func (v *View) Vars() []Var { return v.vars }
-
 // Get finds an exact instance.
 func (v *View) Get(o OID) (Var, bool) {
 	i, ok := slices.BinarySearchFunc(v.vars, o, func(x Var, t OID) int { return slices.Compare(x.OID, t) })

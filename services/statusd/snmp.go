@@ -114,7 +114,7 @@ func startSNMP(ctx context.Context, cfg config.SNMP, ifname string, mon *web.Mon
 	// Events are logged while the monitor takes a snapshot, so the sink
 	// only queues them; the notification is made from the snapshot after.
 	queue := make(chan events.Event, 64)
-	evlog.AddSink(eventQueue(queue))
+	evlog.AddSink(eventQueue{queue, n})
 	go func() {
 		for {
 			select {
@@ -131,14 +131,17 @@ func startSNMP(ctx context.Context, cfg config.SNMP, ifname string, mon *web.Mon
 }
 
 // eventQueue is an events.Sink that never blocks: when the queue is full
-// the event is not notified (the notifier's own queue counts what it drops
-// of a burst; this one fills only while statusd is wedged).
-type eventQueue chan events.Event
+// the event is not notified, and counted with the notifier's drops.
+type eventQueue struct {
+	q chan events.Event
+	n *snmp.Notifier
+}
 
 func (q eventQueue) Send(e events.Event) {
 	select {
-	case q <- e:
+	case q.q <- e:
 	default:
+		q.n.Dropped.Add(1)
 	}
 }
 
