@@ -6,7 +6,7 @@ import (
 )
 
 func TestArgs(t *testing.T) {
-	bios := strings.Join(Args(Options{Image: "x.img", DataNICs: 2, StatusPort: 8480, HTTPPort: 8488, Forwards: map[int]int{9001: 8081}, SerialLog: "s.log"}, ""), " ")
+	bios := strings.Join(Args(Options{Image: "x.img", DataNICs: 2, StatusPort: 8480, HTTPPort: 8488, Forwards: map[int]int{9001: 8081}, UDPForwards: map[int]int{9161: 161}, SerialLog: "s.log"}, ""), " ")
 	for _, want := range []string{
 		"-smp 2",
 		"-accel tcg,thread=single",
@@ -15,6 +15,7 @@ func TestArgs(t *testing.T) {
 		"hostfwd=tcp:127.0.0.1:8480-:443",
 		"hostfwd=tcp:127.0.0.1:8488-:80",
 		"hostfwd=tcp:127.0.0.1:9001-:8081",
+		"hostfwd=udp:127.0.0.1:9161-:161",
 		"virtio-net-pci,netdev=mgmt,addr=0x3",
 		"virtio-net-pci,netdev=lan1,addr=0x4",
 		"virtio-net-pci,netdev=lan2,addr=0x5",

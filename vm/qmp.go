@@ -25,6 +25,18 @@ type events struct {
 	list []Event
 	conn net.Conn
 	wmu  sync.Mutex // one command at a time on conn
+
+	// Answers awaited by Query, by the id its command carried.
+	waiting map[string]chan qmpAnswer
+	nextID  int
+}
+
+type qmpAnswer struct {
+	Return json.RawMessage `json:"return"`
+	Error  *struct {
+		Class string `json:"class"`
+		Desc  string `json:"desc"`
+	} `json:"error"`
 }
 
 // followQMP connects to the QMP socket at path (retrying while QEMU starts)
@@ -60,8 +72,19 @@ func (e *events) followQMP(path string) error {
 			var m struct {
 				Event string         `json:"event"`
 				Data  map[string]any `json:"data"`
+				ID    string         `json:"id"`
+				qmpAnswer
 			}
-			if json.Unmarshal(line, &m) != nil || m.Event == "" {
+			if json.Unmarshal(line, &m) != nil {
+				continue
+			}
+			if m.Event == "" {
+				e.mu.Lock()
+				if ch := e.waiting[m.ID]; ch != nil {
+					ch <- m.qmpAnswer
+					delete(e.waiting, m.ID)
+				}
+				e.mu.Unlock()
 				continue
 			}
 			e.mu.Lock()
@@ -96,6 +119,76 @@ func (v *VM) Execute(command string, args map[string]any) error {
 		return fmt.Errorf("QMP %s: %w", command, err)
 	}
 	return nil
+}
+
+// Query sends a QMP command and returns what QEMU answered (its "return"
+// value), or QEMU's error.
+func (v *VM) Query(command string, args map[string]any) (json.RawMessage, error) {
+	e := &v.events
+	ch := make(chan qmpAnswer, 1)
+	e.mu.Lock()
+	e.nextID++
+	id := fmt.Sprintf("q%d", e.nextID)
+	if e.waiting == nil {
+		e.waiting = map[string]chan qmpAnswer{}
+	}
+	e.waiting[id] = ch
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.waiting, id)
+		e.mu.Unlock()
+	}()
+	b, err := json.Marshal(map[string]any{"execute": command, "arguments": args, "id": id})
+	if err != nil {
+		return nil, err
+	}
+	e.wmu.Lock()
+	if e.conn == nil {
+		e.wmu.Unlock()
+		return nil, fmt.Errorf("QMP: not connected")
+	}
+	_, err = e.conn.Write(append(b, '\n'))
+	e.wmu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("QMP %s: %w", command, err)
+	}
+	select {
+	case a := <-ch:
+		if a.Error != nil {
+			return nil, fmt.Errorf("QMP %s: %s: %s", command, a.Error.Class, a.Error.Desc)
+		}
+		return a.Return, nil
+	case <-time.After(30 * time.Second):
+		return nil, fmt.Errorf("QMP %s: no answer in 30 s", command)
+	}
+}
+
+// DiskWrites is the bytes and write requests the guest has issued to its
+// boot disk (QEMU's block statistics of the first IDE drive), whatever
+// the guest's own counters say.
+func (v *VM) DiskWrites() (bytes, ops uint64, err error) {
+	raw, err := v.Query("query-blockstats", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	var devs []struct {
+		Device string `json:"device"`
+		QDev   string `json:"qdev"`
+		Stats  struct {
+			WrBytes      uint64 `json:"wr_bytes"`
+			WrOperations uint64 `json:"wr_operations"`
+		} `json:"stats"`
+	}
+	if err := json.Unmarshal(raw, &devs); err != nil {
+		return 0, 0, fmt.Errorf("query-blockstats: %w", err)
+	}
+	for _, d := range devs {
+		if d.Device == "ide0-hd0" {
+			return d.Stats.WrBytes, d.Stats.WrOperations, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("query-blockstats: no boot disk (ide0-hd0) among %d devices", len(devs))
 }
 
 // SetLink plugs (up) or pulls (down) the cable of the NIC whose netdev is

@@ -56,10 +56,14 @@ type Options struct {
 	StatusPort int         // host port forwarded to the guest's statusd over HTTPS (443)
 	HTTPPort   int         // host port forwarded to the guest's plain HTTP (80), which only redirects; 0 = none
 	Forwards   map[int]int // more host port -> guest port forwards (tests)
-	ExtraDisks []string    // more raw disks (IDE), e.g. an internal CF card
-	SerialLog  string      // file for the serial console; "" = this terminal
-	Snapshot   bool        // discard disk writes when QEMU exits
-	StateDir   string      // where UEFI variables are kept; "" = a temporary folder
+	// UDPForwards are host UDP port -> guest UDP port forwards on
+	// 127.0.0.1 (the SNMP agent); what the guest sends to 10.0.2.2 reaches
+	// the host's loopback without one (traps, syslog).
+	UDPForwards map[int]int
+	ExtraDisks  []string // more raw disks (IDE), e.g. an internal CF card
+	SerialLog   string   // file for the serial console; "" = this terminal
+	Snapshot    bool     // discard disk writes when QEMU exits
+	StateDir    string   // where UEFI variables are kept; "" = a temporary folder
 }
 
 func (o *Options) defaults() {
@@ -114,6 +118,14 @@ func Args(o Options, varsFile string) []string {
 	sort.Ints(hosts)
 	for _, h := range hosts {
 		fwd += fmt.Sprintf(",hostfwd=tcp:127.0.0.1:%d-:%d", h, o.Forwards[h])
+	}
+	hosts = hosts[:0]
+	for h := range o.UDPForwards {
+		hosts = append(hosts, h)
+	}
+	sort.Ints(hosts)
+	for _, h := range hosts {
+		fwd += fmt.Sprintf(",hostfwd=udp:127.0.0.1:%d-:%d", h, o.UDPForwards[h])
 	}
 	args = append(args, "-netdev", fwd, "-device", "virtio-net-pci,netdev=mgmt,addr=0x3")
 	for i := 1; i <= o.DataNICs; i++ {
@@ -308,25 +320,41 @@ func WaitHealthy(ctx context.Context, base string, timeout time.Duration) (time.
 // binds it: tests that start several VMs in parallel ask for a port each
 // for every forward, and the kernel gladly returns a port just closed
 // again, which made QEMU fail to set up a second forward on the same port.
-func FreePort() (int, error) {
+func FreePort() (int, error) { return freePort("tcp") }
+
+// FreeUDPPort is FreePort for a UDP port (an SNMP forward).
+func FreeUDPPort() (int, error) { return freePort("udp") }
+
+func freePort(network string) (int, error) {
 	handedOut.Lock()
 	defer handedOut.Unlock()
 	for range 100 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
+		var port int
+		if network == "udp" {
+			pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				return 0, err
+			}
+			port = pc.LocalAddr().(*net.UDPAddr).Port
+			pc.Close()
+		} else {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return 0, err
+			}
+			port = ln.Addr().(*net.TCPAddr).Port
+			ln.Close()
 		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		if !handedOut.ports[port] {
-			handedOut.ports[port] = true
+		key := network + "/" + strconv.Itoa(port)
+		if !handedOut.ports[key] {
+			handedOut.ports[key] = true
 			return port, nil
 		}
 	}
-	return 0, errors.New("no localhost TCP port left that was not handed out already")
+	return 0, fmt.Errorf("no localhost %s port left that was not handed out already", network)
 }
 
 var handedOut = struct {
 	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
+	ports map[string]bool // "tcp/port", "udp/port"
+}{ports: map[string]bool{}}
