@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(squashfs-tools dosfstools mtools syslinux syslinux-common systemd-boot-efi
       e2fsprogs fdisk qemu-system-x86 ovmf util-linux iproute2 ca-certificates prometheus chromium fonts-dejavu-core
-      snmp snmptrapd smitools curl)
+      snmp snmptrapd smitools curl prometheus-alertmanager)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

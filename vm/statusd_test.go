@@ -23,6 +23,7 @@ import (
 
 	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/fleet"
+	"github.com/ncpos/ncpos/internal/snmptest"
 	"github.com/ncpos/ncpos/internal/syslogtest"
 	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/monitoring"
@@ -34,7 +35,7 @@ import (
 // to a syslog collector on the host (10.0.2.2 is the host's loopback
 // through QEMU's user network), and the boot grace is long so that the
 // watchdog never resets the box during the test.
-func statusdConfig(syslogPort int) []byte {
+func statusdConfig(syslogPort, trapPort int) []byte {
 	return fmt.Appendf(nil, `platform = "qemu"
 hostname = "ncpos-e2e"
 services = ["bypassd", "watchdogd", "statusd"]
@@ -49,8 +50,17 @@ bypass = "pair1"
 
 [syslog]
 target = "udp://10.0.2.2:%d"
-`, syslogPort)
+%s`, syslogPort, snmpConfig(trapPort))
 }
+
+// The test's Prometheus: the rules' `for` shortened, scrapes and rule
+// evaluations every evaluationInterval; alertDelivery is what Prometheus,
+// Alertmanager and the webhook take on top on a busy two-core machine.
+const (
+	alertFor           = 2 * time.Second
+	evaluationInterval = 2 * time.Second
+	alertDelivery      = 5 * time.Second
+)
 
 // prometheusServer is Debian's prometheus scraping the appliance's
 // forwarded status port every 2 s with monitoring/rules.yml (the `for:`
@@ -79,17 +89,18 @@ func boxCertificate(t *testing.T, v *VM) *x509.Certificate {
 // startPrometheus scrapes the boxes of a host inventory over HTTPS, found
 // through the inventory's file-based service discovery (ncpos fleet sd),
 // each verified by the certificate it proved itself with.
-func startPrometheus(t *testing.T, sd *fleet.Export) *prometheusServer {
+// Alerts go to the Alertmanager at alertmanager (host:port), if given.
+func startPrometheus(t *testing.T, sd *fleet.Export, alertmanager string) *prometheusServer {
 	t.Helper()
 	bin := testenv.LookPath(t, testenv.Tools, "prometheus", "prometheus")
 	dir := t.TempDir()
-	rules := regexp.MustCompile(`(?m)^(\s+)for: \S+$`).ReplaceAll(monitoring.Rules, []byte("${1}for: 2s"))
+	rules := regexp.MustCompile(`(?m)^(\s+)for: \S+$`).ReplaceAll(monitoring.Rules, []byte("${1}for: "+alertFor.String()))
 	if err := os.WriteFile(filepath.Join(dir, "rules.yml"), rules, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf(`global:
-  scrape_interval: 2s
-  evaluation_interval: 2s
+  scrape_interval: %v
+  evaluation_interval: %v
 rule_files: [%q]
 scrape_configs:
   - job_name: ncpos
@@ -100,7 +111,14 @@ scrape_configs:
     file_sd_configs:
       - files: [%q]
         refresh_interval: 5s
-`, filepath.Join(dir, "rules.yml"), sd.CA, boxtls.FleetName, sd.Targets)
+`, evaluationInterval, evaluationInterval, filepath.Join(dir, "rules.yml"), sd.CA, boxtls.FleetName, sd.Targets)
+	if alertmanager != "" {
+		cfg += fmt.Sprintf(`alerting:
+  alertmanagers:
+    - static_configs:
+        - targets: [%q]
+`, alertmanager)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -146,38 +164,51 @@ scrape_configs:
 	return p
 }
 
-// inventoryOf puts the booted box into a host inventory as ncpos fleet add
-// does (its key pinned to the one its console announced), checks what
-// ncpos fleet status reports of it, and exports the inventory for
-// Prometheus.
-func inventoryOf(t *testing.T, v *VM, sys *web.System) *fleet.Export {
+// inventoryOf puts the booted boxes into a host inventory as ncpos fleet
+// add does (each key pinned to the one its console announced, each box
+// named by its hostname), checks what ncpos fleet status reports of them,
+// and exports the inventory for Prometheus.
+func inventoryOf(t *testing.T, boxes ...*VM) *fleet.Export {
 	t.Helper()
 	dir := t.TempDir()
 	inv := &fleet.Inventory{Path: filepath.Join(dir, "fleet.json")}
-	fp, err := v.Fingerprint()
-	if err != nil {
-		t.Fatal(err)
-	}
 	known := &boxtls.Known{Path: filepath.Join(dir, "known_boxes")}
-	a := &fleet.Asker{TLS: func(b fleet.Box) *tls.Config { return (&boxtls.Pin{Box: b.Name, Known: known, Given: fp}).TLSConfig() }}
-	addr := strings.TrimSuffix(strings.TrimPrefix(v.StatusURL(), "https://"), "/")
-	if err := inv.Update("ncpos-e2e", func(b *fleet.Box) { b.Address = addr }); err != nil {
-		t.Fatal(err)
+	given := map[string]string{}
+	systems := map[string]*web.System{}
+	for _, v := range boxes {
+		fp, err := v.Fingerprint()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sys := system(t, v)
+		given[sys.Hostname], systems[sys.Hostname] = fp, sys
+		addr := strings.TrimSuffix(strings.TrimPrefix(v.StatusURL(), "https://"), "/")
+		if err := inv.Update(sys.Hostname, func(b *fleet.Box) { b.Address = addr }); err != nil {
+			t.Fatal(err)
+		}
 	}
+	a := &fleet.Asker{TLS: func(b fleet.Box) *tls.Config {
+		return (&boxtls.Pin{Box: b.Name, Known: known, Given: given[b.Name]}).TLSConfig()
+	}}
 	reports, err := a.Status(context.Background(), inv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := reports[0]
-	if !r.Reachable || r.Build != sys.BuildID || len(r.Segments) != 1 || r.Segments[0].Name != "seg1" || r.Segments[0].Relay == "" || r.LastReset == "" {
-		t.Fatalf("fleet status of the box: %+v, want it reachable with build %s, seg1 and its relay, and its last reset", r, sys.BuildID)
+	if len(reports) != len(boxes) {
+		t.Fatalf("fleet status has %d boxes, want %d", len(reports), len(boxes))
 	}
-	t.Logf("fleet status: build %s, %s, segments %+v, last reset %q", r.Build, r.Health, r.Segments, r.LastReset)
+	for _, r := range reports {
+		sys := systems[r.Box.Name]
+		if sys == nil || !r.Reachable || r.Build != sys.BuildID || len(r.Segments) != 1 || r.Segments[0].Name != "seg1" || r.Segments[0].Relay == "" || r.LastReset == "" {
+			t.Fatalf("fleet status of %s: %+v, want it reachable with its build, seg1 and its relay, and its last reset", r.Box.Name, r)
+		}
+		t.Logf("fleet status of %s: build %s, %s, segments %+v, last reset %q", r.Box.Name, r.Build, r.Health, r.Segments, r.LastReset)
+	}
 	ex, err := fleet.ExportSD(inv, filepath.Join(dir, "sd"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ex.Boxes != 1 {
+	if ex.Boxes != len(boxes) {
 		t.Fatalf("service discovery has %d boxes, left out %v", ex.Boxes, ex.Skipped)
 	}
 	return ex
@@ -209,6 +240,34 @@ func (p *prometheusServer) query(t *testing.T, q string) []promSample {
 		out = append(out, promSample{s.Metric, v})
 	}
 	return out
+}
+
+// samples returns the raw samples of a range selector (q ending in
+// "[5m]", say): their timestamps are the times of the scrapes.
+func (p *prometheusServer) samples(t *testing.T, q string) []promPoint {
+	t.Helper()
+	var r struct {
+		Data struct {
+			Result []struct {
+				Values [][2]any `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	p.get(t, "/api/v1/query?query="+url.QueryEscape(q), &r)
+	var out []promPoint
+	for _, s := range r.Data.Result {
+		for _, v := range s.Values {
+			ts, _ := v[0].(float64)
+			val, _ := v[1].(string)
+			out = append(out, promPoint{time.UnixMilli(int64(ts * 1000)), val})
+		}
+	}
+	return out
+}
+
+type promPoint struct {
+	At    time.Time
+	Value string
 }
 
 type promSample struct {
@@ -306,18 +365,27 @@ func TestStatusdEndToEnd(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
 	collector := syslogtest.Listen(t, "udp")
-	img := testImage(t, "statusd-e2e", statusdConfig(collector.Addr.Port))
+	trapd := snmptest.StartTrapd(t, e2eTrapCommunity, nil)
+	img := testImage(t, "statusd-e2e", statusdConfig(collector.Addr.Port, trapd.Port))
 	gokrazyPort, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snmpPort, err := FreeUDPPort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Guest port 8080 is where gokrazy served before it went off the
 	// network; forwarded to see that nothing answers there.
-	v, serial := boot(t, img, false, func(o *Options) { o.Forwards[gokrazyPort] = 8080 })
+	v, serial := boot(t, img, false, func(o *Options) {
+		o.Forwards[gokrazyPort] = 8080
+		o.UDPForwards = map[int]int{snmpPort: 161}
+	})
 	cert := boxCertificate(t, v)
 	sys := system(t, v)
-	sd := inventoryOf(t, v, sys)
-	prom := startPrometheus(t, sd)
+	sd := inventoryOf(t, v)
+	am := startAlertmanager(t)
+	prom := startPrometheus(t, sd, am.Addr)
 
 	t.Run("scrape", func(t *testing.T) {
 		deadline := time.Now().Add(2 * time.Minute)
@@ -408,6 +476,28 @@ func TestStatusdEndToEnd(t *testing.T) {
 		prom.waitAlert(t, "NcposSegmentInBypass", map[string]string{"segment": "seg1", "state": "bypass", "severity": "warning"}, "firing", 2*time.Minute)
 		t.Logf("bypass forced through the API -> NcposSegmentInBypass firing in Prometheus after %v", time.Since(forced).Round(time.Second))
 
+		// Alertmanager delivers it to the webhook within the rule's
+		// `for` and one evaluation interval of the first scrape that saw
+		// the bypass, give or take the delivery itself.
+		delivered := am.wait(t, "firing", map[string]string{"alertname": "NcposSegmentInBypass", "segment": "seg1", "box": "ncpos-e2e"}, time.Minute)
+		var seen time.Time
+		for _, s := range prom.samples(t, `ncpos_segment_bypass_state{segment="seg1",state="bypass"}[5m]`) {
+			if s.Value == "1" && !s.At.Before(forced.Add(-time.Second)) {
+				seen = s.At
+				break
+			}
+		}
+		if seen.IsZero() {
+			t.Fatal("Prometheus has no sample of seg1 in bypass")
+		}
+		took := delivered.Arrived.Sub(seen)
+		if limit := alertFor + evaluationInterval + alertDelivery; took > limit {
+			t.Errorf("the webhook got NcposSegmentInBypass %v after the first scrape in bypass, want at most %v (for %v, evaluation every %v, %v to deliver)",
+				took.Round(100*time.Millisecond), limit, alertFor, evaluationInterval, alertDelivery)
+		}
+		t.Logf("Alertmanager delivered NcposSegmentInBypass to the webhook %v after the first scrape in bypass (%v after the API call; for %v, evaluation every %v)",
+			took.Round(100*time.Millisecond), delivered.Arrived.Sub(forced).Round(100*time.Millisecond), alertFor, evaluationInterval)
+
 		// The transition bypassd made on the forced override, as seen by
 		// statusd's monitor (fields are sorted: override, override_by,
 		// reason, segment, state).
@@ -424,6 +514,10 @@ func TestStatusdEndToEnd(t *testing.T) {
 		if code, body := control(t, v, "/api/v1/control/bypass", "ncpos", testPassword, `{"segment":"seg1","state":"auto"}`); code != 200 {
 			t.Fatalf("end override = %d %s", code, body)
 		}
+	})
+
+	t.Run("snmp", func(t *testing.T) {
+		checkSNMP(t, v, snmpPort, trapd)
 	})
 
 	t.Run("dashboard in chromium", func(t *testing.T) {
