@@ -144,3 +144,21 @@ func TestGrafanaDashboard(t *testing.T) {
 	out := run(t, promtool(t), "check", "rules", f)
 	t.Logf("%d Grafana queries parse: %s", n, strings.TrimSpace(out))
 }
+
+// TestAlertmanagerConfig checks alertmanager.yml with Debian's amtool,
+// and that its routes send the rules' alerts to the NOC's receiver.
+func TestAlertmanagerConfig(t *testing.T) {
+	amtool := testenv.LookPath(t, testenv.Tools, "amtool", "prometheus-alertmanager")
+	out := run(t, amtool, "check-config", "alertmanager.yml")
+	if !strings.Contains(out, "SUCCESS") {
+		t.Fatalf("amtool check-config: %s", out)
+	}
+	for _, labels := range [][]string{
+		{"alertname=NcposSegmentInBypass", "severity=warning", "box=b1", "segment=seg1"},
+		{"alertname=NcposRebooted", "severity=info", "box=b1"},
+		{"alertname=NcposApplianceDown", "severity=critical", "box=b1"},
+	} {
+		// amtool fails when the alert would reach another receiver.
+		run(t, amtool, append([]string{"config", "routes", "test", "--config.file=alertmanager.yml", "--verify.receivers=noc"}, labels...)...)
+	}
+}

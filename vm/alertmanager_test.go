@@ -9,16 +9,19 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ncpos/ncpos/internal/testenv"
+	"github.com/ncpos/ncpos/monitoring"
 )
 
-// alertmanager is Debian's prometheus-alertmanager routing every alert at
-// once (group_wait 0s) to a webhook receiver in the test: what a NOC's
-// pager or chat bridge would get.
+// alertmanager is Debian's prometheus-alertmanager with the shipped
+// monitoring/alertmanager.yml, routing every alert at once (group_wait 0s)
+// to a webhook receiver in the test: what a NOC's chat bridge or ticketing
+// system would get.
 type alertmanager struct {
 	Addr string // host:port Prometheus sends alerts to
 
@@ -63,18 +66,19 @@ func startAlertmanager(t *testing.T) *alertmanager {
 	t.Cleanup(func() { srv.Close() })
 
 	dir := t.TempDir()
-	cfg := fmt.Sprintf(`route:
-  receiver: noc
-  group_by: [alertname, box, segment]
-  group_wait: 0s
-  group_interval: 1s
-  repeat_interval: 1h
-receivers:
-  - name: noc
-    webhook_configs:
-      - url: http://%s/alerts
-        send_resolved: true
-`, hook.Addr())
+	// The shipped routing, its receiver the test's webhook and its
+	// waits shortened as the rules' are.
+	cfg := string(monitoring.Alertmanager)
+	for old, new := range map[string]string{
+		"http://noc.example.net:9099/ncpos": "http://" + hook.Addr().String() + "/alerts",
+		"group_wait: 30s":                   "group_wait: 0s",
+		"group_interval: 5m":                "group_interval: 1s",
+	} {
+		if !strings.Contains(cfg, old) {
+			t.Fatalf("monitoring/alertmanager.yml has no %q", old)
+		}
+		cfg = strings.Replace(cfg, old, new, 1)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "alertmanager.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
