@@ -139,7 +139,11 @@ func (v *VM) Query(command string, args map[string]any) (json.RawMessage, error)
 		delete(e.waiting, id)
 		e.mu.Unlock()
 	}()
-	b, err := json.Marshal(map[string]any{"execute": command, "arguments": args, "id": id})
+	cmd := map[string]any{"execute": command, "id": id}
+	if args != nil {
+		cmd["arguments"] = args
+	}
+	b, err := json.Marshal(cmd)
 	if err != nil {
 		return nil, err
 	}
