@@ -87,42 +87,10 @@ func startAlertmanager(t *testing.T) *alertmanager {
 		t.Fatal(err)
 	}
 	am.Addr = fmt.Sprintf("127.0.0.1:%d", port)
-	ctx, cancel := context.WithCancel(context.Background())
-	logFile := filepath.Join(dir, "alertmanager.log")
-	lf, err := os.Create(logFile)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
 	// An empty cluster address keeps it a single instance, listening
 	// nowhere but on the web address.
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "alertmanager.yml"),
+	startServer(t, "alertmanager", "http://"+am.Addr+"/-/ready", bin, "--config.file="+filepath.Join(dir, "alertmanager.yml"),
 		"--storage.path="+filepath.Join(dir, "data"), "--web.listen-address="+am.Addr, "--cluster.listen-address=")
-	cmd.Stdout, cmd.Stderr = lf, lf
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		cmd.Wait()
-		lf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logFile)
-			t.Logf("alertmanager log (tail):\n%s", tail(b, 3000))
-		}
-	})
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if resp, err := http.Get("http://" + am.Addr + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("alertmanager did not become ready")
-		}
-	}
 	return am
 }
 
@@ -146,6 +114,47 @@ func (am *alertmanager) wait(t *testing.T, status string, labels map[string]stri
 		am.mu.Unlock()
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s alert %v at the webhook within %v (%d alerts delivered)", status, labels, within, n)
+		}
+	}
+}
+
+// startServer runs a monitoring server of Debian's (prometheus,
+// alertmanager) until the test ends, its output kept for a failing test,
+// and waits until ready answers 200.
+func startServer(t *testing.T, name, ready, bin string, args ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logFile := filepath.Join(t.TempDir(), name+".log")
+	lf, err := os.Create(logFile)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	if err := cmd.Start(); err != nil {
+		cancel()
+		lf.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+		lf.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(logFile)
+			t.Logf("%s log (tail):\n%s", name, tail(b, 3000))
+		}
+	})
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if resp, err := http.Get(ready); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not become ready", name)
 		}
 	}
 }

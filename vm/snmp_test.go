@@ -8,9 +8,8 @@ import (
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
+	"github.com/ncpos/ncpos/internal/metricstest"
 	"github.com/ncpos/ncpos/internal/snmptest"
 )
 
@@ -54,43 +53,14 @@ func boxMetrics(t *testing.T, v *VM) map[string]*dto.MetricFamily {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := p.TextToMetricFamilies(resp.Body)
+	fams, err := metricstest.Parse(resp.Body)
 	if err != nil {
 		t.Fatalf("/metrics of the box: %v", err)
 	}
 	return fams
 }
 
-// metricValue is the sample of name whose labels include all of the
-// label=value pairs in want.
-func metricValue(fams map[string]*dto.MetricFamily, name string, want ...string) (float64, bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.Metric {
-		have := map[string]string{}
-		for _, l := range m.Label {
-			have[l.GetName()] = l.GetValue()
-		}
-		for i := 0; i+1 < len(want); i += 2 {
-			if have[want[i]] != want[i+1] {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Untyped != nil:
-			return m.Untyped.GetValue(), true
-		}
-	}
-	return 0, false
-}
+var metricValue = metricstest.Value
 
 // snmpTool runs a net-snmp command against the box's forwarded agent,
 // with a timeout and retries fit for a guest in software emulation.

@@ -126,41 +126,9 @@ scrape_configs:
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	logFile := filepath.Join(dir, "prometheus.log")
-	lf, err := os.Create(logFile)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
-	cmd.Stdout, cmd.Stderr = lf, lf
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		cmd.Wait()
-		lf.Close()
-		if t.Failed() {
-			b, _ := os.ReadFile(logFile)
-			t.Logf("prometheus log (tail):\n%s", tail(b, 3000))
-		}
-	})
 	p := &prometheusServer{base: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if resp, err := http.Get(p.base + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("prometheus did not become ready")
-		}
-	}
+	startServer(t, "prometheus", p.base+"/-/ready", bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
 	return p
 }
 
@@ -338,9 +306,17 @@ func (p *prometheusServer) waitAlert(t *testing.T, name string, labels map[strin
 // control posts to statusd's control API through the forwarded port.
 func control(t *testing.T, v *VM, path, user, password, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("POST", v.StatusURL()+strings.TrimPrefix(path, "/"), bytes.NewReader([]byte(body)))
+	code, resp, err := tryControl(v, path, user, password, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return code, resp
+}
+
+func tryControl(v *VM, path, user, password, body string) (int, string, error) {
+	req, err := http.NewRequest("POST", v.StatusURL()+strings.TrimPrefix(path, "/"), bytes.NewReader([]byte(body)))
+	if err != nil {
+		return 0, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if user != "" {
@@ -348,11 +324,11 @@ func control(t *testing.T, v *VM, path, user, password, body string) (int, strin
 	}
 	resp, err := v.Client(30 * time.Second).Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(b), nil
 }
 
 // TestStatusdEndToEnd boots the image in QEMU, has a real Prometheus

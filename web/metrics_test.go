@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+
+	"github.com/ncpos/ncpos/internal/metricstest"
 )
 
 func scrape(t *testing.T, f *fixture) map[string]*dto.MetricFamily {
@@ -17,42 +17,15 @@ func scrape(t *testing.T, f *fixture) map[string]*dto.MetricFamily {
 	if r.Code != 200 {
 		t.Fatalf("/metrics = %d: %s", r.Code, r.Body)
 	}
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	fams, err := p.TextToMetricFamilies(strings.NewReader(r.Body))
+	fams, err := metricstest.Parse(strings.NewReader(r.Body))
 	if err != nil {
-		t.Fatalf("/metrics does not parse: %v\n%s", err, r.Body)
+		t.Fatalf("/metrics: %v\n%s", err, r.Body)
 	}
 	return fams
 }
 
 // value finds the sample of name whose labels include all of want.
-func value(fams map[string]*dto.MetricFamily, name string, want ...string) (float64, bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.Metric {
-		have := map[string]string{}
-		for _, l := range m.Label {
-			have[l.GetName()] = l.GetValue()
-		}
-		for i := 0; i+1 < len(want); i += 2 {
-			if have[want[i]] != want[i+1] {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Untyped != nil:
-			return m.Untyped.GetValue(), true
-		}
-	}
-	return 0, false
-}
+var value = metricstest.Value
 
 func TestMetrics(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
