@@ -1,0 +1,242 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+//
+// The bench's traffic in the kernel:
+//
+//   gen      the generator: run with BPF_PROG_RUN in live-frame mode on a
+//            test port, it stamps its input frame (sequence number and
+//            kernel time, written into every frame, since the kernel
+//            recycles its pages without rewriting them), varies the UDP
+//            source port over `flows` values, and transmits it (XDP_TX).
+//            Paced: a frame whose time has not come is dropped unsent,
+//            so the kernel's loop waits in place; frame n is due at
+//            start + n * interval. It stops at `limit` frames and counts
+//            what it transmitted, since a BPF_PROG_RUN's repeat count is
+//            only a minimum.
+//   analyze  the analyzer, on the receiving test port: per stream, the
+//            frames and bytes of the current trial, sequence gaps,
+//            reordered and duplicated frames, and a latency histogram
+//            from the stamps. Every other frame passes to the stack.
+//
+// The stamp is the bench's (bench/frame.go): at the start of the UDP
+// payload of an untagged IPv4 frame, big-endian magic "NB", trial, seq,
+// time, stream.
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#define MAX_STREAMS 64
+#define SEQ_WINDOW 1024 /* frames back within which duplicates are told from reordering */
+#define HIST_BUCKETS 256
+
+#define STAMP_OFF 42
+#define STAMP_MAGIC 0x4e42
+
+struct stamp {
+	__be16 magic;
+	__be16 trial;
+	__be32 seq;
+	__be64 time;
+	__be16 stream;
+} __attribute__((packed));
+
+/* gen_state: set by user space before a run, advanced by gen. */
+struct gen_state {
+	__u64 start_ns;    /* frame 0 is due (kernel monotonic clock) */
+	__u64 interval_ps; /* between frames; 0 = as fast as possible */
+	__u64 limit;       /* frames to send */
+	__u64 next;        /* next sequence number = frames transmitted */
+	__u64 first_ns;    /* when frame 0 went */
+	__u64 last_ns;     /* when the latest frame went */
+	__u64 early;       /* runs that found no frame due (waiting) */
+	__u64 slipped_ns;  /* how far the schedule was moved on, not caught up */
+	__u64 slips;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gen_state);
+} generator SEC(".maps");
+
+const volatile __u32 flows = 1;      /* source ports cycled */
+const volatile __u32 catch_up = 32;  /* frames a late generator may send back to back */
+const volatile __u16 sport_base = 1024;
+
+SEC("xdp")
+int gen(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u32 zero = 0;
+	struct gen_state *st = bpf_map_lookup_elem(&generator, &zero);
+	struct stamp *s = data + STAMP_OFF;
+	__be16 *sport = data + 34;
+	if (!st || (void *)(s + 1) > end)
+		return XDP_ABORTED;
+	__u64 now = bpf_ktime_get_ns();
+	__u64 next = st->next;
+	if (next >= st->limit)
+		return XDP_DROP;
+	if (st->interval_ps) {
+		__u64 due = st->start_ns + next / 1000 * st->interval_ps + next % 1000 * st->interval_ps / 1000;
+		if (now < due) {
+			st->early++;
+			return XDP_DROP;
+		}
+		/* Late by more than a few frames (the thread was off the
+		 * CPU): move the schedule on rather than catch up in a burst
+		 * the device under test would be right to drop. The offered
+		 * rate shows the slip. */
+		__u64 lag = now - due;
+		if (lag * 1000 > catch_up * st->interval_ps) {
+			st->start_ns += lag;
+			st->slipped_ns += lag;
+			st->slips++;
+		}
+	}
+	next = __sync_fetch_and_add(&st->next, 1);
+	if (next >= st->limit)
+		return XDP_DROP; /* another CPU took the last one */
+	if (next == 0)
+		st->first_ns = now;
+	st->last_ns = now;
+	s->seq = bpf_htonl((__u32)next);
+	s->time = bpf_cpu_to_be64(now);
+	if (flows > 1)
+		*sport = bpf_htons(sport_base + (__u16)(next % flows));
+	return XDP_TX;
+}
+
+/* Per CPU: the counts and the latency histogram. */
+struct an_counts {
+	__u64 frames;
+	__u64 bytes;
+	__u64 lat_sum;
+	__u64 lat_min;
+	__u64 lat_max;
+	__u64 hist[HIST_BUCKETS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_STREAMS);
+	__type(key, __u32);
+	__type(value, struct an_counts);
+} counts SEC(".maps");
+
+/* Per stream, shared: what sequence numbers were seen. slot[seq %
+ * SEQ_WINDOW] holds seq + 1 once seq arrived. */
+struct an_seq {
+	struct bpf_spin_lock lock;
+	__u32 pad;
+	__u64 high;       /* highest seq seen + 1 */
+	__u64 reordered;  /* arrived after a later one */
+	__u64 duplicated; /* arrived again */
+	__u32 slot[SEQ_WINDOW];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_STREAMS);
+	__type(key, __u32);
+	__type(value, struct an_seq);
+} seqs SEC(".maps");
+
+/* The trial counted; frames of others (late ones of an earlier trial) are
+ * counted apart. */
+struct an_config {
+	__u32 trial;
+	__u32 pad;
+	__u64 other; /* stamped frames of another trial */
+	__u64 passed; /* frames that were not test frames */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct an_config);
+} analyzer SEC(".maps");
+
+/* bucket: four per power of two of the latency in ns. */
+static __always_inline __u32 bucket(__u64 ns)
+{
+	if (ns < 4)
+		return (__u32)ns;
+	__u32 msb = 0;
+	__u64 v = ns;
+	if (v >> 32) { msb += 32; v >>= 32; }
+	if (v >> 16) { msb += 16; v >>= 16; }
+	if (v >> 8) { msb += 8; v >>= 8; }
+	if (v >> 4) { msb += 4; v >>= 4; }
+	if (v >> 2) { msb += 2; v >>= 2; }
+	if (v >> 1) { msb += 1; }
+	__u32 b = msb * 4 + (__u32)((ns >> (msb - 2)) & 3);
+	return b < HIST_BUCKETS ? b : HIST_BUCKETS - 1;
+}
+
+/* Frags-aware, so that a veth whose peer has a jumbo MTU runs it natively. */
+SEC("xdp.frags")
+int analyze(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u32 zero = 0;
+	struct an_config *cfg = bpf_map_lookup_elem(&analyzer, &zero);
+	struct ethhdr *eth = data;
+	struct stamp *s = data + STAMP_OFF;
+	__u8 *ip = data + sizeof(*eth);
+	if (!cfg)
+		return XDP_ABORTED;
+	if ((void *)(s + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP) || ip[0] != 0x45 || ip[9] != 17 ||
+	    s->magic != bpf_htons(STAMP_MAGIC)) {
+		__sync_fetch_and_add(&cfg->passed, 1);
+		return XDP_PASS;
+	}
+	if (bpf_ntohs(s->trial) != cfg->trial) {
+		__sync_fetch_and_add(&cfg->other, 1);
+		return XDP_DROP;
+	}
+	__u32 stream = bpf_ntohs(s->stream);
+	struct an_counts *c = bpf_map_lookup_elem(&counts, &stream);
+	struct an_seq *q = bpf_map_lookup_elem(&seqs, &stream);
+	if (!c || !q) {
+		__sync_fetch_and_add(&cfg->other, 1);
+		return XDP_DROP;
+	}
+	__u64 now = bpf_ktime_get_ns();
+	__u64 sent = bpf_be64_to_cpu(s->time);
+	__u64 lat = now > sent ? now - sent : 0;
+	c->frames++;
+	c->bytes += (__u64)(end - data);
+	c->lat_sum += lat;
+	if (c->lat_min == 0 || lat < c->lat_min)
+		c->lat_min = lat;
+	if (lat > c->lat_max)
+		c->lat_max = lat;
+	__u32 b = bucket(lat);
+	if (b < HIST_BUCKETS)
+		c->hist[b]++;
+
+	__u32 seq = bpf_ntohl(s->seq);
+	__u32 i = seq % SEQ_WINDOW;
+	bpf_spin_lock(&q->lock);
+	if ((__u64)seq >= q->high) {
+		q->high = (__u64)seq + 1;
+		q->slot[i] = seq + 1;
+	} else if (q->slot[i] == seq + 1) {
+		q->duplicated++;
+	} else {
+		q->reordered++;
+		q->slot[i] = seq + 1;
+	}
+	bpf_spin_unlock(&q->lock);
+	return XDP_DROP;
+}
+
+char _license[] SEC("license") = "Dual BSD/GPL";
