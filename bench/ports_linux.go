@@ -46,14 +46,19 @@ type PortStream struct {
 type PortTarget struct {
 	streams []*portStream
 	trial   uint16
+	probed  bool
 }
 
 type portStream struct {
 	PortStream
 	rxIndex int
-	gen     *generator
-	an      *analyzer
+	txIndex int
+	gen     streamGenerator
+	an      streamAnalyzer
 	spec    FrameSpec
+	// Engine carries the stream (EngineKernel or EngineAFXDP); Why
+	// says why not the kernel's live frames, when not.
+	Engine, Why string
 }
 
 // do runs fn in the end's namespace.
@@ -99,25 +104,42 @@ func NewPorts(streams []PortStream, flows int) (_ *PortTarget, err error) {
 		s.spec = FrameSpec{Flows: max(flows, 1), Stream: uint16(i)}
 		copy(s.spec.SrcMAC[:], macOr(ends[0].Attrs().HardwareAddr, defaultSrcMAC))
 		copy(s.spec.DstMAC[:], macOr(ends[1].Attrs().HardwareAddr, defaultDstMAC))
-		s.rxIndex = ends[1].Attrs().Index
-		// Analyzer first, as in the lab.
-		if s.an, err = newPortAnalyzer(ps.Receiver, s.rxIndex); err != nil {
-			return nil, fmt.Errorf("analyzer on %s: %w", ps.Receiver.Ifname, err)
-		}
-		s.an.start()
+		s.rxIndex, s.txIndex = ends[1].Attrs().Index, ends[0].Attrs().Index
 		t.streams = append(t.streams, s)
-		err = ps.Sender.do(func() error {
-			x, err := newXSK(ends[0].Attrs().Index, &xskOptions)
-			if err == nil {
-				s.gen = &generator{xsk: x, frame: s.spec}
-			}
-			return err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("generator on %s: %w", ps.Sender.Ifname, err)
+		err := newKernelStream(s)
+		if err == nil {
+			continue
+		}
+		s.Why = err.Error()
+		if err := newAFXDPStream(s); err != nil {
+			return nil, err
 		}
 	}
 	return t, nil
+}
+
+// newAFXDPStream opens AF_XDP sockets for s, where the kernel's live
+// frames cannot go.
+func newAFXDPStream(s *portStream) error {
+	// Analyzer first, as in the lab.
+	an, err := newPortAnalyzer(s.Receiver, s.rxIndex)
+	if err != nil {
+		return fmt.Errorf("analyzer on %s: %w", s.Receiver.Ifname, err)
+	}
+	an.start()
+	s.an = an
+	err = s.Sender.do(func() error {
+		x, err := newXSK(s.txIndex, &xskOptions)
+		if err == nil {
+			s.gen = &generator{xsk: x, frame: s.spec}
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("generator on %s: %w", s.Sender.Ifname, err)
+	}
+	s.Engine = EngineAFXDP
+	return nil
 }
 
 func macOr(hw net.HardwareAddr, def []byte) []byte {
@@ -170,10 +192,46 @@ func (s *portStream) rxPackets() (uint64, error) {
 	return l.Attrs().Statistics.RxPackets, nil
 }
 
+func (s *portStream) txPackets() (uint64, error) {
+	l, err := s.Sender.link()
+	if err != nil {
+		return 0, err
+	}
+	if l.Attrs().Statistics == nil {
+		return 0, fmt.Errorf("no statistics for %s", s.Sender.Ifname)
+	}
+	return l.Attrs().Statistics.TxPackets, nil
+}
+
+// Engines says what carries each stream, and why not the kernel's live
+// frames where it is not ("seg1: AF_XDP (LAN5's driver sent 0 of 16 XDP
+// frames)").
+func (t *PortTarget) Engines() []string {
+	var out []string
+	for _, s := range t.streams {
+		e := s.Name + ": " + s.Engine
+		if s.Why != "" {
+			e += " (" + s.Why + ")"
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
 // Run is one trial on every stream at once.
 func (t *PortTarget) Run(ctx context.Context, spec TrialSpec) (TrialResult, error) {
 	if err := ctx.Err(); err != nil {
 		return TrialResult{}, err
+	}
+	if !t.probed {
+		// Only now is the device under test up: a veth, for one,
+		// drops XDP frames unless its peer runs an XDP program.
+		for _, s := range t.streams {
+			if err := s.probe(); err != nil {
+				return TrialResult{}, err
+			}
+		}
+		t.probed = true
 	}
 	t.trial++
 	streams := make([]trialStream, len(t.streams))
@@ -193,8 +251,8 @@ func (t *PortTarget) Close() error {
 		if s.an != nil {
 			errs = append(errs, s.an.close())
 		}
-		if s.gen != nil && s.gen.xsk != nil {
-			errs = append(errs, s.gen.xsk.Close())
+		if s.gen != nil {
+			errs = append(errs, s.gen.close())
 		}
 	}
 	t.streams = nil

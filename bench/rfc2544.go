@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"time"
+
+	"github.com/ncpos/ncpos/bench/xdptraffic"
 )
 
 // Options are the parameters of the RFC 2544 procedures.
@@ -25,8 +28,9 @@ type Options struct {
 	B2BMax, B2BRepeat int
 	Latency           bool // measure latency at the throughput rate
 	LatencyTrials     int  // RFC 2544: 20; 1 when 0
-	// GeneratorTolerance is how far (in %) the generator may fall short of
-	// the rate asked before the result is marked generator-limited; 3 when 0.
+	// GeneratorTolerance is how far (in %) the rate offered may be off
+	// the rate asked before the trial is invalid, and a result it gave
+	// is marked generator-limited; 0.1 when 0.
 	GeneratorTolerance float64
 	Log                io.Writer // progress, trial by trial; nothing when nil
 }
@@ -56,7 +60,7 @@ func (o *Options) defaults() {
 		o.LatencyTrials = 1
 	}
 	if o.GeneratorTolerance <= 0 {
-		o.GeneratorTolerance = 3
+		o.GeneratorTolerance = 0.1
 	}
 	if o.Log == nil {
 		o.Log = io.Discard
@@ -99,6 +103,12 @@ type TrialRecord struct {
 	IndependentName string   `json:"independent_name,omitempty"`
 	AgreementPct    *float64 `json:"agreement_percent,omitempty"`
 	TesterDrops     uint64   `json:"tester_drops,omitempty"`
+	// TxDropped are frames the generator made that its port did not
+	// transmit; they are not counted as sent.
+	TxDropped uint64 `json:"tx_dropped,omitempty"`
+	// Invalid says why the trial does not measure the device: the rate
+	// offered was off the rate asked, or the sending port dropped.
+	Invalid string `json:"invalid,omitempty"`
 }
 
 // SizeResult is every figure measured at one frame size.
@@ -143,7 +153,13 @@ func (r *Runner) record(sr *SizeResult, test string, spec TrialSpec, res TrialRe
 		Test: test, RatePPS: spec.RatePPS, OfferedPPS: res.OfferedPPS(r.O.Streams), Burst: spec.Burst,
 		RatePercent: PercentOfLine(spec.RatePPS, spec.Size, r.O.LineBPS),
 		Sent:        res.Sent, Received: res.Received, LossPercent: res.LossPercent(), Passed: passed,
-		TesterDrops: res.TesterDrops,
+		TesterDrops: res.TesterDrops, TxDropped: res.TxDropped,
+	}
+	if off := 100 * (rec.OfferedPPS/spec.RatePPS - 1); spec.Burst == 0 && spec.RatePPS > 0 && math.Abs(off) > r.O.GeneratorTolerance {
+		rec.Invalid = fmt.Sprintf("offered %+.2f%% off the rate asked", off)
+	}
+	if res.TxDropped > 0 {
+		rec.Invalid = strings.TrimPrefix(rec.Invalid+fmt.Sprintf("; the sending port dropped %d frames", res.TxDropped), "; ")
 	}
 	if res.Independent >= 0 {
 		n, a := res.Independent, res.Agreement()
@@ -156,6 +172,9 @@ func (r *Runner) record(sr *SizeResult, test string, spec TrialSpec, res TrialRe
 	}
 	if rec.TesterDrops > 0 {
 		ind += fmt.Sprintf("  analyzer dropped %d", rec.TesterDrops)
+	}
+	if rec.Invalid != "" {
+		ind += "  invalid: " + rec.Invalid
 	}
 	verdict := "fail"
 	if passed {
@@ -199,6 +218,7 @@ func (r *Runner) Size(ctx context.Context, size int) (*SizeResult, error) {
 	}
 	if r.O.Latency && sr.ThroughputPPS > 0 {
 		var all []time.Duration
+		var hist *xdptraffic.Histogram
 		for i := 0; i < r.O.LatencyTrials; i++ {
 			spec := TrialSpec{Size: size, RatePPS: r.rateAsked(sr), Duration: r.O.Trial, Latency: true}
 			res, err := r.run(ctx, spec)
@@ -207,8 +227,17 @@ func (r *Runner) Size(ctx context.Context, size int) (*SizeResult, error) {
 			}
 			r.record(sr, "latency", spec, res, r.passes(res))
 			all = append(all, res.Latencies...)
+			if res.LatencyHist != nil {
+				if hist == nil {
+					hist = &xdptraffic.Histogram{}
+				}
+				hist.Add(*res.LatencyHist)
+			}
 		}
 		st := Latency(all)
+		if hist != nil {
+			st = LatencyOf(*hist)
+		}
 		sr.Latency = &st
 	}
 	for _, pct := range r.O.LossSteps {
@@ -264,7 +293,7 @@ func (r *Runner) throughput(ctx context.Context, sr *SizeResult) error {
 			sr.ThroughputPPS = rec.OfferedPPS
 			sr.LossPercent = rec.LossPercent
 			sr.asked = spec.RatePPS
-			sr.GeneratorLimited = rec.OfferedPPS < spec.RatePPS*(1-r.O.GeneratorTolerance/100)
+			sr.GeneratorLimited = rec.OfferedPPS < spec.RatePPS*(1-r.O.GeneratorTolerance/100) || rec.TxDropped > 0
 		}
 		return ok, nil
 	}

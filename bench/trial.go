@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/ncpos/ncpos/bench/xdptraffic"
 )
 
 // Trial sends one trial's frames through the device under test and counts
@@ -36,10 +38,16 @@ type TrialResult struct {
 	Independent     int64
 	IndependentName string
 	Latencies       []time.Duration // when asked, a sample of them
+	// LatencyHist is, when asked of analyzers that keep one, the
+	// histogram of every frame's latency.
+	LatencyHist *xdptraffic.Histogram
 	// TesterDrops are frames the analyzer itself could not take (its
 	// socket's ring full): counted as lost, and reported, since a
 	// tester that drops makes the figure a floor.
 	TesterDrops uint64
+	// TxDropped are frames the generator made that its port did not
+	// transmit (not in Sent).
+	TxDropped uint64
 }
 
 // OfferedPPS is the rate the generator achieved, per stream.
@@ -83,6 +91,12 @@ type LatencyStats struct {
 	Mean    time.Duration `json:"mean_ns"`
 	Max     time.Duration `json:"max_ns"`
 	P99     time.Duration `json:"p99_ns"`
+}
+
+// LatencyOf summarises a histogram of latencies (the kernel analyzer's,
+// of every frame): the p99 to the histogram's resolution.
+func LatencyOf(h xdptraffic.Histogram) LatencyStats {
+	return LatencyStats{Samples: int(h.Count), Min: h.Min, Mean: h.Mean(), Max: h.Max, P99: h.Quantile(0.99)}
 }
 
 // Latency computes min, mean, max and the 99th percentile (nearest rank)

@@ -5,16 +5,38 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/ncpos/ncpos/bench/xdptraffic"
 )
 
 // trialStream is one generator→analyzer stream of a trial, whatever
 // carries it (lab namespaces or the appliance's own test ports); rx reads
 // the independent count, the receiving interface's kernel rx_packets.
 type trialStream struct {
-	gen  *generator
-	an   *analyzer
+	gen  streamGenerator
+	an   streamAnalyzer
 	spec FrameSpec
 	rx   func() (uint64, error)
+}
+
+// streamGenerator sends a stream's frames: the kernel's live frames or an
+// AF_XDP socket.
+type streamGenerator interface {
+	// run sends frames of b at pps for d (or, with burst > 0, burst
+	// frames as fast as it can) and returns when they are out.
+	run(b *Builder, trial uint16, pps float64, d time.Duration, burst int) (genResult, error)
+	close() error
+}
+
+// streamAnalyzer counts a stream's frames where they arrive.
+type streamAnalyzer interface {
+	reset(trial uint16, latency bool) error
+	received() (uint64, error)
+	drops() uint64 // frames the tester itself could not take
+	// latency is what the analyzer keeps of the latencies: samples, or
+	// a histogram of all of them.
+	latency() ([]time.Duration, *xdptraffic.Histogram)
+	close() error
 }
 
 // runTrial runs one trial on every stream at once and compares what the
@@ -35,7 +57,9 @@ func runTrial(ctx context.Context, trial uint16, spec TrialSpec, streams []trial
 			return res, err
 		}
 		builders[i] = b
-		s.an.reset(trial, spec.Latency)
+		if err := s.an.reset(trial, spec.Latency); err != nil {
+			return res, err
+		}
 		drops0[i] = s.an.drops()
 		if rx0[i], err = s.rx(); err != nil {
 			return res, err
@@ -61,8 +85,13 @@ func runTrial(ctx context.Context, trial uint16, spec TrialSpec, streams []trial
 	var independent uint64
 	for i, s := range streams {
 		res.Sent += gens[i].sent
+		res.TxDropped += gens[i].txDropped
 		res.Elapsed = max(res.Elapsed, gens[i].elapsed)
-		res.Received += s.an.received.Load()
+		got, err := s.an.received()
+		if err != nil {
+			return res, err
+		}
+		res.Received += got
 		rx, err := s.rx()
 		if err != nil {
 			return res, err
@@ -70,7 +99,14 @@ func runTrial(ctx context.Context, trial uint16, spec TrialSpec, streams []trial
 		independent += rx - rx0[i]
 		res.TesterDrops += s.an.drops() - drops0[i]
 		if spec.Latency {
-			res.Latencies = append(res.Latencies, s.an.latencies()...)
+			lats, h := s.an.latency()
+			res.Latencies = append(res.Latencies, lats...)
+			if h != nil {
+				if res.LatencyHist == nil {
+					res.LatencyHist = &xdptraffic.Histogram{}
+				}
+				res.LatencyHist.Add(*h)
+			}
 		}
 	}
 	res.Independent = int64(independent)

@@ -10,6 +10,8 @@ import (
 	"github.com/asavie/xdp"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
+
+	"github.com/ncpos/ncpos/bench/xdptraffic"
 )
 
 // The generator and the analyzer are AF_XDP sockets (github.com/asavie/xdp)
@@ -54,7 +56,8 @@ func newXSK(ifindex int, o *xdp.SocketOptions) (*xdp.Socket, error) {
 	return xdp.NewSocket(ifindex, 0, o)
 }
 
-// generator sends one stream.
+// generator sends one stream from an AF_XDP socket: every port that can
+// bind one, but slower than the kernel's live frames (kernelGenerator).
 type generator struct {
 	xsk   *xdp.Socket
 	frame FrameSpec
@@ -62,9 +65,12 @@ type generator struct {
 
 // genResult is what one run of a generator did.
 type genResult struct {
-	sent    uint64 // frames the kernel completed
-	elapsed time.Duration
+	sent      uint64 // frames the port transmitted
+	elapsed   time.Duration
+	txDropped uint64 // made but not transmitted
 }
+
+func (g *generator) close() error { return g.xsk.Close() }
 
 // run sends frames of b at pps for d (or, with burst > 0, burst frames as
 // fast as it can) and returns when the kernel has completed them all.
@@ -154,15 +160,15 @@ type analyzer struct {
 	prog *xdp.Program
 	lk   link.Link
 
-	trial    atomic.Uint32 // the trial being counted; others are ignored
-	received atomic.Uint64
-	foreign  atomic.Uint64 // not test frames, or of another trial
-	keepLat  atomic.Bool
-	mu       sync.Mutex
-	lat      []time.Duration
-	buf      []time.Duration // the loop's, reused
-	stop     atomic.Bool
-	done     chan error
+	trial   atomic.Uint32 // the trial being counted; others are ignored
+	count   atomic.Uint64
+	foreign atomic.Uint64 // not test frames, or of another trial
+	keepLat atomic.Bool
+	mu      sync.Mutex
+	lat     []time.Duration
+	buf     []time.Duration // the loop's, reused
+	stop    atomic.Bool
+	done    chan error
 }
 
 const maxLatencySamples = 1 << 20
@@ -202,7 +208,7 @@ func (a *analyzer) loop() (err error) {
 				lats = append(lats, time.Duration(now-st.Time))
 			}
 		}
-		a.received.Add(got)
+		a.count.Add(got)
 		if len(lats) > 0 {
 			a.mu.Lock()
 			if len(a.lat) < maxLatencySamples {
@@ -222,15 +228,18 @@ func (a *analyzer) loop() (err error) {
 }
 
 // reset starts counting trial.
-func (a *analyzer) reset(trial uint16, latency bool) {
+func (a *analyzer) reset(trial uint16, latency bool) error {
 	a.trial.Store(uint32(trial))
-	a.received.Store(0)
+	a.count.Store(0)
 	a.foreign.Store(0)
 	a.keepLat.Store(latency)
 	a.mu.Lock()
 	a.lat = nil
 	a.mu.Unlock()
+	return nil
 }
+
+func (a *analyzer) received() (uint64, error) { return a.count.Load(), nil }
 
 // drops is what the analyzer's socket could not take (its RX ring full,
 // no fill descriptor): frames lost by the tester, not the device.
@@ -242,10 +251,10 @@ func (a *analyzer) drops() uint64 {
 	return st.KernelStats.Rx_dropped + st.KernelStats.Rx_ring_full
 }
 
-func (a *analyzer) latencies() []time.Duration {
+func (a *analyzer) latency() ([]time.Duration, *xdptraffic.Histogram) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.lat
+	return a.lat, nil
 }
 
 func (a *analyzer) close() error {

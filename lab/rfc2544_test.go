@@ -69,6 +69,7 @@ func TestRFC2544Targets(t *testing.T) {
 				}
 			}
 			rep.Finished = time.Now()
+			t.Logf("traffic: %v", lt.Engines())
 			t.Logf("trials (analyzer count vs %s):\n%s", bench.IndependentName, log.String())
 			reports = append(reports, rep)
 		})
@@ -118,6 +119,7 @@ func TestPortsSelfTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("traffic: %v", pt.Engines())
 	for _, r := range st.Results {
 		t.Logf("%s %4d B: %.0f frames/s, %.1f Mb/s", r.Segment, r.FrameSize, r.ThroughputPPS, r.ThroughputMbps)
 	}

@@ -245,6 +245,7 @@ func benchConfig(ctx context.Context, a *benchArgs, segs int, bin, dir string) (
 	o.Streams = rep.Streams()
 	o.Log = os.Stdout
 	var trial bench.Trial
+	var engines func() []string
 	switch a.target {
 	case bench.TargetSim:
 		// A device of 800 Mb/s of frames with a 2000-frame buffer.
@@ -259,10 +260,18 @@ func benchConfig(ctx context.Context, a *benchArgs, segs int, bin, dir string) (
 		}
 		defer lt.Close()
 		trial = lt
+		engines = lt.Engines
 		rep.Notes = append(rep.Notes, fmt.Sprintf("veth lab (%s): the line rate is nominal; the generator, target and analyzer share the host's CPUs; independent count: %s of the receiving veth", lt.Lab.Name("*"), bench.IndependentName))
 	}
 	fmt.Printf("%s: %d stream(s), %s per port\n", rep.Label(), o.Streams, bench.FormatBPS(a.lineBPS))
 	r := &bench.Runner{T: trial, O: o}
+	// What carries the traffic is known once the first trial has probed
+	// the ports.
+	defer func() {
+		if engines != nil {
+			rep.Notes = append(rep.Notes, "traffic: "+strings.Join(engines(), "; "))
+		}
+	}()
 	for _, size := range a.sizes {
 		sr, err := r.Size(ctx, size)
 		if sr != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 
 	"github.com/ncpos/ncpos/bench"
 	"github.com/ncpos/ncpos/config"
@@ -97,6 +98,7 @@ func (s *selfTester) run(ctx context.Context, sizes []int, progress func(size, i
 		Segments: segments, Sizes: sizes, Trial: s.cfg.SelfTest.Trial.Duration, LineBPS: s.cfg.SelfTest.LineBPS(),
 		Path: s.report, Log: log.Writer(), Progress: progress,
 	})
+	log.Printf("self-test traffic: %s", strings.Join(pt.Engines(), "; "))
 	if err != nil {
 		return "", err
 	}
