@@ -94,14 +94,14 @@ func startAlertmanager(t *testing.T) *alertmanager {
 	return am
 }
 
-// wait returns the first alert delivered to the webhook with the given
-// status and labels.
-func (am *alertmanager) wait(t *testing.T, status string, labels map[string]string, within time.Duration) webhookAlert {
+// wait returns the first alert delivered to the webhook after after with
+// the given status and labels.
+func (am *alertmanager) wait(t *testing.T, status string, labels map[string]string, after time.Time, within time.Duration) webhookAlert {
 	t.Helper()
 	for deadline := time.Now().Add(within); ; time.Sleep(100 * time.Millisecond) {
 		am.mu.Lock()
 		for _, a := range am.received {
-			match := a.Status == status
+			match := a.Status == status && a.Arrived.After(after)
 			for k, v := range labels {
 				match = match && a.Labels[k] == v
 			}

@@ -455,7 +455,7 @@ func TestStatusdEndToEnd(t *testing.T) {
 		// Alertmanager delivers it to the webhook within the rule's
 		// `for` and one evaluation interval of the first scrape that saw
 		// the bypass, give or take the delivery itself.
-		delivered := am.wait(t, "firing", map[string]string{"alertname": "NcposSegmentInBypass", "segment": "seg1", "box": "ncpos-e2e"}, time.Minute)
+		delivered := am.wait(t, "firing", map[string]string{"alertname": "NcposSegmentInBypass", "segment": "seg1", "box": "ncpos-e2e"}, forced, time.Minute)
 		var seen time.Time
 		for _, s := range prom.samples(t, `ncpos_segment_bypass_state{segment="seg1",state="bypass"}[5m]`) {
 			if s.Value == "1" && !s.At.Before(forced.Add(-time.Second)) {
@@ -467,6 +467,9 @@ func TestStatusdEndToEnd(t *testing.T) {
 			t.Fatal("Prometheus has no sample of seg1 in bypass")
 		}
 		took := delivered.Arrived.Sub(seen)
+		if took < 0 {
+			t.Errorf("the webhook got NcposSegmentInBypass %v before Prometheus' first sample of the bypass at %v", -took, seen)
+		}
 		if limit := alertFor + evaluationInterval + alertDelivery; took > limit {
 			t.Errorf("the webhook got NcposSegmentInBypass %v after the first scrape in bypass, want at most %v (for %v, evaluation every %v, %v to deliver)",
 				took.Round(100*time.Millisecond), limit, alertFor, evaluationInterval, alertDelivery)
