@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -176,10 +177,16 @@ func resetAfter(t *testing.T, v *VM, what, want string) {
 	}
 }
 
+// plannedConfig is wdConfig with a minute of hardware timeout: a reboot
+// whose stop takes longer than the timeout is, by design, a hung stop
+// (the watchdog's), and on a loaded CI host stopping every daemon, /perm
+// and the kernel once took more than ten seconds.
+var plannedConfig = bytes.Replace(wdConfig, []byte(`timeout = "10s"`), []byte(`timeout = "60s"`), 1)
+
 func TestWatchdogPlannedReboot(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
-	v, _ := boot(t, wdImage(t), false)
+	v, _ := boot(t, testImage(t, "wdplanned", plannedConfig, image.Program{Pkg: "github.com/ncpos/ncpos/vm/hangctl", Path: "/user/test/hangctl"}), false)
 	waitPastGrace(t, v)
 
 	asked := time.Now()
