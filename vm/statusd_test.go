@@ -36,21 +36,7 @@ import (
 // through QEMU's user network), and the boot grace is long so that the
 // watchdog never resets the box during the test.
 func statusdConfig(syslogPort, trapPort int) []byte {
-	return fmt.Appendf(nil, `platform = "qemu"
-hostname = "ncpos-e2e"
-services = ["bypassd", "watchdogd", "statusd"]
-
-[watchdog]
-boot_grace = "3600s"
-
-[[segment]]
-name = "seg1"
-ports = ["LAN1", "LAN2"]
-bypass = "pair1"
-
-[syslog]
-target = "udp://10.0.2.2:%d"
-%s`, syslogPort, snmpConfig(trapPort))
+	return append(fleetConfig("ncpos-e2e", fmt.Sprintf("udp://10.0.2.2:%d", syslogPort)), snmpConfig(trapPort)...)
 }
 
 // The test's Prometheus: the rules' `for` shortened, scrapes and rule
