@@ -6,23 +6,20 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/fleet"
+	"github.com/ncpos/ncpos/internal/browsertest"
 	"github.com/ncpos/ncpos/internal/snmptest"
 	"github.com/ncpos/ncpos/internal/syslogtest"
 	"github.com/ncpos/ncpos/internal/testenv"
@@ -488,55 +485,33 @@ func TestStatusdEndToEnd(t *testing.T) {
 	})
 
 	t.Run("dashboard in chromium", func(t *testing.T) {
-		bin, err := exec.LookPath("chromium")
-		if err != nil {
-			t.Skip("chromium not installed")
-		}
-		dir := t.TempDir()
-		// Chromium shares the two cores with the other guests of the
-		// suite; in CI one page load has taken over 90 s.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		start := time.Now()
-		shot := filepath.Join(artifacts(t), "vm-dashboard.png")
 		// Chromium trusts the box by its key alone, as a pinning host does.
 		spki, err := boxtls.SPKIBase64(cert.Raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-			"--ignore-certificate-errors-spki-list=" + spki,
-			"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-			"--hide-scrollbars", "--virtual-time-budget=3000"}
-		dom, err := runChromium(ctx, bin, false, append(slices.Clone(args), "--user-data-dir="+dir, "--dump-dom", v.StatusURL())...)
+		b := browsertest.Start(t, browsertest.Options{TrustSPKI: spki})
+		start := time.Now()
+		// Chromium shares the two cores with the other guests of the
+		// suite; in CI one page load has taken over 90 s.
+		dom, err := b.Load(v.StatusURL(), "polled >= 1", 4*time.Minute)
 		if err != nil {
 			t.Fatalf("chromium after %v: %v", time.Since(start).Round(time.Second), err)
 		}
-		t.Logf("dashboard DOM from chromium: %v", time.Since(start).Round(time.Second))
+		t.Logf("dashboard in chromium, polled once: %v", time.Since(start).Round(time.Second))
 		s := system(t, v)
-		if !strings.Contains(string(dom), `<dd id="build">`+s.BuildID+`</dd>`) || !strings.Contains(string(dom), `data-port="LAN1"`) {
+		if !strings.Contains(dom, `<dd id="build">`+s.BuildID+`</dd>`) || !strings.Contains(dom, `data-port="LAN1"`) {
 			t.Fatalf("dashboard from the VM lacks build %s or port LAN1:\n%.2000s", s.BuildID, dom)
 		}
-		if fp, _ := boxtls.Fingerprint(cert.Raw); !strings.Contains(string(dom), "HTTPS key of this box: "+fp+" (kept on /perm)") {
+		if fp, _ := boxtls.Fingerprint(cert.Raw); !strings.Contains(dom, "HTTPS key of this box: "+fp+" (kept on /perm)") {
 			t.Fatalf("the dashboard does not show the box's key %s kept on /perm", fp)
 		}
-		// The screenshot gets a profile of its own, away from what the
-		// first Chromium's helpers may still hold, and one more try when
-		// it does not finish.
-		for attempt := 1; ; attempt++ {
-			sctx, scancel := context.WithTimeout(ctx, 2*time.Minute)
-			sargs := append(slices.Clone(args), "--user-data-dir="+t.TempDir(), "--window-size=1280,1600", "--screenshot="+shot, v.StatusURL())
-			out, err := runChromium(sctx, bin, true, sargs...)
-			scancel()
-			if err == nil {
-				break
-			}
-			if attempt == 2 {
-				t.Fatalf("chromium screenshot: %v\n%s", err, out)
-			}
-			t.Logf("chromium screenshot, attempt %d: %v; trying again", attempt, err)
+		shot := filepath.Join(artifacts(t), "vm-dashboard.png")
+		n, err := b.Screenshot(shot, 2*time.Minute)
+		if err != nil || n < 20000 {
+			t.Fatalf("screenshot %s: %v (%d bytes)", shot, err, n)
 		}
-		t.Logf("screenshot of the VM's dashboard: %s", shot)
+		t.Logf("screenshot of the VM's dashboard: %s (%d bytes)", shot, n)
 	})
 
 	t.Run("management plane", func(t *testing.T) {
@@ -650,31 +625,4 @@ func artifacts(t *testing.T) string {
 	}
 	abs, _ := filepath.Abs(dir)
 	return abs
-}
-
-// runChromium runs Chromium in a process group of its own and returns
-// what it printed on stdout (and stderr, with combined). When ctx ends the
-// whole group is killed, helpers included; when Chromium exits, helpers
-// still holding its output are not waited for past a second (one once
-// kept a finished screenshot waiting for the test's timeout), and are
-// killed too.
-func runChromium(ctx context.Context, bin string, combined bool, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second
-	var out []byte
-	var err error
-	if combined {
-		out, err = cmd.CombinedOutput()
-	} else {
-		out, err = cmd.Output()
-	}
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	if errors.Is(err, exec.ErrWaitDelay) {
-		err = nil // Chromium itself exited successfully
-	}
-	return out, err
 }

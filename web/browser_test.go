@@ -1,13 +1,11 @@
 package web
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,38 +15,23 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/ncpos/ncpos/internal/testenv"
+	"github.com/ncpos/ncpos/internal/browsertest"
 )
 
-// chromium finds Debian's chromium; the test is skipped without it unless
-// NCPOS_REQUIRE_TOOLS=1.
-func chromium(t *testing.T) string {
+// loadDashboard opens the dashboard at url in a browser of its own and
+// returns its DOM once the page has shown polls answers of /api/v1/status.
+func loadDashboard(t *testing.T, url string, polls int) (*browsertest.Browser, *html.Node) {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return testenv.LookPath(t, testenv.Tools, "chromium", "chromium")
-}
-
-// runChromium runs headless Chromium once with the flags that keep it off
-// the network (no updates, sync or QUIC) and in a profile of its own.
-func runChromium(t *testing.T, bin string, args ...string) []byte {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-dev-shm-usage", "--hide-scrollbars", "--user-data-dir=" + t.TempDir()}
-	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	b := browsertest.Start(t, browsertest.Options{})
+	dom, err := b.Load(url, fmt.Sprintf("polled >= %d", polls), 90*time.Second)
 	if err != nil {
-		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
+		t.Fatal(err)
 	}
-	return out
+	doc, err := html.Parse(strings.NewReader(dom))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, doc
 }
 
 // artifactDir is $NCPOS_ARTIFACTS, or test-artifacts/ at the module root
@@ -108,35 +91,22 @@ func liveFixture(t *testing.T) *fixture {
 // statusd served on 127.0.0.1 by the test, checks that what the page shows
 // is what /api/v1/status says, and saves a screenshot.
 func TestBrowserDashboard(t *testing.T) {
-	bin := chromium(t)
 	f := liveFixture(t)
 	ts := httptest.NewServer(f.srv.Handler())
 	defer ts.Close()
 
 	var api Snapshot
 	f.getJSON("/api/v1/status", &api)
-	dom := runChromium(t, bin, "--virtual-time-budget=5000", "--dump-dom", ts.URL+"/")
-	doc, err := html.Parse(strings.NewReader(string(dom)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, doc := loadDashboard(t, ts.URL+"/", 1)
 	checkDashboard(t, doc, &api)
 
 	shot := filepath.Join(artifactDir(t), "dashboard.png")
 	os.Remove(shot)
-	runChromium(t, bin, "--virtual-time-budget=5000", "--window-size=1280,1600", "--screenshot="+shot, ts.URL+"/")
-	st, err := os.Stat(shot)
-	if err != nil || st.Size() < 20000 {
-		t.Fatalf("screenshot %s: %v (size %d)", shot, err, sizeOf(st))
+	n, err := b.Screenshot(shot, time.Minute)
+	if err != nil || n < 20000 {
+		t.Fatalf("screenshot %s: %v (size %d)", shot, err, n)
 	}
-	t.Logf("screenshot: %s (%d bytes)", shot, st.Size())
-}
-
-func sizeOf(st os.FileInfo) int64 {
-	if st == nil {
-		return 0
-	}
-	return st.Size()
+	t.Logf("screenshot: %s (%d bytes)", shot, n)
 }
 
 // checkDashboard compares the rendered page with the API's numbers.
@@ -282,7 +252,6 @@ func count(n *html.Node, match func(*html.Node) bool) int { return len(findAll(n
 // TestBrowserLiveUpdate: the page keeps polling /api/v1/status and shows
 // newer samples than the one embedded in it.
 func TestBrowserLiveUpdate(t *testing.T) {
-	bin := chromium(t)
 	f := newFixture(t, fixtureOpts{})
 	f.traffic(2, time.Second, map[string]uint64{"LAN1": 1000}, 100)
 	h := f.srv.Handler()
@@ -299,11 +268,7 @@ func TestBrowserLiveUpdate(t *testing.T) {
 	}))
 	defer ts.Close()
 	first := f.mon.LastStep()
-	dom := runChromium(t, bin, "--virtual-time-budget=6000", "--dump-dom", ts.URL+"/")
-	doc, err := html.Parse(strings.NewReader(string(dom)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, doc := loadDashboard(t, ts.URL+"/", 2)
 	live := find(doc, func(n *html.Node) bool { return attr(n, "id") == "live" })
 	shown, err := time.Parse(time.RFC3339Nano, attr(live, "data-time"))
 	mu.Lock()

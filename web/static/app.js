@@ -9,6 +9,7 @@ const CHART_POINTS = 120;
 const hist = {}; // port name -> [{t, rx_bps, tx_bps, …}]
 let last = null;
 let lastOK = 0;
+let polled = 0; // successful polls of /api/v1/status since the page loaded
 
 function h(tag, attrs, ...kids) {
   const svg = ['svg', 'polyline', 'text', 'line'].includes(tag);
@@ -353,6 +354,7 @@ async function poll() {
     if (!r.ok) throw new Error(r.status + ' ' + r.statusText);
     render(await r.json());
     lastOK = Date.now();
+    polled++;
     $('live').classList.remove('stale');
   } catch (e) {
     if (Date.now() - lastOK > 5 * POLL_MS) {

@@ -1,0 +1,120 @@
+// Package browsertest drives Debian's headless Chromium over the DevTools
+// protocol, so that tests see the dashboard as a user's browser renders it.
+//
+// One browser loads the page, waits until the page itself says it has shown
+// what the test needs, reads the DOM and takes the screenshot. Nothing waits
+// on Chromium's virtual time: the dashboard polls the API for as long as it
+// is open, and a page that always has a fetch pending kept the command-line
+// --screenshot from ever finishing on a loaded host.
+package browsertest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/ncpos/ncpos/internal/testenv"
+)
+
+// Browser is one headless Chromium with a profile of its own.
+type Browser struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// Options are what differs between the tests that start a browser.
+type Options struct {
+	// TrustSPKI is the base64 SHA-256 of a server's public key that
+	// Chromium accepts instead of a CA, as a pinning client does.
+	TrustSPKI string
+	// Width and Height of the window; 1280×1600 when zero.
+	Width, Height int
+}
+
+// Start starts Chromium for t and stops it, with every helper process,
+// when t ends. Without chromium the test is skipped unless
+// NCPOS_REQUIRE_TOOLS=1.
+func Start(t testing.TB, opts Options) *Browser {
+	t.Helper()
+	bin := lookChromium(t)
+	if opts.Width == 0 {
+		opts.Width, opts.Height = 1280, 1600
+	}
+	flags := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.WindowSize(opts.Width, opts.Height),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("hide-scrollbars", true),
+	}
+	if opts.TrustSPKI != "" {
+		flags = append(flags, chromedp.Flag("ignore-certificate-errors-spki-list", opts.TrustSPKI))
+	}
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), flags...)
+	ctx, cancel := chromedp.NewContext(actx)
+	b := &Browser{ctx: ctx, cancel: func() { cancel(); acancel() }}
+	t.Cleanup(b.cancel)
+	// The browser lives as long as the context of its first run: start it
+	// here, so that the timeouts of later steps do not end it.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	return b
+}
+
+func lookChromium(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return testenv.LookPath(t, testenv.Tools, "chromium", "chromium")
+}
+
+// Load opens url and waits, for at most within, until the JavaScript
+// expression ready is true in the page; it returns the page's DOM then.
+func (b *Browser) Load(url, ready string, within time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, within)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		return "", fmt.Errorf("loading %s: %w", url, err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](ready,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(within))); err != nil {
+		return "", fmt.Errorf("%s: waiting for %s: %w", url, ready, err)
+	}
+	dom, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
+	if err != nil {
+		return "", fmt.Errorf("%s: reading the DOM: %w", url, err)
+	}
+	return dom, nil
+}
+
+// Screenshot saves the whole page as it is now as a PNG at path.
+func (b *Browser) Screenshot(path string, within time.Duration) (int, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, within)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		return 0, fmt.Errorf("screenshot: %w", err)
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		return 0, err
+	}
+	return len(png), nil
+}
