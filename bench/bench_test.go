@@ -272,7 +272,7 @@ func TestReports(t *testing.T) {
 
 func TestSelfTest(t *testing.T) {
 	rep := sampleReports()[0]
-	st := NewSelfTest(rep, []string{"seg1"}, nil)
+	st := NewSelfTest([]SegmentReport{{Name: "seg1", Report: rep}}, func(int) (float64, string) { return 1000, "1kpps" }, nil)
 	path := filepath.Join(t.TempDir(), "selftest", "latest.json")
 	if err := WriteSelfTest(path, st); err != nil {
 		t.Fatal(err)
@@ -291,7 +291,7 @@ func TestSelfTest(t *testing.T) {
 		}
 	}
 	res := m["results"].([]any)[0].(map[string]any)
-	for _, k := range []string{"segment", "frame_size", "throughput_pps", "throughput_mbps", "loss_percent", "latency_us"} {
+	for _, k := range []string{"segment", "frame_size", "throughput_pps", "throughput_mbps", "loss_percent", "latency_us", "expected_pps", "expected", "verdict"} {
 		if _, ok := res[k]; !ok {
 			t.Errorf("no %q in a result", k)
 		}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/google/renameio/v2"
@@ -16,52 +17,86 @@ import (
 	"github.com/ncpos/ncpos/web/api"
 )
 
-// NewSelfTest turns a configuration's report into statusd's shape: one
-// result per segment (named in segments; "seg1", "seg2", ... when nil)
-// and size, each with the per-stream throughput, its frame-bit rate in
-// Mb/s, the loss of the trial that gave it and the mean latency. It passes
-// when every size has a throughput above zero and no error (runErr) ended
-// the run.
-func NewSelfTest(r *Report, segments []string, runErr error) *api.SelfTest {
-	st := &api.SelfTest{Started: r.Started.UTC(), Finished: r.Finished.UTC(), Passed: runErr == nil && len(r.Results) > 0}
-	if segments == nil {
-		for i := 0; i < max(r.Segments, 1); i++ {
-			segments = append(segments, fmt.Sprintf("seg%d", i+1))
+// Expect says what the configuration asks of a frame size, per segment
+// and direction: the frame rate, and how it was said ("95% of line rate").
+type Expect func(size int) (pps float64, text string)
+
+// SegmentReport is the RFC 2544 report of one segment and direction.
+type SegmentReport struct {
+	Name      string // segment
+	Direction string // "LAN1 → LAN2"; may be empty
+	Report    *Report
+}
+
+// NewSelfTest turns the segments' reports into statusd's shape: one row
+// per segment, direction and size, with the segment's own per-stream
+// throughput, its frame-bit rate in Mb/s, the loss of the trial that gave
+// it, the mean latency and the verdict against expect. The self-test
+// passes only when every row of every size measured passed and no error
+// (runErr) ended the run.
+func NewSelfTest(reps []SegmentReport, expect Expect, runErr error) *api.SelfTest {
+	st := &api.SelfTest{Passed: runErr == nil && len(reps) > 0}
+	var names, failed []string
+	for _, sr := range reps {
+		r := sr.Report
+		if st.Started.IsZero() || r.Started.Before(st.Started) {
+			st.Started = r.Started.UTC()
 		}
-	}
-	for _, seg := range segments {
+		if r.Finished.After(st.Finished) {
+			st.Finished = r.Finished.UTC()
+		}
+		name := sr.Name
+		if sr.Direction != "" {
+			name += " (" + sr.Direction + ")"
+		}
+		names = append(names, name)
+		if len(r.Results) == 0 {
+			st.Passed = false
+		}
 		for _, s := range r.Results {
-			res := api.SelfTestResult{
-				Segment: seg, FrameSize: s.Size,
-				ThroughputPPS:  math.Round(s.ThroughputPPS * float64(max(r.Directions, 1))),
-				ThroughputMbps: math.Round(BitsPerSecond(s.ThroughputPPS*float64(max(r.Directions, 1)), s.Size)/1e5) / 10,
-				LossPercent:    s.LossPercent,
-			}
-			if s.Latency != nil && s.Latency.Samples > 0 {
-				res.LatencyUS = math.Round(float64(s.Latency.Mean)/100) / 10
-			}
-			if s.ThroughputPPS <= 0 {
+			row := selfTestRow(sr, s, expect)
+			if row.Verdict != api.VerdictPassed {
 				st.Passed = false
+				failed = append(failed, fmt.Sprintf("%s %d B %s", sr.Name, s.Size, row.Verdict))
 			}
-			st.Results = append(st.Results, res)
+			st.Results = append(st.Results, row)
 		}
 	}
-	st.Summary = fmt.Sprintf("RFC 2544 throughput on %s", joinNames(segments))
+	st.Summary = "RFC 2544 throughput on " + strings.Join(names, ", ")
+	if len(failed) > 0 {
+		st.Summary += "; not reached: " + strings.Join(failed, ", ")
+	}
 	if runErr != nil {
 		st.Summary += ": " + runErr.Error()
 	}
 	return st
 }
 
-func joinNames(s []string) string {
-	out := ""
-	for i, n := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += n
+// selfTestRow is one size of one segment and direction, with its verdict.
+func selfTestRow(sr SegmentReport, s *SizeResult, expect Expect) api.SelfTestResult {
+	row := api.SelfTestResult{
+		Segment: sr.Name, Direction: sr.Direction, FrameSize: s.Size,
+		ThroughputPPS:  math.Round(s.ThroughputPPS),
+		ThroughputMbps: math.Round(BitsPerSecond(s.ThroughputPPS, s.Size)/1e5) / 10,
+		LossPercent:    s.LossPercent,
 	}
-	return out
+	if s.Latency != nil && s.Latency.Samples > 0 {
+		row.LatencyUS = math.Round(float64(s.Latency.Mean)/100) / 10
+	}
+	want, text := expect(s.Size)
+	row.ExpectedPPS, row.Expected = math.Round(want), text
+	switch {
+	case s.ThroughputPPS > 0 && s.ThroughputPPS >= want:
+		row.Verdict = api.VerdictPassed
+	case s.GeneratorLimited:
+		// The device lost nothing of what the test port could offer:
+		// the figure is a floor, and says nothing against the device.
+		row.Verdict = api.VerdictInconclusive
+		row.Note = fmt.Sprintf("the test port offered at most %.0f frames/s, below the %.0f expected", s.ThroughputPPS, want)
+	default:
+		row.Verdict = api.VerdictFailed
+	}
+	return row
 }
 
 // WriteSelfTest writes st to path (api.SelfTestFile on the appliance)
@@ -77,14 +112,25 @@ func WriteSelfTest(path string, st *api.SelfTest) error {
 	return renameio.WriteFile(path, append(b, '\n'), 0o644)
 }
 
+// SelfTestSegment is one segment and direction of the self-test, with
+// the Trial that sends through it alone: each segment gets its own
+// throughput search, so that a slow segment does not set the figure of the
+// others.
+type SelfTestSegment struct {
+	Name      string // segment
+	Direction string // the segment ports crossed, "LAN1 → LAN2"
+	T         Trial
+}
+
 // SelfTestPlan is what the appliance's self-test measures: the RFC 2544
-// throughput at each size through the segments a Trial's streams cross,
-// one stream (one direction) per segment.
+// throughput at each size through each segment, and what each size must
+// reach.
 type SelfTestPlan struct {
-	Segments []string      // one per stream, in the Trial's stream order
+	Segments []SelfTestSegment
 	Sizes    []int         // RFC2544Sizes when nil
 	Trial    time.Duration // 2 s when 0
 	LineBPS  float64       // 1 Gb/s when 0
+	Expect   Expect        // what each size must reach; required
 	Path     string        // where the report goes; api.SelfTestFile when ""
 	Log      io.Writer     // trial by trial; nothing when nil
 	// Progress, when set, is told before each size which one it is
@@ -92,13 +138,45 @@ type SelfTestPlan struct {
 	Progress func(size, index, total int)
 }
 
-// RunSelfTest runs the throughput search of RFC 2544 against t at every
-// size of the plan and writes the self-test report (WriteSelfTest), also
-// when a trial fails or ctx ends, so that the dashboard shows what went
-// wrong. It returns the report and the error that ended the run, if any.
-func RunSelfTest(ctx context.Context, t Trial, p SelfTestPlan) (*api.SelfTest, error) {
+// Check refuses a plan the self-test cannot run, before any frame is
+// sent: no segment, a size out of range, a trial out of range, or no
+// expectations.
+func (p SelfTestPlan) Check() error {
 	if len(p.Segments) == 0 {
-		return nil, errors.New("self-test: no segment to measure")
+		return errors.New("self-test: no segment to measure")
+	}
+	if p.Expect == nil {
+		return errors.New("self-test: no expected throughput to compare with")
+	}
+	for _, size := range p.Sizes {
+		if err := CheckSize(size, true); err != nil {
+			return fmt.Errorf("self-test: %w", err)
+		}
+	}
+	if p.Trial != 0 && (p.Trial < MinSelfTestTrial || p.Trial > MaxSelfTestTrial) {
+		return fmt.Errorf("self-test: a trial of %v is out of range, want between %v and %v", p.Trial, MinSelfTestTrial, MaxSelfTestTrial)
+	}
+	if p.LineBPS < 0 {
+		return fmt.Errorf("self-test: line rate %v b/s is not a rate", p.LineBPS)
+	}
+	return nil
+}
+
+// Bounds of a self-test trial: shorter trials measure the start of the
+// stream more than the device, and RFC 2544 asks for 60 s at most.
+const (
+	MinSelfTestTrial = 100 * time.Millisecond
+	MaxSelfTestTrial = 60 * time.Second
+)
+
+// RunSelfTest runs the throughput search of RFC 2544 through every
+// segment of the plan, one segment at a time, at every size, and writes
+// the self-test report (WriteSelfTest), also when a trial fails or ctx
+// ends, so that the dashboard shows what went wrong. It returns the
+// report and the error that ended the run, if any.
+func RunSelfTest(ctx context.Context, p SelfTestPlan) (*api.SelfTest, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
 	}
 	if p.Sizes == nil {
 		p.Sizes = RFC2544Sizes
@@ -106,38 +184,39 @@ func RunSelfTest(ctx context.Context, t Trial, p SelfTestPlan) (*api.SelfTest, e
 	if p.Path == "" {
 		p.Path = api.SelfTestFile
 	}
-	for _, size := range p.Sizes {
-		if err := CheckSize(size, true); err != nil {
-			return nil, fmt.Errorf("self-test: %w", err)
-		}
-	}
-	o := Options{LineBPS: p.LineBPS, Trial: p.Trial, LossSteps: []float64{}, Streams: len(p.Segments), Log: p.Log}
-	if err := o.Check(); err != nil {
-		return nil, fmt.Errorf("self-test: %w", err)
-	}
+	o := Options{LineBPS: p.LineBPS, Trial: p.Trial, LossSteps: []float64{}, Streams: 1, Log: p.Log}
 	o.defaults()
-	r := &Runner{T: t, O: o}
-	rep := &Report{
-		Target: "appliance", Segments: len(p.Segments), Directions: 1, LineBPS: o.LineBPS, Flows: 1,
-		Trial: o.Trial, Resolution: o.Resolution, Started: time.Now(),
+	reps := make([]SegmentReport, len(p.Segments))
+	runners := make([]*Runner, len(p.Segments))
+	for i, seg := range p.Segments {
+		runners[i] = &Runner{T: seg.T, O: o}
+		reps[i] = SegmentReport{Name: seg.Name, Direction: seg.Direction, Report: &Report{
+			Target: "appliance", Segments: 1, Directions: 1, LineBPS: o.LineBPS, Flows: 1,
+			Trial: o.Trial, Resolution: o.Resolution, Started: time.Now(),
+		}}
 	}
 	var runErr error
+sizes:
 	for i, size := range p.Sizes {
 		if p.Progress != nil {
 			p.Progress(size, i, len(p.Sizes))
 		}
-		sr, err := r.Size(ctx, size)
-		if sr != nil && err == nil {
-			rep.Results = append(rep.Results, sr)
-		}
-		if err != nil {
-			runErr = err
-			break
+		for k, r := range runners {
+			if p.Log != nil {
+				fmt.Fprintf(p.Log, "self-test: %d B through %s\n", size, p.Segments[k].Name)
+			}
+			sr, err := r.Size(ctx, size)
+			if sr != nil && err == nil {
+				reps[k].Report.Results = append(reps[k].Report.Results, sr)
+			}
+			reps[k].Report.Finished = time.Now()
+			if err != nil {
+				runErr = fmt.Errorf("%s, %d B: %w", p.Segments[k].Name, size, err)
+				break sizes
+			}
 		}
 	}
-	rep.Finished = time.Now()
-	// One result per segment: the throughput is per stream.
-	st := NewSelfTest(rep, p.Segments, runErr)
+	st := NewSelfTest(reps, p.Expect, runErr)
 	if err := WriteSelfTest(p.Path, st); err != nil {
 		return st, errors.Join(runErr, fmt.Errorf("self-test: writing the report: %w", err))
 	}

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,49 +14,123 @@ import (
 	"github.com/ncpos/ncpos/web/api"
 )
 
+// lineShare expects share % of 1 Gb/s line rate at every size.
+func lineShare(share float64) Expect {
+	return func(size int) (float64, string) {
+		return share / 100 * LinePPS(size, DefaultLineBPS), fmt.Sprintf("%g%% of line rate", share)
+	}
+}
+
 func TestRunSelfTest(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "selftest", "latest.json")
-	dev := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 500000, Streams: 2}
+	// Two segments of different capacity, each searched on its own.
+	wan := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 500000}
+	lan := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 200000}
 	var progress []int
-	st, err := RunSelfTest(context.Background(), dev, SelfTestPlan{
-		Segments: []string{"wan", "lan"}, Sizes: []int{64, 1518}, Trial: 10 * time.Millisecond, Path: path,
+	plan := SelfTestPlan{
+		Segments: []SelfTestSegment{{Name: "wan", Direction: "LAN1 → LAN2", T: wan}, {Name: "lan", Direction: "LAN3 → LAN4", T: lan}},
+		Sizes:    []int{64, 1518}, Trial: 100 * time.Millisecond, Path: path, Expect: lineShare(95),
 		Progress: func(size, i, n int) { progress = append(progress, size) },
-	})
+	}
+	st, err := RunSelfTest(context.Background(), plan)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Passed || len(st.Results) != 4 || len(progress) != 2 {
-		t.Fatalf("report %+v, progress %v: want passed, 4 results, 2 sizes", st, progress)
+	if len(st.Results) != 4 || len(progress) != 2 {
+		t.Fatalf("report %+v, progress %v: want 4 results, 2 sizes", st, progress)
 	}
+	capacity := map[string]float64{"wan": 500000, "lan": 200000}
 	for _, r := range st.Results {
-		want := math.Min(500000, LinePPS(r.FrameSize, DefaultLineBPS))
+		want := math.Min(capacity[r.Segment], LinePPS(r.FrameSize, DefaultLineBPS))
 		if math.Abs(r.ThroughputPPS-want)/want > 0.02 {
 			t.Errorf("%s %d B: %.0f frames/s, want about %.0f", r.Segment, r.FrameSize, r.ThroughputPPS, want)
 		}
+		// 64 B: 95 % of line rate is 1.41 Mpps, above both; 1518 B:
+		// 77 kpps, below both.
+		wantVerdict := api.VerdictPassed
+		if r.FrameSize == 64 {
+			wantVerdict = api.VerdictFailed
+		}
+		if r.Verdict != wantVerdict || r.Expected != "95% of line rate" || math.Abs(r.ExpectedPPS-0.95*LinePPS(r.FrameSize, DefaultLineBPS)) > 1 {
+			t.Errorf("%s %d B: verdict %s against %.0f (%s), want %s", r.Segment, r.FrameSize, r.Verdict, r.ExpectedPPS, r.Expected, wantVerdict)
+		}
+	}
+	if st.Passed || !strings.Contains(st.Summary, "not reached: wan 64 B FAILED, lan 64 B FAILED") {
+		t.Errorf("a run with failed sizes: passed %v, summary %q", st.Passed, st.Summary)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var back api.SelfTest
-	if err := json.Unmarshal(b, &back); err != nil || back.Summary != "RFC 2544 throughput on wan, lan" {
+	if err := json.Unmarshal(b, &back); err != nil || !strings.HasPrefix(back.Summary, "RFC 2544 throughput on wan (LAN1 → LAN2), lan (LAN3 → LAN4)") {
 		t.Fatalf("written report %s: %v", b, err)
+	}
+
+	// What the configuration expects decides: 300 kpps at 64 B passes
+	// wan and fails lan.
+	plan.Expect = func(size int) (float64, string) {
+		if size == 64 {
+			return 300000, "300kpps"
+		}
+		return lineShare(95)(size)
+	}
+	st, err = RunSelfTest(context.Background(), plan)
+	if err != nil || st.Passed || st.Results[0].Verdict != api.VerdictPassed || st.Results[2].Verdict != api.VerdictFailed { // rows are wan 64, wan 1518, lan 64, lan 1518
+		t.Errorf("64 B against 300 kpps: %+v, %v", st, err)
+	}
+	plan.Expect = func(size int) (float64, string) { return 150000, "150kpps" }
+	plan.Sizes = []int{64}
+	if st, err = RunSelfTest(context.Background(), plan); err != nil || !st.Passed {
+		t.Errorf("64 B against 150 kpps: %+v, %v", st, err)
+	}
+
+	// A test port that cannot offer the expected rate gives no verdict
+	// against the device.
+	slowGen := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 1e7, GeneratorPPS: 400000}
+	st, err = RunSelfTest(context.Background(), SelfTestPlan{Segments: []SelfTestSegment{{Name: "wan", T: slowGen}},
+		Sizes: []int{64}, Trial: 100 * time.Millisecond, Path: path, Expect: lineShare(95)})
+	if err != nil || st.Passed || st.Results[0].Verdict != api.VerdictInconclusive || !strings.Contains(st.Results[0].Note, "test port offered at most") {
+		t.Errorf("generator-limited: %+v, %v", st, err)
 	}
 
 	// A run that ends early still leaves a report, failed, saying why.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	st, err = RunSelfTest(ctx, dev, SelfTestPlan{Segments: []string{"wan"}, Sizes: []int{64}, Path: path})
+	st, err = RunSelfTest(ctx, SelfTestPlan{Segments: []SelfTestSegment{{Name: "wan", T: wan}}, Sizes: []int{64}, Path: path, Expect: lineShare(1)})
 	if err == nil || st == nil || st.Passed || !strings.Contains(st.Summary, "context canceled") {
 		t.Fatalf("cancelled run: %+v, %v", st, err)
 	}
 	if b, _ := os.ReadFile(path); !strings.Contains(string(b), `"passed": false`) {
 		t.Errorf("cancelled run wrote %s", b)
 	}
-	if _, err := RunSelfTest(context.Background(), dev, SelfTestPlan{Segments: []string{"wan"}, Sizes: []int{63}, Path: path}); err == nil {
-		t.Error("size 63 accepted")
+}
+
+// TestSelfTestPlanCheck: bad plans are refused before any trial runs.
+func TestSelfTestPlanCheck(t *testing.T) {
+	dev := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 1e6}
+	seg := []SelfTestSegment{{Name: "wan", T: dev}}
+	for _, tc := range []struct {
+		plan SelfTestPlan
+		want string
+	}{
+		{SelfTestPlan{Segments: seg, Sizes: []int{63}, Expect: lineShare(1)}, "63"},
+		{SelfTestPlan{Segments: seg, Sizes: []int{9019}, Expect: lineShare(1)}, "9019"},
+		{SelfTestPlan{Sizes: []int{64}, Expect: lineShare(1)}, "no segment"},
+		{SelfTestPlan{Segments: seg, Sizes: []int{64}}, "no expected throughput"},
+		{SelfTestPlan{Segments: seg, Sizes: []int{64}, Trial: 10 * time.Millisecond, Expect: lineShare(1)}, "a trial of 10ms is out of range"},
+		{SelfTestPlan{Segments: seg, Sizes: []int{64}, Trial: 2 * time.Minute, Expect: lineShare(1)}, "a trial of 2m0s is out of range"},
+	} {
+		tc.plan.Path = filepath.Join(t.TempDir(), "latest.json")
+		_, err := RunSelfTest(context.Background(), tc.plan)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("plan %+v: %v, want an error with %q", tc.plan, err, tc.want)
+		}
+		if _, serr := os.Stat(tc.plan.Path); serr == nil {
+			t.Errorf("plan %+v refused, but a report was written", tc.plan)
+		}
 	}
-	if _, err := RunSelfTest(context.Background(), dev, SelfTestPlan{Sizes: []int{64}, Path: path}); err == nil {
-		t.Error("no segments accepted")
+	if dev.Trials != 0 {
+		t.Errorf("%d trials ran for refused plans", dev.Trials)
 	}
 }

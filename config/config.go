@@ -131,6 +131,11 @@ type SelfTest struct {
 	Sizes    []int       `toml:"sizes"`     // frame sizes in bytes, FCS included
 	Trial    Duration    `toml:"trial"`     // length of one throughput trial
 	LineRate string      `toml:"line_rate"` // nominal rate of the ports: "100M", "1G", "2.5G", "10G"
+	// Expect is the throughput each size must reach on every segment
+	// and direction for the self-test to pass, by size ("64") or for
+	// every other size ("*"): a share of line rate ("95%") or a frame
+	// rate ("1.2Mpps"). 95 % of line rate where nothing is said.
+	Expect map[string]string `toml:"expect"`
 }
 
 // TestCable is one cable from a test port to a segment port.

@@ -61,6 +61,7 @@ func defaults() *Config {
 			Sizes:    append([]int(nil), defaultSelfTestSizes...),
 			Trial:    Seconds(2),
 			LineRate: "1G",
+			Expect:   map[string]string{AnySize: defaultExpect},
 		},
 	}
 }

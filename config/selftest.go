@@ -144,6 +144,7 @@ func (c *Config) validateSelfTest(add addFunc, prof *Profile) {
 	if d := st.Trial.Duration; d < minSelfTestTrial || d > maxSelfTestTrial {
 		add("selftest.trial", "%q is out of range, want between 100ms and 60s", st.Trial)
 	}
+	c.validateExpect(add)
 	if _, ok := ParseLineRate(st.LineRate); !ok {
 		add("selftest.line_rate", "%q is not a line rate, want a number with M or G such as \"100M\", \"1G\" or \"10G\"", st.LineRate)
 	}

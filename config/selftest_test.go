@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -46,6 +47,19 @@ func TestSelfTestRules(t *testing.T) {
 			`ncpos.toml:5: selftest.trial: "120s" is out of range, want between 100ms and 60s`}},
 		{"line rate", cabled + "line_rate = \"fast\"\n", []string{
 			`ncpos.toml:5: selftest.line_rate: "fast" is not a line rate, want a number with M or G such as "100M", "1G" or "10G"`}},
+		{"expect", cabled + "expect = { \"*\" = \"90%\", \"64\" = \"1.2Mpps\", \"1518\" = \"81kpps\" }\n", nil},
+		{"expect not parsed", cabled + "expect = { \"*\" = \"fast\", \"64\" = \"0%\", \"128\" = \"101%\", \"256\" = \"-3pps\" }\n", []string{
+			`ncpos.toml:5: selftest.expect."*": "fast" is neither a share of line rate nor a frame rate, want e.g. "95%" or "1.2Mpps"`,
+			`ncpos.toml:5: selftest.expect."128": "101%" is not a share of line rate, want above 0% and at most 100%`,
+			`ncpos.toml:5: selftest.expect."256": "-3pps" is not a frame rate, want a number above 0 with pps, kpps or Mpps`,
+			`ncpos.toml:5: selftest.expect."64": "0%" is not a share of line rate, want above 0% and at most 100%`}},
+		{"expect above line rate", cabled + "expect = { \"64\" = \"1.5Mpps\" }\n", []string{
+			`ncpos.toml:5: selftest.expect."64": 1.5Mpps is above line rate for 64-byte frames (1488095 pps at 1G), want at most line rate`}},
+		{"expect any above line rate", cabled + "expect = { \"*\" = \"100kpps\", \"64\" = \"50%\" }\n", []string{
+			`ncpos.toml:5: selftest.expect."*": 100kpps is above line rate for 1280-byte frames (96154 pps at 1G), want at most line rate`}},
+		{"expect size not measured", cabled + "sizes = [64, 1518]\nexpect = { \"512\" = \"90%\", \"jumbo\" = \"90%\" }\n", []string{
+			`ncpos.toml:6: selftest.expect."512": 512 is not in selftest.sizes [64 1518], want one of them or "*"`,
+			`ncpos.toml:6: selftest.expect."jumbo": "jumbo" is not a frame size, want a size of selftest.sizes or "*"`}},
 		{"unknown cable key", cabled + "ports = [{test = \"LAN3\", to = \"LAN1\"}]\n", nil}, // checked below
 	}
 	for _, tt := range tests[:len(tests)-1] {
@@ -59,6 +73,27 @@ func TestSelfTestRules(t *testing.T) {
 	got := strings.Join(problems(t, tests[len(tests)-1].text), "\n")
 	if !strings.Contains(got, "selftest.ports[0].to: unknown key") {
 		t.Errorf("unknown key in a cable: %s", got)
+	}
+}
+
+func TestSelfTestExpectation(t *testing.T) {
+	c, err := Parse("t.toml", []byte(cabled+"expect = { \"64\" = \"60%\", \"1518\" = \"80kpps\" }\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		size int
+		text string
+		pps  float64
+	}{
+		{64, "60% of line rate", 0.6 * 1e9 / (84 * 8)},
+		{1518, "80kpps", 80000},
+		{512, "95% of line rate", 0.95 * 1e9 / (532 * 8)}, // "*" from the defaults
+	} {
+		e := c.SelfTest.Expectation(tc.size)
+		if e.String() != tc.text || math.Abs(e.MinPPS(tc.size, c.SelfTest.LineBPS())-tc.pps) > 1e-6 {
+			t.Errorf("size %d: %q, %v pps; want %q, %v", tc.size, e, e.MinPPS(tc.size, c.SelfTest.LineBPS()), tc.text, tc.pps)
+		}
 	}
 }
 

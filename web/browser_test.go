@@ -63,11 +63,14 @@ func artifactDir(t *testing.T) string {
 // dashboard has something to show.
 func liveFixture(t *testing.T) *fixture {
 	f := newFixture(t, fixtureOpts{})
-	f.write("perm/selftest.json", `{"started":"2026-11-30T11:40:00Z","finished":"2026-11-30T11:52:00Z","passed":true,
-"summary":"RFC 2544 throughput on seg1, 0.001% loss tolerance",
-"results":[{"segment":"seg1","frame_size":64,"throughput_pps":1488095,"throughput_mbps":761.9,"loss_percent":0,"latency_us":9.8},
-{"segment":"seg1","frame_size":512,"throughput_pps":234962,"throughput_mbps":962.4,"loss_percent":0,"latency_us":14.1},
-{"segment":"seg1","frame_size":1518,"throughput_pps":81274,"throughput_mbps":986.9,"loss_percent":0,"latency_us":22.5}]}`)
+	f.write("perm/selftest.json", `{"started":"2026-11-30T11:40:00Z","finished":"2026-11-30T11:52:00Z","passed":false,
+"summary":"RFC 2544 throughput on seg1 (LAN1 → LAN2), seg2 (LAN3 → LAN4); not reached: seg2 64 B FAILED",
+"results":[{"segment":"seg1","direction":"LAN1 → LAN2","frame_size":64,"throughput_pps":1488095,"throughput_mbps":761.9,"loss_percent":0,"latency_us":9.8,"expected_pps":1413690,"expected":"95% of line rate","verdict":"PASSED"},
+{"segment":"seg1","direction":"LAN1 → LAN2","frame_size":512,"throughput_pps":234962,"throughput_mbps":962.4,"loss_percent":0,"latency_us":14.1,"expected_pps":223214,"expected":"95% of line rate","verdict":"PASSED"},
+{"segment":"seg1","direction":"LAN1 → LAN2","frame_size":1518,"throughput_pps":81274,"throughput_mbps":986.9,"loss_percent":0,"latency_us":22.5,"expected_pps":77211,"expected":"95% of line rate","verdict":"PASSED"},
+{"segment":"seg2","direction":"LAN3 → LAN4","frame_size":64,"throughput_pps":902000,"throughput_mbps":461.8,"loss_percent":0,"latency_us":11.2,"expected_pps":1413690,"expected":"95% of line rate","verdict":"FAILED"},
+{"segment":"seg2","direction":"LAN3 → LAN4","frame_size":512,"throughput_pps":234962,"throughput_mbps":962.4,"loss_percent":0,"latency_us":15.0,"expected_pps":223214,"expected":"95% of line rate","verdict":"PASSED"},
+{"segment":"seg2","direction":"LAN3 → LAN4","frame_size":1518,"throughput_pps":81274,"throughput_mbps":986.9,"loss_percent":0,"latency_us":23.9,"expected_pps":77211,"expected":"95% of line rate","verdict":"PASSED"}]}`)
 	for i := 0; i < 120; i++ {
 		w := 1 + math.Sin(float64(i)/12)
 		f.traffic(1, time.Second, map[string]uint64{
@@ -205,7 +208,18 @@ func checkDashboard(t *testing.T, doc *html.Node, s *Snapshot) {
 	for i := 0; i < min(len(rows), len(s.Events)); i++ {
 		expect(fmt.Sprintf("event %d", i), text(field(rows[i], "message")), s.Events[i].Message)
 	}
-	expect("self-test", text(field(byID("selftest"), "selftest")), "PASSED")
+	expect("self-test", text(field(byID("selftest"), "selftest")), "FAILED")
+	// One row per segment and size, each with its own verdict, and one
+	// chart line per segment.
+	for _, r := range s.SelfTest.Results {
+		row := find(byID("selftest"), func(n *html.Node) bool {
+			return attr(n, "data-segment") == r.Segment && attr(n, "data-size") == strconv.Itoa(r.FrameSize)
+		})
+		expect(fmt.Sprintf("self-test %s %d B", r.Segment, r.FrameSize), text(field(row, "verdict")), r.Verdict)
+	}
+	if n := count(byID("selftest"), func(n *html.Node) bool { return n.Data == "polyline" }); n != 2 {
+		t.Errorf("self-test chart has %d lines, want one per segment (2)", n)
+	}
 	expect("bypass NICs", text(field(byID("hardware"), "hw-nics")), "0000:05:00.0 8086:10d3: Silicom NIC (not supported)")
 	expect("SMBus", text(field(byID("hardware"), "hw-smbus")), "i2c-0 SMBus I801 adapter at f000: 0x73")
 	expect("fits", text(field(byID("hardware"), "hw-fits")), "fw-8865 pair1 (lanner, drivable): i2c-0 answers at 0x73")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bench"
+	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/lab"
 )
 
@@ -28,6 +29,7 @@ type benchArgs struct {
 	directions    int
 	json, csv     string
 	svg, selftest string
+	expect        bench.Expect
 }
 
 func parseBenchArgs(args []string, stderr io.Writer) (*benchArgs, error) {
@@ -53,6 +55,7 @@ func parseBenchArgs(args []string, stderr io.Writer) (*benchArgs, error) {
 	csvOut := fs.String("csv", "", "write the results as CSV to this file")
 	svgOut := fs.String("svg", "", "write the throughput chart as SVG to this file")
 	selftestOut := fs.String("selftest", "", "write the first configuration as statusd's self-test report (latest.json) to this file")
+	expect := fs.String("expect", "95%", "with -selftest: what every size must reach per stream, a share of line rate (95%) or a frame rate (1.2Mpps)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -61,6 +64,11 @@ func parseBenchArgs(args []string, stderr io.Writer) (*benchArgs, error) {
 	}
 	a := &benchArgs{target: *target, flows: *flows, directions: *directions,
 		json: *jsonOut, csv: *csvOut, svg: *svgOut, selftest: *selftestOut}
+	e, perr := config.ParseExpectation(*expect)
+	if perr != nil {
+		return nil, fmt.Errorf("-expect: %w", perr)
+	}
+	a.expect = func(size int) (float64, string) { return e.MinPPS(size, a.lineBPS), e.String() }
 	switch a.target {
 	case lab.TargetForwarder, lab.TargetBridge, bench.TargetSim:
 	default:
@@ -304,7 +312,9 @@ func writeBenchOutputs(a *benchArgs, reports []*bench.Report, runErr error) erro
 	}
 	err := errors.Join(write(a.json, bench.WriteJSON), write(a.csv, bench.WriteCSV), write(a.svg, bench.WriteSVG))
 	if a.selftest != "" && len(reports) > 0 {
-		if e := bench.WriteSelfTest(a.selftest, bench.NewSelfTest(reports[0], nil, runErr)); e != nil {
+		r := reports[0]
+		st := bench.NewSelfTest([]bench.SegmentReport{{Name: r.Target, Direction: r.Label(), Report: r}}, a.expect, runErr)
+		if e := bench.WriteSelfTest(a.selftest, st); e != nil {
 			err = errors.Join(err, e)
 		} else {
 			fmt.Printf("wrote %s\n", a.selftest)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"strings"
+	"time"
 
 	"github.com/ncpos/ncpos/bench"
 	"github.com/ncpos/ncpos/config"
@@ -37,8 +38,9 @@ func (s *selfTester) ready() error {
 	return nil
 }
 
-// streams maps the cabled segments to interfaces.
-func (s *selfTester) streams() ([]bench.PortStream, []string, error) {
+// streams maps the cabled segments to interfaces: one stream per
+// segment, and the segment it measures (without its Trial yet).
+func (s *selfTester) streams() ([]bench.PortStream, []bench.SelfTestSegment, error) {
 	paths := s.cfg.SelfTestPaths()
 	prof := s.cfg.Profile()
 	if prof == nil {
@@ -47,7 +49,7 @@ func (s *selfTester) streams() ([]bench.PortStream, []string, error) {
 	ifs, resolveErr := prof.Resolve(s.sysClassNet)
 	var (
 		streams  []bench.PortStream
-		segments []string
+		segments []bench.SelfTestSegment
 	)
 	for _, p := range paths {
 		snd, rcv := ifs[p.Sender], ifs[p.Receiver]
@@ -55,10 +57,20 @@ func (s *selfTester) streams() ([]bench.PortStream, []string, error) {
 			return nil, nil, fmt.Errorf("test ports %s and %s of segment %s: %v", p.Sender, p.Receiver, p.Segment, resolveErr)
 		}
 		streams = append(streams, bench.PortStream{Name: p.Segment, Sender: bench.PortEnd{Ifname: snd}, Receiver: bench.PortEnd{Ifname: rcv}})
-		segments = append(segments, p.Segment)
+		segments = append(segments, bench.SelfTestSegment{Name: p.Segment, Direction: p.From + " → " + p.To})
 	}
 	return streams, segments, nil
 }
+
+// expect is what the configuration asks of each size (selftest.expect).
+func (s *selfTester) expect(size int) (float64, string) {
+	e := s.cfg.SelfTest.Expectation(size)
+	return e.MinPPS(size, s.cfg.SelfTest.LineBPS()), e.String()
+}
+
+// carrierWait is how long a test port may take to find its link once up
+// (autonegotiation on copper takes a few seconds).
+const carrierWait = 10 * time.Second
 
 func (s *selfTester) run(ctx context.Context, sizes []int, progress func(size, index, total int)) (string, error) {
 	if err := s.ready(); err != nil {
@@ -71,34 +83,51 @@ func (s *selfTester) run(ctx context.Context, sizes []int, progress func(size, i
 	if sizes == nil {
 		sizes = s.cfg.SelfTest.Sizes
 	}
-	// Test ports are data ports: silent and fenced while the test has them
-	// up, and down again after.
-	for _, st := range streams {
-		for _, ifname := range []string{st.Sender.Ifname, st.Receiver.Ifname} {
-			if err := dataport.Quiet("/", ifname); err != nil {
-				return "", err
-			}
-			if err := fence.Install(ifname); err != nil {
-				return "", err
-			}
-			defer func() {
-				if err := dataport.Down(ifname); err != nil {
-					log.Printf("self-test: %v", err)
-				}
-			}()
-		}
+	plan := bench.SelfTestPlan{
+		Segments: segments, Sizes: sizes, Trial: s.cfg.SelfTest.Trial.Duration, LineBPS: s.cfg.SelfTest.LineBPS(),
+		Expect: s.expect, Path: s.report, Log: log.Writer(), Progress: progress,
 	}
-	pt, err := bench.NewPorts(streams, 16)
-	if err != nil {
+	// Bad input and busy ports are refused before a port is touched.
+	if err := plan.Check(); err != nil {
 		return "", err
 	}
-	defer pt.Close()
-	log.Printf("self-test: RFC 2544 throughput on %v, sizes %v", segments, sizes)
-	st, err := bench.RunSelfTest(ctx, pt, bench.SelfTestPlan{
-		Segments: segments, Sizes: sizes, Trial: s.cfg.SelfTest.Trial.Duration, LineBPS: s.cfg.SelfTest.LineBPS(),
-		Path: s.report, Log: log.Writer(), Progress: progress,
-	})
-	log.Printf("self-test traffic: %s", strings.Join(pt.Engines(), "; "))
+	ports := s.testPorts(streams)
+	for _, tp := range ports {
+		if err := busy(tp.ifname); err != nil {
+			return "", fmt.Errorf("test port %s (%s) is busy: %w", tp.name, tp.ifname, err)
+		}
+	}
+	// Test ports are data ports: silent and fenced while the test has them
+	// up, and down again after.
+	for _, tp := range ports {
+		if err := dataport.Quiet("/", tp.ifname); err != nil {
+			return "", err
+		}
+		if err := fence.Install(tp.ifname); err != nil {
+			return "", err
+		}
+		defer func() {
+			if err := dataport.Down(tp.ifname); err != nil {
+				log.Printf("self-test: %v", err)
+			}
+		}()
+	}
+	if err := waitCarrier(ctx, s.sysClassNet, ports, carrierWait); err != nil {
+		return "", err
+	}
+	for i, st := range streams {
+		pt, err := bench.NewPorts([]bench.PortStream{st}, 16)
+		if err != nil {
+			return "", err
+		}
+		defer pt.Close()
+		plan.Segments[i].T = pt
+	}
+	log.Printf("self-test: RFC 2544 throughput on %d segment(s), sizes %v", len(segments), sizes)
+	st, err := bench.RunSelfTest(ctx, plan)
+	for _, seg := range plan.Segments {
+		log.Printf("self-test traffic, %s: %s", seg.Name, strings.Join(seg.T.(*bench.PortTarget).Engines(), "; "))
+	}
 	if err != nil {
 		return "", err
 	}

@@ -119,12 +119,29 @@ type SelfTest struct {
 // SelfTestResult is one frame size of a self-test.
 type SelfTestResult struct {
 	Segment        string  `json:"segment,omitempty"`
+	Direction      string  `json:"direction,omitempty"` // "LAN1 → LAN2": the segment ports crossed
 	FrameSize      int     `json:"frame_size"`
 	ThroughputPPS  float64 `json:"throughput_pps"`
 	ThroughputMbps float64 `json:"throughput_mbps"`
 	LossPercent    float64 `json:"loss_percent"`
 	LatencyUS      float64 `json:"latency_us,omitempty"`
+	// ExpectedPPS is what the configuration asks of this size
+	// (selftest.expect), Expected says it as configured.
+	ExpectedPPS float64 `json:"expected_pps,omitempty"`
+	Expected    string  `json:"expected,omitempty"`
+	// Verdict is VerdictPassed when the throughput reached ExpectedPPS,
+	// VerdictFailed when it did not, VerdictInconclusive when the test
+	// ports could not offer the expected rate (Note says why).
+	Verdict string `json:"verdict,omitempty"`
+	Note    string `json:"note,omitempty"`
 }
+
+// Verdicts of one self-test result.
+const (
+	VerdictPassed       = "PASSED"
+	VerdictFailed       = "FAILED"
+	VerdictInconclusive = "INCONCLUSIVE"
+)
 
 // SelfTestFile is where the latest self-test report is kept
 // (/perm: it must survive a reboot, and it is written once per test run).

@@ -250,9 +250,15 @@ function renderDaemons(s) {
     $('selftest').replaceChildren(h('p', { class: 'muted', 'data-field': 'selftest' }, 'No self-test has run yet.'));
     return;
   }
-  const tbl = h('table', { class: 'grid small' }, h('tr', {}, h('th', {}, 'Frame'), h('th', { class: 'num' }, 'Throughput'), h('th', { class: 'num' }, 'Loss'), h('th', { class: 'num' }, 'Latency')));
+  const tbl = h('table', { class: 'grid small' }, h('tr', {}, h('th', {}, 'Segment'), h('th', {}, 'Frame'), h('th', { class: 'num' }, 'Throughput'),
+    h('th', { class: 'num' }, 'Expected'), h('th', {}, 'Verdict'), h('th', { class: 'num' }, 'Loss'), h('th', { class: 'num' }, 'Latency')));
   for (const r of t.results || []) {
-    tbl.append(h('tr', {}, h('td', {}, `${r.frame_size} B`), h('td', { class: 'num' }, `${pps(r.throughput_pps)} · ${si(r.throughput_mbps * 1e6, 'bit/s')}`),
+    const verdict = r.verdict || '—';
+    tbl.append(h('tr', { 'data-segment': r.segment || '', 'data-size': r.frame_size },
+      h('td', { title: r.direction || '' }, r.segment || '—', r.direction ? h('span', { class: 'muted' }, ` ${r.direction}`) : ''),
+      h('td', {}, `${r.frame_size} B`), h('td', { class: 'num' }, `${pps(r.throughput_pps)} · ${si(r.throughput_mbps * 1e6, 'bit/s')}`),
+      h('td', { class: 'num', title: r.expected || '' }, r.expected_pps ? pps(r.expected_pps) : '—'),
+      h('td', { class: verdict === 'PASSED' ? 'good' : 'bad', 'data-field': 'verdict', title: r.note || '' }, verdict),
       h('td', { class: 'num' }, `${r.loss_percent} %`), h('td', { class: 'num' }, r.latency_us ? `${r.latency_us} µs` : '—')));
   }
   $('selftest').replaceChildren(
@@ -266,13 +272,24 @@ function throughputChart(results) {
   const W = 320, H = 120, L = 4, B = 16;
   const svg = h('svg', { class: 'chart', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'img', 'data-field': 'selftest-chart' });
   if (!results.length) return svg;
+  const sizes = [...new Set(results.map(r => r.frame_size))].sort((a, b) => a - b);
   const max = Math.max(...results.map(r => r.throughput_mbps), 1);
-  const x = i => L + (results.length === 1 ? (W - 2 * L) / 2 : i * (W - 2 * L) / (results.length - 1));
+  const x = size => { const i = sizes.indexOf(size); return L + (sizes.length === 1 ? (W - 2 * L) / 2 : i * (W - 2 * L) / (sizes.length - 1)); };
   const y = v => (H - B) - v / max * (H - B - 12);
-  svg.append(h('polyline', { class: 'rx', points: results.map((r, i) => `${x(i).toFixed(1)},${y(r.throughput_mbps).toFixed(1)}`).join(' ') }));
-  results.forEach((r, i) => svg.append(h('text', { x: Math.min(Math.max(x(i) - 8, 0), W - 28), y: H - 3 }, `${r.frame_size}`)));
+  // One line per segment and direction.
+  const lines = new Map();
+  for (const r of results) {
+    const k = (r.segment || '') + ' ' + (r.direction || '');
+    if (!lines.has(k)) lines.set(k, []);
+    lines.get(k).push(r);
+  }
+  let n = 0;
+  for (const [k, rs] of lines) {
+    svg.append(h('polyline', { class: n++ % 2 ? 'tx' : 'rx', 'data-line': k.trim(), points: rs.map(r => `${x(r.frame_size).toFixed(1)},${y(r.throughput_mbps).toFixed(1)}`).join(' ') }));
+  }
+  sizes.forEach(size => svg.append(h('text', { x: Math.min(Math.max(x(size) - 8, 0), W - 28), y: H - 3 }, `${size}`)));
   svg.append(h('text', { x: 4, y: 10 }, 'throughput vs frame size, max ' + si(max * 1e6, 'bit/s')));
-  svg.setAttribute('aria-label', 'self-test throughput against frame size');
+  svg.setAttribute('aria-label', 'self-test throughput against frame size, one line per segment');
   return svg;
 }
 
