@@ -36,3 +36,44 @@ func TestArgs(t *testing.T) {
 		t.Errorf("interactive args lack the serial console on stdio: %s", uefi)
 	}
 }
+
+func TestCables(t *testing.T) {
+	cables, err := ParseCables("LAN3=LAN1, LAN4=LAN2")
+	if err != nil || len(cables) != 2 || cables[0] != (Cable{3, 1}) || cables[1] != (Cable{4, 2}) {
+		t.Fatalf("ParseCables = %v, %v", cables, err)
+	}
+	o := Options{Image: "x.img", DataNICs: 4, Cables: cables, sockDir: "/run/v"}
+	if err := o.CheckCables(); err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(Args(o, ""), " ")
+	for _, want := range []string{
+		// LAN3 and LAN1 send into each other's socket.
+		"dgram,id=lan3,local.type=unix,local.path=/run/v/cable0a.sock,remote.type=unix,remote.path=/run/v/cable0b.sock",
+		"dgram,id=lan1,local.type=unix,local.path=/run/v/cable0b.sock,remote.type=unix,remote.path=/run/v/cable0a.sock",
+		"dgram,id=lan4,local.type=unix,local.path=/run/v/cable1a.sock,remote.type=unix,remote.path=/run/v/cable1b.sock",
+		"dgram,id=lan2,local.type=unix,local.path=/run/v/cable1b.sock,remote.type=unix,remote.path=/run/v/cable1a.sock",
+	} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args lack %q:\n%s", want, args)
+		}
+	}
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{DataNICs: 4, Cables: []Cable{{1, 1}}}, "joins LAN1 to itself"},
+		{Options{DataNICs: 4, Cables: []Cable{{1, 5}}}, "LAN5 is not a data port of the VM (LAN1 to LAN4)"},
+		{Options{DataNICs: 4, Cables: []Cable{{3, 1}, {4, 1}}}, "LAN1 is already in cable LAN3=LAN1"},
+		{Options{DataNICs: 4, Wires: []Wire{{1, 2}}, Cables: []Cable{{3, 1}}}, "LAN1 is already wired to the host"},
+	} {
+		if err := tc.o.CheckCables(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.o.Cables, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"LAN3", "LAN3=eth1", "3=1", "LAN3=LANx"} {
+		if _, err := ParseCables(bad); err == nil {
+			t.Errorf("ParseCables(%q) accepted", bad)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,15 @@ type Wire struct{ Host, Guest int }
 // WireMAC is the MAC address of the wired data port LANi.
 func WireMAC(i int) net.HardwareAddr { return net.HardwareAddr{0x52, 0x54, 0x00, 0x6e, 0x00, byte(i)} }
 
+// Cable joins two data ports of the VM, LANa and LANb (numbered from 1),
+// as a patch cable between two of a box's ports would: what one sends
+// enters the other. The self-test's test ports are cabled this way to the
+// segment ports they measure.
+type Cable struct{ A, B int }
+
+// String is "LAN3=LAN1".
+func (c Cable) String() string { return fmt.Sprintf("LAN%d=LAN%d", c.A, c.B) }
+
 // Options configures a VM.
 type Options struct {
 	Image    string
@@ -52,7 +62,10 @@ type Options struct {
 	// user-mode backend that reaches nothing: the frames LANi sends go to
 	// 127.0.0.1:Wires[i-1].Host, and what is sent to
 	// 127.0.0.1:Wires[i-1].Guest enters LANi, one frame per datagram.
-	Wires      []Wire
+	Wires []Wire
+	// Cables join data ports pairwise (unix datagram sockets in the VM's
+	// folder); a port may be in one cable and not also wired.
+	Cables     []Cable
 	StatusPort int         // host port forwarded to the guest's statusd over HTTPS (443)
 	HTTPPort   int         // host port forwarded to the guest's plain HTTP (80), which only redirects; 0 = none
 	Forwards   map[int]int // more host port -> guest port forwards (tests)
@@ -64,6 +77,77 @@ type Options struct {
 	SerialLog   string   // file for the serial console; "" = this terminal
 	Snapshot    bool     // discard disk writes when QEMU exits
 	StateDir    string   // where UEFI variables are kept; "" = a temporary folder
+
+	sockDir string // where the cables' sockets are (Start's folder)
+}
+
+// CheckCables refuses cables that join a port to itself, name a port the
+// VM does not have, or use a port twice or a wired port.
+func (o Options) CheckCables() error {
+	used := map[int]string{}
+	for i := range o.Wires {
+		used[i+1] = "wired to the host"
+	}
+	for _, c := range o.Cables {
+		if c.A == c.B {
+			return fmt.Errorf("cable %s joins LAN%d to itself", c, c.A)
+		}
+		for _, p := range []int{c.A, c.B} {
+			if p < 1 || p > o.DataNICs {
+				return fmt.Errorf("cable %s: LAN%d is not a data port of the VM (LAN1 to LAN%d)", c, p, o.DataNICs)
+			}
+			if u := used[p]; u != "" {
+				return fmt.Errorf("cable %s: LAN%d is already %s", c, p, u)
+			}
+			used[p] = "in cable " + c.String()
+		}
+	}
+	return nil
+}
+
+// ParseCables reads "LAN3=LAN1,LAN4=LAN2".
+func ParseCables(s string) ([]Cable, error) {
+	var out []Cable
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		a, b, ok := strings.Cut(part, "=")
+		ia, erra := lanIndex(a)
+		ib, errb := lanIndex(b)
+		if !ok || erra != nil || errb != nil {
+			return nil, fmt.Errorf("cable %q: want two data ports joined by =, e.g. LAN3=LAN1", part)
+		}
+		out = append(out, Cable{ia, ib})
+	}
+	return out, nil
+}
+
+func lanIndex(s string) (int, error) {
+	n, ok := strings.CutPrefix(strings.TrimSpace(s), "LAN")
+	if !ok {
+		return 0, fmt.Errorf("%q is not a data port LANn", s)
+	}
+	return strconv.Atoi(n)
+}
+
+// cableEnd is the netdev of port's end of the cable it is in, or "".
+func (o Options) cableEnd(port int) string {
+	for k, c := range o.Cables {
+		var local, remote string
+		switch port {
+		case c.A:
+			local, remote = "a", "b"
+		case c.B:
+			local, remote = "b", "a"
+		default:
+			continue
+		}
+		path := func(end string) string { return filepath.Join(o.sockDir, fmt.Sprintf("cable%d%s.sock", k, end)) }
+		return fmt.Sprintf("dgram,id=lan%d,local.type=unix,local.path=%s,remote.type=unix,remote.path=%s", port, path(local), path(remote))
+	}
+	return ""
 }
 
 func (o *Options) defaults() {
@@ -136,6 +220,9 @@ func Args(o Options, varsFile string) []string {
 			w := o.Wires[i-1]
 			netdev = fmt.Sprintf("dgram,id=lan%d,remote.type=inet,remote.host=127.0.0.1,remote.port=%d,local.type=inet,local.host=127.0.0.1,local.port=%d", i, w.Host, w.Guest)
 		}
+		if c := o.cableEnd(i); c != "" {
+			netdev = c
+		}
 		model := "virtio-net-pci"
 		if i <= len(o.DataModels) && o.DataModels[i-1] != "" {
 			model = o.DataModels[i-1]
@@ -176,12 +263,15 @@ func Start(ctx context.Context, o Options, stdout io.Writer) (*VM, error) {
 	if _, err := exec.LookPath("qemu-system-x86_64"); err != nil {
 		return nil, fmt.Errorf("qemu-system-x86_64 not found: apt-get install qemu-system-x86 ovmf")
 	}
-	v := &VM{Options: o}
+	if err := o.CheckCables(); err != nil {
+		return nil, err
+	}
 	tmp, err := os.MkdirTemp("", "ncpos-vm-")
 	if err != nil {
 		return nil, err
 	}
-	v.tmp = tmp
+	o.sockDir = tmp
+	v := &VM{Options: o, tmp: tmp}
 	varsFile := ""
 	if o.UEFI {
 		dir := o.StateDir
