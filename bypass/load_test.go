@@ -57,6 +57,20 @@ func TestBuildQemu(t *testing.T) {
 	if len(got) != 1 || got[0].bp.Name != "pair1" {
 		t.Errorf("opened %+v", got)
 	}
+	if p1.TestPorts || p2.TestPorts {
+		t.Errorf("test ports without [selftest]: pair1 %v, pair2 %v", p1.TestPorts, p2.TestPorts)
+	}
+	// With LAN3 and LAN4 the self-test's test ports, pair2 keeps them on
+	// their cables.
+	cfg, err := config.Parse("t.toml", []byte("platform = \"qemu\"\n[[segment]]\nname = \"seg1\"\nports = [\"LAN1\", \"LAN2\"]\n"+
+		"[selftest]\nports = [{test = \"LAN3\", segment_port = \"LAN1\"}, {test = \"LAN4\", segment_port = \"LAN2\"}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set = Build(cfg, t.TempDir(), sys, open)
+	if p1, p2 := set.Pairs[0], set.Pairs[1]; p1.TestPorts || !p2.TestPorts {
+		t.Errorf("with [selftest] on LAN3 and LAN4: pair1 %v, pair2 %v, want pair2 only", p1.TestPorts, p2.TestPorts)
+	}
 
 	// A platform whose map is not public: reported, never opened.
 	cfg2, err := config.Parse("x.toml", []byte("platform = \"iec-516p\"\n[[segment]]\nname = \"s\"\nports = [\"LAN1\", \"LAN2\"]\nbypass = \"pair1\"\n"))

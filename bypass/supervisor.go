@@ -16,6 +16,11 @@ import (
 type Pair struct {
 	Name    string
 	Segment string    // the segment it belongs to; "" if none (kept in bypass)
+	// TestPorts: both ports are the self-test's test ports ([selftest]),
+	// and no segment's. The relay keeps them on their cables (normal),
+	// since in bypass it would join the two test cables to each other and
+	// cut the ports off, and the self-test could not send or receive.
+	TestPorts bool
 	Ports   [2]string // front-panel names
 	Ifnames [2]string // kernel names, where known
 	Kind    string    // backend name from the profile
@@ -173,7 +178,7 @@ func (s *Supervisor) Start(ctx context.Context) {
 		if s.opts.Failsafe == "" {
 			s.setDefaults(p)
 		}
-		h := v.For(p.Segment, s.cutOff(p, now))
+		h := s.healthOf(p, v, now)
 		p.health = h
 		p.dec = NewDecider(s.opts.Policy, now, st == Normal && h.OK && s.opts.Failsafe == "" && !inForce(saved, p.Name, now))
 	}
@@ -248,10 +253,19 @@ func (s *Supervisor) Step(ctx context.Context) {
 	now := s.opts.Now()
 	s.verdict, s.checkedAt = v, now
 	for _, p := range s.pairs {
-		p.health = v.For(p.Segment, s.cutOff(p, now))
+		p.health = s.healthOf(p, v, now)
 		p.dec.Observe(now, p.health)
 	}
 	s.reconcile(now)
+}
+
+// healthOf is the forwarder's verdict on p's segment; a pair of test
+// ports has no segment and is always fit for normal.
+func (s *Supervisor) healthOf(p *pairState, v Verdict, now time.Time) Health {
+	if p.Segment == "" && p.TestPorts {
+		return Health{OK: true, Reason: "self-test ports: kept on their cables"}
+	}
+	return v.For(p.Segment, s.cutOff(p, now))
 }
 
 // cutOff says whether links down on the pair's ports are the relay's own

@@ -218,6 +218,42 @@ func TestSupervisorBootFailureRecovery(t *testing.T) {
 	}
 }
 
+// TestSupervisorTestPorts: a pair of self-test ports, in no segment, is
+// brought to normal after the hold-down whatever the forwarder says, and
+// reports no relay_bypass once there.
+func TestSupervisorTestPorts(t *testing.T) {
+	c := newClock()
+	relay := newFakeRelay(c, Bypass)
+	p := &Pair{Name: "pair2", TestPorts: true, Ports: [2]string{"LAN3", "LAN4"}, Kind: "fake", Backend: relay,
+		Defaults: map[Event]State{PowerOff: Bypass}}
+	log := NewJournal("", 0)
+	log.Logf = t.Logf
+	sup := NewSupervisor([]*Pair{p}, Options{Prober: &fakeProber{v: fwDead}, Log: log, Now: c.now})
+	sup.Start(context.Background())
+	for end := c.at(6 * time.Second); c.now().Before(end); {
+		c.advance(sup.opts.ProbeInterval())
+		sup.Step(context.Background())
+	}
+	if st := sup.pairs[0].applied; st != Normal {
+		t.Fatalf("test-port pair in %s after the hold-down, want normal", st)
+	}
+	if k := kinds(sup.Report(), "pair2"); slices.Contains(k, health.RelayBypass) {
+		t.Errorf("conditions %v", k)
+	}
+	// The same pair without test ports stays in bypass: no segment.
+	relay = newFakeRelay(c, Bypass)
+	p = &Pair{Name: "pair2", Ports: [2]string{"LAN3", "LAN4"}, Kind: "fake", Backend: relay}
+	sup = NewSupervisor([]*Pair{p}, Options{Prober: &fakeProber{v: fwOK}, Log: log, Now: c.now})
+	sup.Start(context.Background())
+	for end := c.at(6 * time.Second); c.now().Before(end); {
+		c.advance(sup.opts.ProbeInterval())
+		sup.Step(context.Background())
+	}
+	if st := sup.pairs[0].applied; st != Bypass {
+		t.Errorf("pair in no segment in %s, want bypass", st)
+	}
+}
+
 func TestSupervisorAdoptsOnRestart(t *testing.T) {
 	r := newRig(t, Normal, fwOK, 0)
 	r.steps(time.Second)

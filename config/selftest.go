@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -80,8 +81,15 @@ func (c *Config) SelfTestPaths() []SelfTestPath {
 	return out
 }
 
-func (c *Config) validateSelfTest(add addFunc, prof *Profile) {
+func (c *Config) validateSelfTest(addTo addFunc, prof *Profile) {
 	st := c.SelfTest
+	cablingProblems := 0
+	add := func(field, format string, args ...any) {
+		if strings.HasPrefix(field, "selftest.ports") {
+			cablingProblems++
+		}
+		addTo(field, format, args...)
+	}
 	inSegment := map[string]string{}
 	for i, s := range c.Segments {
 		for _, p := range s.Ports {
@@ -130,6 +138,31 @@ func (c *Config) validateSelfTest(add addFunc, prof *Profile) {
 			if f := cabledAt[p]; f != "" && cabledAt[other] == "" {
 				add(f+".segment_port", "the other port of segment %q, %s, is not cabled, want a test port cabled to each of its two ports",
 					segmentLabel(s.Name, i), other)
+			}
+		}
+	}
+	// A test port on a bypass pair needs the pair's other port to be a
+	// test port too: only then does bypassd keep that relay in normal,
+	// on the cables; otherwise it stays in bypass, which cuts the port off.
+	// Checked once the cabling itself is right.
+	if prof != nil && cablingProblems == 0 {
+		isTest := map[string]bool{}
+		for _, cb := range st.Ports {
+			isTest[cb.Test] = true
+		}
+		for i, cb := range st.Ports {
+			for _, bp := range prof.BypassPairs {
+				if len(bp.Ports) != 2 || !slices.Contains(bp.Ports, cb.Test) {
+					continue
+				}
+				other := bp.Ports[0]
+				if other == cb.Test {
+					other = bp.Ports[1]
+				}
+				if !isTest[other] {
+					add(indexPath("selftest.ports", i)+".test", "port %q is on bypass pair %q with %s, which is not a test port; the relay would stay in bypass and cut it off, want both ports of the pair as test ports",
+						cb.Test, bp.Name, other)
+				}
 			}
 		}
 	}

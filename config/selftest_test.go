@@ -60,6 +60,9 @@ func TestSelfTestRules(t *testing.T) {
 		{"expect size not measured", cabled + "sizes = [64, 1518]\nexpect = { \"512\" = \"90%\", \"jumbo\" = \"90%\" }\n", []string{
 			`ncpos.toml:6: selftest.expect."512": 512 is not in selftest.sizes [64 1518], want one of them or "*"`,
 			`ncpos.toml:6: selftest.expect."jumbo": "jumbo" is not a frame size, want a size of selftest.sizes or "*"`}},
+		{"test port on a segment's pair", "[[segment]]\nname = \"s\"\nports = [\"LAN1\", \"LAN4\"]\n[selftest]\nports = [{test = \"LAN2\", segment_port = \"LAN1\"}, {test = \"LAN3\", segment_port = \"LAN4\"}]\n", []string{
+			`ncpos.toml:5: selftest.ports[0].test: port "LAN2" is on bypass pair "pair1" with LAN1, which is not a test port; the relay would stay in bypass and cut it off, want both ports of the pair as test ports`,
+			`ncpos.toml:5: selftest.ports[1].test: port "LAN3" is on bypass pair "pair2" with LAN4, which is not a test port; the relay would stay in bypass and cut it off, want both ports of the pair as test ports`}},
 		{"unknown cable key", cabled + "ports = [{test = \"LAN3\", to = \"LAN1\"}]\n", nil}, // checked below
 	}
 	for _, tt := range tests[:len(tests)-1] {

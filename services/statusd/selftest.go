@@ -103,14 +103,17 @@ func (s *selfTester) run(ctx context.Context, sizes []int, progress func(size, i
 		if err := dataport.Quiet("/", tp.ifname); err != nil {
 			return "", err
 		}
-		if err := fence.Install(tp.ifname); err != nil {
-			return "", err
-		}
 		defer func() {
 			if err := dataport.Down(tp.ifname); err != nil {
 				log.Printf("self-test: %v", err)
 			}
 		}()
+		if err := fence.Install(tp.ifname); err != nil {
+			return "", err
+		}
+		if err := up(tp.ifname); err != nil {
+			return "", fmt.Errorf("test port %s: %w", tp.name, err)
+		}
 	}
 	if err := waitCarrier(ctx, s.sysClassNet, ports, carrierWait); err != nil {
 		return "", err

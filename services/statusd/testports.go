@@ -55,16 +55,30 @@ func busy(ifname string) error {
 	return nil
 }
 
+// up brings a test port's link up, so that it can find its carrier.
+func up(ifname string) error {
+	l, err := netlink.LinkByName(ifname)
+	if err != nil {
+		return err
+	}
+	if err := netlink.LinkSetUp(l); err != nil {
+		return fmt.Errorf("%s up: %w", ifname, err)
+	}
+	return nil
+}
+
 // waitCarrier waits up to within for every port to have its link, and
-// names the ones that do not: a test port without link is not cabled, or
-// its segment port is down, and a run would only measure loss.
+// names the ones that do not: a test port without link is not cabled, its
+// segment port is down, or a bypass relay cuts it off (which the emulated
+// relays show as dormant), and a run would only measure loss.
 func waitCarrier(ctx context.Context, sysClassNet string, ports []testPort, within time.Duration) error {
 	deadline := time.Now().Add(within)
 	for {
 		var down []string
 		for _, tp := range ports {
 			b, err := os.ReadFile(filepath.Join(sysClassNet, tp.ifname, "carrier"))
-			if err != nil || strings.TrimSpace(string(b)) != "1" {
+			oper, _ := os.ReadFile(filepath.Join(sysClassNet, tp.ifname, "operstate"))
+			if err != nil || strings.TrimSpace(string(b)) != "1" || strings.TrimSpace(string(oper)) == "dormant" {
 				down = append(down, fmt.Sprintf("%s (%s), cabled to %s", tp.name, tp.ifname, tp.cabledTo))
 			}
 		}
