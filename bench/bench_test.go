@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -112,10 +113,10 @@ func TestLatency(t *testing.T) {
 	}
 	got := Latency(ds)
 	want := LatencyStats{Samples: 100, Min: time.Microsecond, Max: 100 * time.Microsecond, Mean: 50500 * time.Nanosecond, P99: 99 * time.Microsecond}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Latency = %+v, want %+v", got, want)
 	}
-	if (Latency(nil) != LatencyStats{}) {
+	if !reflect.DeepEqual(Latency(nil), LatencyStats{}) {
 		t.Error("empty latency not zero")
 	}
 }
@@ -298,5 +299,44 @@ func TestSelfTest(t *testing.T) {
 	}
 	if !st.Passed || st.Summary != "RFC 2544 throughput on seg1" || len(st.Results) != 7 || st.Results[0].LatencyUS != 14 { // 9 µs + a mean queue of 5 µs
 		t.Errorf("self-test %+v", st)
+	}
+}
+
+// slowingTrial adds one more microsecond to every frame's latency at each
+// latency trial, so that the trials' latencies differ.
+type slowingTrial struct {
+	*SimDevice
+	n int
+}
+
+func (s *slowingTrial) Run(ctx context.Context, spec TrialSpec) (TrialResult, error) {
+	res, err := s.SimDevice.Run(ctx, spec)
+	if spec.Latency {
+		for i := range res.Latencies {
+			res.Latencies[i] += time.Duration(s.n) * time.Microsecond
+		}
+		s.n++
+	}
+	return res, err
+}
+
+// TestLatencyRFC2544: §26.2's latency is the average over the latency
+// trials, run at the throughput rate, of each trial's latency.
+func TestLatencyRFC2544(t *testing.T) {
+	dev := &slowingTrial{SimDevice: &SimDevice{LineBPS: 1e9, CapacityPPS: 500000, Latency: 10 * time.Microsecond}}
+	r := &Runner{T: dev, O: Options{Latency: true, LatencyTrials: 20, LossSteps: []float64{}, Trial: 100 * time.Millisecond}}
+	sr, err := r.Size(context.Background(), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := sr.Latency
+	// Trial i's frames: 10 µs + i µs + a spread of 0..9.99 µs (mean
+	// 4.995 µs); the average over i = 0..19 adds 9.5 µs.
+	want := 10*time.Microsecond + 9500*time.Nanosecond + 4995*time.Nanosecond
+	if l == nil || l.Trials != 20 || l.RFC2544 != want || math.Abs(l.RatePPS-sr.asked) > 1e-9 {
+		t.Fatalf("latency %+v, want %v over 20 trials at %.0f frames/s", l, want, sr.asked)
+	}
+	if l.Min != 10*time.Microsecond || l.Max < l.P99 || l.P99 < l.Mean {
+		t.Errorf("min/mean/p99/max %v/%v/%v/%v", l.Min, l.Mean, l.P99, l.Max)
 	}
 }

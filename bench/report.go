@@ -58,24 +58,28 @@ func WriteTable(w io.Writer, reports ...*Report) error {
 	for _, r := range reports {
 		fmt.Fprintf(w, "RFC 2544 throughput: %s; line rate %s per port (20 bytes of preamble and gap per frame); trials of %v, resolution %.3g%%, acceptable loss %.3g%%, %d flows\n",
 			r.Label(), FormatBPS(r.LineBPS), r.Trial, r.Resolution, r.AcceptableLoss, r.Flows)
-		fmt.Fprintln(tw, "frame bytes\tline fps\tthroughput fps\t% line\tGbps\tMpps\tloss %\tlatency min/mean/p99/max µs\tcount check\t")
+		fmt.Fprintln(tw, "frame bytes\tline fps\tthroughput fps\t% line\tGbps\tMpps\tloss %\tlatency µs (§26.2)\tmin/mean/p99/max µs\tcount check\t")
 		for _, s := range r.Results {
-			lat := "-"
+			lat, rfc := "-", "-"
 			if s.Latency != nil && s.Latency.Samples > 0 {
 				lat = fmt.Sprintf("%s/%s/%s/%s", us(s.Latency.Min), us(s.Latency.Mean), us(s.Latency.P99), us(s.Latency.Max))
+				rfc = us(s.Latency.RFC2544)
 			}
 			pct := fmt.Sprintf("%.2f", s.PercentLine)
 			if s.GeneratorLimited {
 				pct += " (gen)"
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%.0f\t%s\t%.3f\t%.4f\t%.3f\t%s\t%s\t\n", s.Size, uint64(math.Floor(s.LinePPS)),
-				r.aggPPS(s), pct, BitsPerSecond(r.aggPPS(s), s.Size)/1e9, r.aggPPS(s)/1e6, s.LossPercent, lat, agreement(s))
+			fmt.Fprintf(tw, "%d\t%d\t%.0f\t%s\t%.3f\t%.4f\t%.3f\t%s\t%s\t%s\t\n", s.Size, uint64(math.Floor(s.LinePPS)),
+				r.aggPPS(s), pct, BitsPerSecond(r.aggPPS(s), s.Size)/1e9, r.aggPPS(s)/1e6, s.LossPercent, rfc, lat, agreement(s))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 		for _, n := range r.Notes {
 			fmt.Fprintf(w, "note: %s\n", n)
+		}
+		if l := latencyOf(r); l != nil {
+			fmt.Fprintf(w, "latency (RFC 2544 §26.2): the average over %d trial(s) at the throughput rate of each trial's mean latency, every frame timed from the generator's stamp as it is handed to the port to the analyzer taking it in, on one host clock; min/mean/p99/max are over every frame of those trials\n", l.Trials)
 		}
 		if anyLimited(r) {
 			fmt.Fprintln(w, "(gen): the generator could not offer the rate asked; the figure is what it offered, a floor of the device's capacity")
@@ -166,7 +170,7 @@ func WriteJSON(w io.Writer, reports ...*Report) error {
 // CSVHeader are the columns of WriteCSV.
 var CSVHeader = []string{"target", "segments", "directions", "line_bps", "frame_size", "line_pps",
 	"throughput_pps", "percent_line", "gbps", "mpps", "loss_percent", "generator_limited",
-	"latency_min_us", "latency_mean_us", "latency_p99_us", "latency_max_us", "back_to_back_frames"}
+	"latency_rfc2544_us", "latency_trials", "latency_min_us", "latency_mean_us", "latency_p99_us", "latency_max_us", "back_to_back_frames"}
 
 // WriteCSV writes one row per configuration and frame size; throughput is
 // over all streams, % of line rate per port.
@@ -181,9 +185,9 @@ func WriteCSV(w io.Writer, reports ...*Report) error {
 				strconv.Itoa(s.Size), f(s.LinePPS, 1), f(agg, 1), f(s.PercentLine, 3),
 				f(BitsPerSecond(agg, s.Size)/1e9, 4), f(agg/1e6, 5), f(s.LossPercent, 4), strconv.FormatBool(s.GeneratorLimited)}
 			if l := s.Latency; l != nil && l.Samples > 0 {
-				row = append(row, us(l.Min), us(l.Mean), us(l.P99), us(l.Max))
+				row = append(row, us(l.RFC2544), strconv.Itoa(l.Trials), us(l.Min), us(l.Mean), us(l.P99), us(l.Max))
 			} else {
-				row = append(row, "", "", "", "")
+				row = append(row, "", "", "", "", "", "")
 			}
 			if s.BackToBack != nil {
 				row = append(row, strconv.Itoa(s.BackToBack.Frames))
@@ -243,4 +247,14 @@ func WriteSVG(w io.Writer, reports ...*Report) error {
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// latencyOf is the latency of the first size that has one.
+func latencyOf(r *Report) *LatencyStats {
+	for _, s := range r.Results {
+		if s.Latency != nil && s.Latency.Trials > 0 {
+			return s.Latency
+		}
+	}
+	return nil
 }

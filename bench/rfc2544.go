@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -217,26 +218,43 @@ func (r *Runner) Size(ctx context.Context, size int) (*SizeResult, error) {
 		return sr, err
 	}
 	if r.O.Latency && sr.ThroughputPPS > 0 {
-		var all []time.Duration
-		var hist *xdptraffic.Histogram
+		var (
+			all    []time.Duration
+			hist   *xdptraffic.Histogram
+			trials []time.Duration // each trial's recorded latency (§26.2)
+		)
+		rate := r.rateAsked(sr)
 		for i := 0; i < r.O.LatencyTrials; i++ {
-			spec := TrialSpec{Size: size, RatePPS: r.rateAsked(sr), Duration: r.O.Trial, Latency: true}
+			spec := TrialSpec{Size: size, RatePPS: rate, Duration: r.O.Trial, Latency: true}
 			res, err := r.run(ctx, spec)
 			if err != nil {
 				return sr, err
 			}
 			r.record(sr, "latency", spec, res, r.passes(res))
 			all = append(all, res.Latencies...)
-			if res.LatencyHist != nil {
+			switch {
+			case res.LatencyHist != nil && res.LatencyHist.Count > 0:
 				if hist == nil {
 					hist = &xdptraffic.Histogram{}
 				}
 				hist.Add(*res.LatencyHist)
+				trials = append(trials, res.LatencyHist.Mean())
+			case len(res.Latencies) > 0:
+				trials = append(trials, Latency(slices.Clone(res.Latencies)).Mean)
 			}
 		}
 		st := Latency(all)
 		if hist != nil {
 			st = LatencyOf(*hist)
+			st.Histogram = bucketsOf(*hist)
+		}
+		st.Trials, st.RatePPS = len(trials), rate
+		if len(trials) > 0 {
+			var sum time.Duration
+			for _, d := range trials {
+				sum += d
+			}
+			st.RFC2544 = sum / time.Duration(len(trials))
 		}
 		sr.Latency = &st
 	}

@@ -80,8 +80,10 @@ func selfTestRow(sr SegmentReport, s *SizeResult, expect Expect) api.SelfTestRes
 		ThroughputMbps: math.Round(BitsPerSecond(s.ThroughputPPS, s.Size)/1e5) / 10,
 		LossPercent:    s.LossPercent,
 	}
-	if s.Latency != nil && s.Latency.Samples > 0 {
-		row.LatencyUS = math.Round(float64(s.Latency.Mean)/100) / 10
+	if l := s.Latency; l != nil && l.Samples > 0 {
+		usec := func(d time.Duration) float64 { return math.Round(float64(d)/100) / 10 }
+		row.LatencyUS, row.LatencyRFC2544US, row.LatencyTrials = usec(l.Mean), usec(l.RFC2544), l.Trials
+		row.LatencyMinUS, row.LatencyP99US, row.LatencyMaxUS = usec(l.Min), usec(l.P99), usec(l.Max)
 	}
 	want, text := expect(s.Size)
 	row.ExpectedPPS, row.Expected = math.Round(want), text
@@ -131,8 +133,11 @@ type SelfTestPlan struct {
 	Trial    time.Duration // 2 s when 0
 	LineBPS  float64       // 1 Gb/s when 0
 	Expect   Expect        // what each size must reach; required
-	Path     string        // where the report goes; api.SelfTestFile when ""
-	Log      io.Writer     // trial by trial; nothing when nil
+	// LatencyTrials at the throughput rate give each size's latency
+	// (RFC 2544 §26.2: 20); no latency when 0.
+	LatencyTrials int
+	Path          string    // where the report goes; api.SelfTestFile when ""
+	Log           io.Writer // trial by trial; nothing when nil
 	// Progress, when set, is told before each size which one it is
 	// (index of len(Sizes)).
 	Progress func(size, index, total int)
@@ -184,7 +189,8 @@ func RunSelfTest(ctx context.Context, p SelfTestPlan) (*api.SelfTest, error) {
 	if p.Path == "" {
 		p.Path = api.SelfTestFile
 	}
-	o := Options{LineBPS: p.LineBPS, Trial: p.Trial, LossSteps: []float64{}, Streams: 1, Log: p.Log}
+	o := Options{LineBPS: p.LineBPS, Trial: p.Trial, LossSteps: []float64{}, Streams: 1, Log: p.Log,
+		Latency: p.LatencyTrials > 0, LatencyTrials: p.LatencyTrials}
 	o.defaults()
 	reps := make([]SegmentReport, len(p.Segments))
 	runners := make([]*Runner, len(p.Segments))

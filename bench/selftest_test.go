@@ -24,12 +24,12 @@ func lineShare(share float64) Expect {
 func TestRunSelfTest(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "selftest", "latest.json")
 	// Two segments of different capacity, each searched on its own.
-	wan := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 500000}
-	lan := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 200000}
+	wan := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 500000, Latency: 10 * time.Microsecond}
+	lan := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 200000, Latency: 20 * time.Microsecond}
 	var progress []int
 	plan := SelfTestPlan{
 		Segments: []SelfTestSegment{{Name: "wan", Direction: "LAN1 → LAN2", T: wan}, {Name: "lan", Direction: "LAN3 → LAN4", T: lan}},
-		Sizes:    []int{64, 1518}, Trial: 100 * time.Millisecond, Path: path, Expect: lineShare(95),
+		Sizes:    []int{64, 1518}, Trial: 100 * time.Millisecond, Path: path, Expect: lineShare(95), LatencyTrials: 2,
 		Progress: func(size, i, n int) { progress = append(progress, size) },
 	}
 	st, err := RunSelfTest(context.Background(), plan)
@@ -44,6 +44,13 @@ func TestRunSelfTest(t *testing.T) {
 		want := math.Min(capacity[r.Segment], LinePPS(r.FrameSize, DefaultLineBPS))
 		if math.Abs(r.ThroughputPPS-want)/want > 0.02 {
 			t.Errorf("%s %d B: %.0f frames/s, want about %.0f", r.Segment, r.FrameSize, r.ThroughputPPS, want)
+		}
+		// Latency per segment, RFC 2544's over the 2 trials: the sim's
+		// fixed latency plus a mean spread of 4.995 µs.
+		wantLat := map[string]float64{"wan": 15, "lan": 25}[r.Segment]
+		if r.LatencyTrials != 2 || math.Abs(r.LatencyRFC2544US-wantLat) > 0.01 || r.LatencyMinUS > r.LatencyUS || r.LatencyP99US > r.LatencyMaxUS {
+			t.Errorf("%s %d B: latency %v µs over %d trials (min %v, mean %v, p99 %v, max %v), want %v over 2", r.Segment, r.FrameSize,
+				r.LatencyRFC2544US, r.LatencyTrials, r.LatencyMinUS, r.LatencyUS, r.LatencyP99US, r.LatencyMaxUS, wantLat)
 		}
 		// 64 B: 95 % of line rate is 1.41 Mpps, above both; 1518 B:
 		// 77 kpps, below both.

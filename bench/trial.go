@@ -91,6 +91,38 @@ type LatencyStats struct {
 	Mean    time.Duration `json:"mean_ns"`
 	Max     time.Duration `json:"max_ns"`
 	P99     time.Duration `json:"p99_ns"`
+	// RFC2544 is the latency as RFC 2544 §26.2 reports it: the average
+	// of the latencies recorded in Trials trials at RatePPS, the
+	// throughput rate. Each trial's recorded latency is the mean of every
+	// frame it timed, where the RFC times one tagged frame, and a frame is
+	// timed from the generator's stamp as it is handed to the port to the
+	// analyzer taking it in, both on the same host clock.
+	RFC2544 time.Duration `json:"rfc2544_ns"`
+	Trials  int           `json:"trials"`
+	RatePPS float64       `json:"rate_pps"`
+	// Histogram is how the frames' latencies spread, where the analyzer
+	// keeps one: its buckets that hold frames, in order.
+	Histogram []LatencyBucket `json:"histogram,omitempty"`
+}
+
+// LatencyBucket is one bucket of a latency histogram: Frames frames took
+// between From and To ns inclusive.
+type LatencyBucket struct {
+	From   uint64 `json:"from_ns"`
+	To     uint64 `json:"to_ns"`
+	Frames uint64 `json:"frames"`
+}
+
+// bucketsOf lists h's buckets that hold frames.
+func bucketsOf(h xdptraffic.Histogram) []LatencyBucket {
+	var out []LatencyBucket
+	for b, n := range h.Buckets {
+		if n > 0 {
+			lo, hi := xdptraffic.BucketRange(b)
+			out = append(out, LatencyBucket{From: lo, To: hi, Frames: n})
+		}
+	}
+	return out
 }
 
 // LatencyOf summarises a histogram of latencies (the kernel analyzer's,

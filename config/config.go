@@ -136,6 +136,9 @@ type SelfTest struct {
 	// every other size ("*"): a share of line rate ("95%") or a frame
 	// rate ("1.2Mpps"). 95 % of line rate where nothing is said.
 	Expect map[string]string `toml:"expect"`
+	// LatencyTrials is how many trials at the throughput rate the latency
+	// of each size is averaged over (RFC 2544 §26.2: at least 20).
+	LatencyTrials int `toml:"latency_trials"`
 }
 
 // TestCable is one cable from a test port to a segment port.

@@ -62,6 +62,8 @@ func defaults() *Config {
 			Trial:    Seconds(2),
 			LineRate: "1G",
 			Expect:   map[string]string{AnySize: defaultExpect},
+			// RFC 2544 §26.2 asks for 20 trials.
+			LatencyTrials: 20,
 		},
 	}
 }

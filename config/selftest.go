@@ -178,6 +178,9 @@ func (c *Config) validateSelfTest(addTo addFunc, prof *Profile) {
 		add("selftest.trial", "%q is out of range, want between 100ms and 60s", st.Trial)
 	}
 	c.validateExpect(add)
+	if n := st.LatencyTrials; n < 1 || n > 100 {
+		add("selftest.latency_trials", "%d is out of range, want 1 to 100 (RFC 2544 asks for 20)", n)
+	}
 	if _, ok := ParseLineRate(st.LineRate); !ok {
 		add("selftest.line_rate", "%q is not a line rate, want a number with M or G such as \"100M\", \"1G\" or \"10G\"", st.LineRate)
 	}

@@ -63,6 +63,8 @@ func TestSelfTestRules(t *testing.T) {
 		{"test port on a segment's pair", "[[segment]]\nname = \"s\"\nports = [\"LAN1\", \"LAN4\"]\n[selftest]\nports = [{test = \"LAN2\", segment_port = \"LAN1\"}, {test = \"LAN3\", segment_port = \"LAN4\"}]\n", []string{
 			`ncpos.toml:5: selftest.ports[0].test: port "LAN2" is on bypass pair "pair1" with LAN1, which is not a test port; the relay would stay in bypass and cut it off, want both ports of the pair as test ports`,
 			`ncpos.toml:5: selftest.ports[1].test: port "LAN3" is on bypass pair "pair2" with LAN4, which is not a test port; the relay would stay in bypass and cut it off, want both ports of the pair as test ports`}},
+		{"latency trials", cabled + "latency_trials = 0\n", []string{
+			`ncpos.toml:5: selftest.latency_trials: 0 is out of range, want 1 to 100 (RFC 2544 asks for 20)`}},
 		{"unknown cable key", cabled + "ports = [{test = \"LAN3\", to = \"LAN1\"}]\n", nil}, // checked below
 	}
 	for _, tt := range tests[:len(tests)-1] {

@@ -85,7 +85,7 @@ func (s *selfTester) run(ctx context.Context, sizes []int, progress func(size, i
 	}
 	plan := bench.SelfTestPlan{
 		Segments: segments, Sizes: sizes, Trial: s.cfg.SelfTest.Trial.Duration, LineBPS: s.cfg.SelfTest.LineBPS(),
-		Expect: s.expect, Path: s.report, Log: log.Writer(), Progress: progress,
+		Expect: s.expect, LatencyTrials: s.cfg.SelfTest.LatencyTrials, Path: s.report, Log: log.Writer(), Progress: progress,
 	}
 	// Bad input and busy ports are refused before a port is touched.
 	if err := plan.Check(); err != nil {

@@ -124,7 +124,15 @@ type SelfTestResult struct {
 	ThroughputPPS  float64 `json:"throughput_pps"`
 	ThroughputMbps float64 `json:"throughput_mbps"`
 	LossPercent    float64 `json:"loss_percent"`
-	LatencyUS      float64 `json:"latency_us,omitempty"`
+	LatencyUS      float64 `json:"latency_us,omitempty"` // mean over every frame timed
+	// LatencyRFC2544US is the latency RFC 2544 §26.2 reports: the average
+	// over LatencyTrials trials at the throughput rate of each trial's
+	// latency; min, p99 and max are over every frame of those trials.
+	LatencyRFC2544US float64 `json:"latency_rfc2544_us,omitempty"`
+	LatencyTrials    int     `json:"latency_trials,omitempty"`
+	LatencyMinUS     float64 `json:"latency_min_us,omitempty"`
+	LatencyP99US     float64 `json:"latency_p99_us,omitempty"`
+	LatencyMaxUS     float64 `json:"latency_max_us,omitempty"`
 	// ExpectedPPS is what the configuration asks of this size
 	// (selftest.expect), Expected says it as configured.
 	ExpectedPPS float64 `json:"expected_pps,omitempty"`

@@ -259,11 +259,22 @@ function renderDaemons(s) {
       h('td', {}, `${r.frame_size} B`), h('td', { class: 'num' }, `${pps(r.throughput_pps)} · ${si(r.throughput_mbps * 1e6, 'bit/s')}`),
       h('td', { class: 'num', title: r.expected || '' }, r.expected_pps ? pps(r.expected_pps) : '—'),
       h('td', { class: verdict === 'PASSED' ? 'good' : 'bad', 'data-field': 'verdict', title: r.note || '' }, verdict),
-      h('td', { class: 'num' }, `${r.loss_percent} %`), h('td', { class: 'num' }, r.latency_us ? `${r.latency_us} µs` : '—')));
+      h('td', { class: 'num' }, `${r.loss_percent} %`), latencyCell(r)));
   }
   $('selftest').replaceChildren(
     h('p', {}, h('span', { class: t.passed ? 'good' : 'bad', 'data-field': 'selftest' }, t.passed ? 'PASSED' : 'FAILED'), ` ${utc(t.finished)} UTC — ${t.summary}`),
     throughputChart(t.results || []), tbl);
+}
+
+// latencyCell shows RFC 2544's latency (§26.2, the average over its
+// trials) with min / mean / p99 / max over every frame in its title.
+function latencyCell(r) {
+  if (!r.latency_us) return h('td', { class: 'num' }, '—');
+  const rfc = r.latency_rfc2544_us || r.latency_us;
+  const title = r.latency_trials
+    ? `RFC 2544 §26.2: average of ${r.latency_trials} trials at the throughput rate; every frame: min ${r.latency_min_us} / mean ${r.latency_us} / p99 ${r.latency_p99_us} / max ${r.latency_max_us} µs`
+    : `mean of every frame: ${r.latency_us} µs`;
+  return h('td', { class: 'num', title, 'data-field': 'latency' }, `${rfc} µs`);
 }
 
 // throughputChart draws throughput (bit/s) against frame size, the
