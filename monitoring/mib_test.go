@@ -38,9 +38,16 @@ func TestMIBTranslate(t *testing.T) {
 		"ncposBypassChange":       snmp.NcposBypassChange.String(),
 		"ncposReset":              snmp.NcposReset.String(),
 	} {
-		out, err := exec.Command(tr, "-M", snmptest.MIBDir()+":.", "-m", "NCPOS-MIB", "-On", "NCPOS-MIB::"+name).CombinedOutput()
+		cmd := exec.Command(tr, "-M", snmptest.MIBDir()+":.", "-m", "NCPOS-MIB", "-On", "NCPOS-MIB::"+name)
+		// A fresh home, and only stdout compared: on a machine where
+		// net-snmp never ran, it creates its persistent directory and
+		// says so on stderr.
+		cmd.Env = append(os.Environ(), "SNMP_PERSISTENT_DIR="+t.TempDir(), "HOME="+t.TempDir(), "SNMPCONFPATH="+t.TempDir())
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil || strings.TrimSpace(string(out)) != oid {
-			t.Errorf("snmptranslate %s: %v %s, want %s", name, err, out, oid)
+			t.Errorf("snmptranslate %s: %v %s (stderr: %s), want %s", name, err, out, stderr.String(), oid)
 		}
 	}
 }
