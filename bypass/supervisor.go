@@ -15,17 +15,17 @@ import (
 // Pair is one bypass pair as bypassd drives it.
 type Pair struct {
 	Name    string
-	Segment string    // the segment it belongs to; "" if none (kept in bypass)
+	Segment string // the segment it belongs to; "" if none (kept in bypass)
 	// TestPorts: both ports are the self-test's test ports ([selftest]),
 	// and no segment's. The relay keeps them on their cables (normal),
 	// since in bypass it would join the two test cables to each other and
 	// cut the ports off, and the self-test could not send or receive.
 	TestPorts bool
-	Ports   [2]string // front-panel names
-	Ifnames [2]string // kernel names, where known
-	Kind    string    // backend name from the profile
-	Backend Backend   // nil: cannot be driven, Problem says why
-	Problem string
+	Ports     [2]string // front-panel names
+	Ifnames   [2]string // kernel names, where known
+	Kind      string    // backend name from the profile
+	Backend   Backend   // nil: cannot be driven, Problem says why
+	Problem   string
 	// Timer is the controller watchdog timeout to arm (0: leave it off).
 	Timer time.Duration
 	// Defaults are the event defaults the profile wants.
