@@ -13,6 +13,10 @@ import (
 const (
 	EngineKernel = "kernel live frames" // BPF_PROG_RUN generator, XDP analyzer
 	EngineAFXDP  = "AF_XDP"             // sockets in copy mode
+	// EngineAFXDPGen is an AF_XDP generator whose frames the kernel's
+	// XDP analyzer counts: a port that cannot transmit XDP frames can
+	// still run an XDP program (generic XDP, at worst).
+	EngineAFXDPGen = "AF_XDP generator, kernel analyzer"
 )
 
 // kernelGenerator sends a stream with the kernel's live frames; tx reads
@@ -110,8 +114,9 @@ func newKernelStream(s *portStream) error {
 
 // probe checks that the sending port's driver transmits the kernel
 // generator's XDP frames: probe frames must show in its tx_packets
-// (e1000e, for one, has no XDP and drops them). Where they do not, the
-// stream goes over AF_XDP instead.
+// (e1000e, for one, has no XDP and drops them). Where they do not, an
+// AF_XDP socket sends the stream instead, and the kernel's analyzer
+// still counts it.
 func (s *portStream) probe() error {
 	k, ok := s.gen.(*kernelGenerator)
 	if !ok {
@@ -142,8 +147,11 @@ func (s *portStream) probe() error {
 		return nil
 	}
 	s.gen.close()
-	s.an.close()
-	s.gen, s.an = nil, nil
+	s.gen = nil
 	s.Why = fmt.Sprintf("%s's driver sent %d of %d XDP frames", s.Sender.Ifname, tx-tx0, sent.Frames)
-	return newAFXDPStream(s)
+	if err := newAFXDPGenerator(s); err != nil {
+		return err
+	}
+	s.Engine = EngineAFXDPGen
+	return nil
 }

@@ -38,6 +38,21 @@ var (
 type PortStream struct {
 	Name             string // the segment measured
 	Sender, Receiver PortEnd
+	// Reversed: the frames go from the second address range to the
+	// first (FrameSpec.Reversed), as the other direction's do.
+	Reversed bool
+}
+
+// Reverse is the same path the other way.
+func (ps PortStream) Reverse() PortStream {
+	ps.Sender, ps.Receiver = ps.Receiver, ps.Sender
+	ps.Reversed = !ps.Reversed
+	return ps
+}
+
+// Label names the stream by segment and interfaces ("seg1 eth3→eth4").
+func (ps PortStream) Label() string {
+	return ps.Name + " " + ps.Sender.Ifname + "→" + ps.Receiver.Ifname
 }
 
 // PortTarget is the Trial of the appliance's self-test: AF_XDP generators
@@ -78,9 +93,21 @@ func (e PortEnd) link() (netlink.Link, error) {
 
 // NewPorts opens the generators and analyzers of streams (flows per
 // stream; 1 when 0), bringing the interfaces up. Close releases them.
+// An interface may send one stream and receive another (both directions
+// of a segment at once), but receive only one.
 func NewPorts(streams []PortStream, flows int) (_ *PortTarget, err error) {
 	if len(streams) == 0 {
 		return nil, errors.New("no streams: no segment has both ports cabled to test ports")
+	}
+	sends, receives := map[PortEnd]bool{}, map[PortEnd]bool{}
+	for _, ps := range streams {
+		if ps.Sender == ps.Receiver {
+			return nil, fmt.Errorf("stream %s: sends and receives on the same port", ps.Label())
+		}
+		if sends[ps.Sender] || receives[ps.Receiver] {
+			return nil, fmt.Errorf("stream %s: %s already sends or %s already receives another stream", ps.Label(), ps.Sender.Ifname, ps.Receiver.Ifname)
+		}
+		sends[ps.Sender], receives[ps.Receiver] = true, true
 	}
 	t := &PortTarget{}
 	defer func() {
@@ -101,7 +128,7 @@ func NewPorts(streams []PortStream, flows int) (_ *PortTarget, err error) {
 			}
 			ends[k] = l
 		}
-		s.spec = FrameSpec{Flows: max(flows, 1), Stream: uint16(i)}
+		s.spec = FrameSpec{Flows: max(flows, 1), Stream: uint16(i), Reversed: ps.Reversed}
 		copy(s.spec.SrcMAC[:], macOr(ends[0].Attrs().HardwareAddr, defaultSrcMAC))
 		copy(s.spec.DstMAC[:], macOr(ends[1].Attrs().HardwareAddr, defaultDstMAC))
 		s.rxIndex, s.txIndex = ends[1].Attrs().Index, ends[0].Attrs().Index
@@ -111,6 +138,11 @@ func NewPorts(streams []PortStream, flows int) (_ *PortTarget, err error) {
 			continue
 		}
 		s.Why = err.Error()
+		// An AF_XDP analyzer's socket takes the port's queue, which a
+		// generator's socket on the same port then cannot bind.
+		if sends[ps.Receiver] {
+			return nil, fmt.Errorf("stream %s: the kernel's generator and analyzer are needed to send and receive on %s at once: %w", ps.Label(), ps.Receiver.Ifname, err)
+		}
 		if err := newAFXDPStream(s); err != nil {
 			return nil, err
 		}
@@ -128,7 +160,16 @@ func newAFXDPStream(s *portStream) error {
 	}
 	an.start()
 	s.an = an
-	err = s.Sender.do(func() error {
+	if err := newAFXDPGenerator(s); err != nil {
+		return err
+	}
+	s.Engine = EngineAFXDP
+	return nil
+}
+
+// newAFXDPGenerator opens the AF_XDP socket that sends s.
+func newAFXDPGenerator(s *portStream) error {
+	err := s.Sender.do(func() error {
 		x, err := newXSK(s.txIndex, &xskOptions)
 		if err == nil {
 			s.gen = &generator{xsk: x, frame: s.spec}
@@ -138,7 +179,6 @@ func newAFXDPStream(s *portStream) error {
 	if err != nil {
 		return fmt.Errorf("generator on %s: %w", s.Sender.Ifname, err)
 	}
-	s.Engine = EngineAFXDP
 	return nil
 }
 
@@ -204,12 +244,12 @@ func (s *portStream) txPackets() (uint64, error) {
 }
 
 // Engines says what carries each stream, and why not the kernel's live
-// frames where it is not ("seg1: AF_XDP (LAN5's driver sent 0 of 16 XDP
-// frames)").
+// frames where it is not ("seg1 eth5→eth6: AF_XDP generator, kernel
+// analyzer (eth5's driver sent 0 of 16 XDP frames)").
 func (t *PortTarget) Engines() []string {
 	var out []string
 	for _, s := range t.streams {
-		e := s.Name + ": " + s.Engine
+		e := s.Label() + ": " + s.Engine
 		if s.Why != "" {
 			e += " (" + s.Why + ")"
 		}

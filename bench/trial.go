@@ -48,6 +48,14 @@ type TrialResult struct {
 	// TxDropped are frames the generator made that its port did not
 	// transmit (not in Sent).
 	TxDropped uint64
+	// PerStream is each stream's share of Sent and Received, in the
+	// order of the target's streams, where the target counts them apart.
+	PerStream []StreamCount
+}
+
+// StreamCount is what one stream of a trial sent and what of it arrived.
+type StreamCount struct {
+	Sent, Received uint64
 }
 
 // OfferedPPS is the rate the generator achieved, per stream.

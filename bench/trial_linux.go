@@ -92,6 +92,7 @@ func runTrial(ctx context.Context, trial uint16, spec TrialSpec, streams []trial
 			return res, err
 		}
 		res.Received += got
+		res.PerStream = append(res.PerStream, StreamCount{Sent: gens[i].sent, Received: got})
 		rx, err := s.rx()
 		if err != nil {
 			return res, err

@@ -20,10 +20,11 @@ import (
 // paced batch by batch; the analyzer's socket gets every frame arriving at
 // the other end from asavie's XSKMAP program and checks its stamp.
 
-// epoch is the clock of the stamps: both ends run in this process.
-var epoch = time.Now()
-
-func nanotime() uint64 { return uint64(time.Since(epoch)) }
+// nanotime is the clock of the stamps: the kernel's CLOCK_MONOTONIC,
+// which the kernel's generator and analyzer read too (bpf_ktime_get_ns),
+// so that an AF_XDP generator's frames can be timed by the kernel's
+// analyzer.
+func nanotime() uint64 { return uint64(xdptraffic.Monotonic()) }
 
 var xskOptions = xdp.SocketOptions{
 	NumFrames:              4096,
