@@ -21,11 +21,15 @@ import (
 // and direction: the frame rate, and how it was said ("95% of line rate").
 type Expect func(size int) (pps float64, text string)
 
-// SegmentReport is the RFC 2544 report of one segment and direction.
+// SegmentReport is the RFC 2544 report of one segment and direction, or
+// of both directions measured at once.
 type SegmentReport struct {
 	Name      string // segment
 	Direction string // "LAN1 → LAN2"; may be empty
-	Report    *Report
+	// Reverse is the other direction ("LAN2 → LAN1") when both were
+	// measured at once, each at the rate of the report's figures.
+	Reverse string
+	Report  *Report
 }
 
 // NewSelfTest turns the segments' reports into statusd's shape: one row
@@ -46,20 +50,33 @@ func NewSelfTest(reps []SegmentReport, expect Expect, runErr error) *api.SelfTes
 			st.Finished = r.Finished.UTC()
 		}
 		name := sr.Name
-		if sr.Direction != "" {
+		switch {
+		case sr.Reverse != "":
+			name += " (" + sr.Direction + " and " + sr.Reverse + " at once)"
+		case sr.Direction != "":
 			name += " (" + sr.Direction + ")"
 		}
 		names = append(names, name)
 		if len(r.Results) == 0 {
 			st.Passed = false
 		}
+		dirs := []string{sr.Direction}
+		if sr.Reverse != "" {
+			dirs = append(dirs, sr.Reverse)
+		}
 		for _, s := range r.Results {
-			row := selfTestRow(sr, s, expect)
-			if row.Verdict != api.VerdictPassed {
-				st.Passed = false
-				failed = append(failed, fmt.Sprintf("%s %d B %s", sr.Name, s.Size, row.Verdict))
+			for _, dir := range dirs {
+				row := selfTestRow(sr.Name, dir, s, expect)
+				if row.Verdict != api.VerdictPassed {
+					st.Passed = false
+					where := sr.Name
+					if len(dirs) > 1 {
+						where += " " + dir
+					}
+					failed = append(failed, fmt.Sprintf("%s %d B %s", where, s.Size, row.Verdict))
+				}
+				st.Results = append(st.Results, row)
 			}
-			st.Results = append(st.Results, row)
 		}
 	}
 	st.Summary = "RFC 2544 throughput on " + strings.Join(names, ", ")
@@ -73,9 +90,9 @@ func NewSelfTest(reps []SegmentReport, expect Expect, runErr error) *api.SelfTes
 }
 
 // selfTestRow is one size of one segment and direction, with its verdict.
-func selfTestRow(sr SegmentReport, s *SizeResult, expect Expect) api.SelfTestResult {
+func selfTestRow(segment, direction string, s *SizeResult, expect Expect) api.SelfTestResult {
 	row := api.SelfTestResult{
-		Segment: sr.Name, Direction: sr.Direction, FrameSize: s.Size,
+		Segment: segment, Direction: direction, FrameSize: s.Size,
 		ThroughputPPS:  math.Round(s.ThroughputPPS),
 		ThroughputMbps: math.Round(BitsPerSecond(s.ThroughputPPS, s.Size)/1e5) / 10,
 		LossPercent:    s.LossPercent,
@@ -121,7 +138,10 @@ func WriteSelfTest(path string, st *api.SelfTest) error {
 type SelfTestSegment struct {
 	Name      string // segment
 	Direction string // the segment ports crossed, "LAN1 → LAN2"
-	T         Trial
+	// Reverse is the other direction ("LAN2 → LAN1") when T sends both
+	// at once: its first stream in Direction, its second in Reverse.
+	Reverse string
+	T       Trial
 }
 
 // SelfTestPlan is what the appliance's self-test measures: the RFC 2544
@@ -195,9 +215,13 @@ func RunSelfTest(ctx context.Context, p SelfTestPlan) (*api.SelfTest, error) {
 	reps := make([]SegmentReport, len(p.Segments))
 	runners := make([]*Runner, len(p.Segments))
 	for i, seg := range p.Segments {
-		runners[i] = &Runner{T: seg.T, O: o}
-		reps[i] = SegmentReport{Name: seg.Name, Direction: seg.Direction, Report: &Report{
-			Target: "appliance", Segments: 1, Directions: 1, LineBPS: o.LineBPS, Flows: 1,
+		so := o
+		if seg.Reverse != "" {
+			so.Streams = 2
+		}
+		runners[i] = &Runner{T: seg.T, O: so}
+		reps[i] = SegmentReport{Name: seg.Name, Direction: seg.Direction, Reverse: seg.Reverse, Report: &Report{
+			Target: "appliance", Segments: 1, Directions: so.Streams, LineBPS: o.LineBPS, Flows: 1,
 			Trial: o.Trial, Resolution: o.Resolution, Started: time.Now(),
 		}}
 	}

@@ -141,3 +141,34 @@ func TestSelfTestPlanCheck(t *testing.T) {
 		t.Errorf("%d trials ran for refused plans", dev.Trials)
 	}
 }
+
+// TestRunSelfTestBothDirections: a segment measured both ways at once
+// gives a row per direction, each at the rate both directions passed.
+func TestRunSelfTestBothDirections(t *testing.T) {
+	dev := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 300000, Streams: 2, Latency: 10 * time.Microsecond}
+	plan := SelfTestPlan{
+		Segments: []SelfTestSegment{{Name: "wan", Direction: "LAN1 → LAN2", Reverse: "LAN2 → LAN1", T: dev}},
+		Sizes:    []int{64, 1518}, Trial: 100 * time.Millisecond, Path: filepath.Join(t.TempDir(), "latest.json"),
+		Expect: func(int) (float64, string) { return 250000, "250kpps" },
+	}
+	st, err := RunSelfTest(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range st.Results {
+		want := math.Min(300000, LinePPS(r.FrameSize, DefaultLineBPS))
+		// Within the search's resolution, 1 % of line rate.
+		if math.Abs(r.ThroughputPPS-want) > 0.01*LinePPS(r.FrameSize, DefaultLineBPS) {
+			t.Errorf("%s %d B: %.0f frames/s per direction, want about %.0f", r.Direction, r.FrameSize, r.ThroughputPPS, want)
+		}
+		got = append(got, fmt.Sprintf("%s %s %d %s", r.Segment, r.Direction, r.FrameSize, r.Verdict))
+	}
+	want := []string{"wan LAN1 → LAN2 64 PASSED", "wan LAN2 → LAN1 64 PASSED", "wan LAN1 → LAN2 1518 FAILED", "wan LAN2 → LAN1 1518 FAILED"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+	if st.Passed || !strings.HasPrefix(st.Summary, "RFC 2544 throughput on wan (LAN1 → LAN2 and LAN2 → LAN1 at once); not reached: wan LAN1 → LAN2 1518 B FAILED, wan LAN2 → LAN1 1518 B FAILED") {
+		t.Errorf("passed %v, summary %q", st.Passed, st.Summary)
+	}
+}

@@ -139,6 +139,10 @@ type SelfTest struct {
 	// LatencyTrials is how many trials at the throughput rate the latency
 	// of each size is averaged over (RFC 2544 §26.2: at least 20).
 	LatencyTrials int `toml:"latency_trials"`
+	// Directions is 1 (each segment's first port to its second) or 2
+	// (both ways at once, the same rate each way, as a segment carries
+	// traffic in the field).
+	Directions int `toml:"directions"`
 }
 
 // TestCable is one cable from a test port to a segment port.

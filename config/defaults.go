@@ -64,6 +64,7 @@ func defaults() *Config {
 			Expect:   map[string]string{AnySize: defaultExpect},
 			// RFC 2544 §26.2 asks for 20 trials.
 			LatencyTrials: 20,
+			Directions:    1,
 		},
 	}
 }

@@ -181,6 +181,9 @@ func (c *Config) validateSelfTest(addTo addFunc, prof *Profile) {
 	if n := st.LatencyTrials; n < 1 || n > 100 {
 		add("selftest.latency_trials", "%d is out of range, want 1 to 100 (RFC 2544 asks for 20)", n)
 	}
+	if n := st.Directions; n != 1 && n != 2 {
+		add("selftest.directions", "%d is not a number of directions, want 1 (first port to second) or 2 (both at once)", n)
+	}
 	if _, ok := ParseLineRate(st.LineRate); !ok {
 		add("selftest.line_rate", "%q is not a line rate, want a number with M or G such as \"100M\", \"1G\" or \"10G\"", st.LineRate)
 	}

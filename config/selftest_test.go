@@ -65,6 +65,8 @@ func TestSelfTestRules(t *testing.T) {
 			`ncpos.toml:5: selftest.ports[1].test: port "LAN3" is on bypass pair "pair2" with LAN4, which is not a test port; the relay would stay in bypass and cut it off, want both ports of the pair as test ports`}},
 		{"latency trials", cabled + "latency_trials = 0\n", []string{
 			`ncpos.toml:5: selftest.latency_trials: 0 is out of range, want 1 to 100 (RFC 2544 asks for 20)`}},
+		{"directions", cabled + "directions = 3\n", []string{
+			`ncpos.toml:5: selftest.directions: 3 is not a number of directions, want 1 (first port to second) or 2 (both at once)`}},
 		{"unknown cable key", cabled + "ports = [{test = \"LAN3\", to = \"LAN1\"}]\n", nil}, // checked below
 	}
 	for _, tt := range tests[:len(tests)-1] {

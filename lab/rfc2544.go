@@ -21,10 +21,13 @@ const (
 
 // TargetOptions configure a lab bench target.
 type TargetOptions struct {
-	Target     string // TargetForwarder or TargetBridge
-	Segments   int    // lab segments; 1 when 0
-	Ports      []int  // segments that carry traffic; all when nil
-	Flows      int    // per stream; 1 when 0
+	Target   string // TargetForwarder or TargetBridge
+	Segments int    // lab segments; 1 when 0
+	Ports    []int  // segments that carry traffic; all when nil
+	Flows    int    // per stream; 1 when 0
+	// Directions is 1 (side a to side b) or 2 (both at once, each
+	// traffic end sending one stream and receiving the other); 1 when 0.
+	Directions int
 	Forwarderd string // forwarderd binary (BuildForwarderd), for TargetForwarder
 	RunDir     string // forwarderd's socket and log
 	// ForwarderdArgs are extra flags for forwarderd; "-engine xdp -mode
@@ -66,6 +69,12 @@ func NewTarget(o TargetOptions) (_ *Target, err error) {
 			return nil, fmt.Errorf("unknown port seg%d: the lab has seg0 to seg%d", p, o.Segments-1)
 		}
 	}
+	if o.Directions == 0 {
+		o.Directions = 1
+	}
+	if o.Directions != 1 && o.Directions != 2 {
+		return nil, fmt.Errorf("%d directions: want 1 or 2", o.Directions)
+	}
 	id := "b" + strconv.FormatInt(int64(rand.IntN(36*36*36)), 36)
 	l, err := New(Config{ID: id, Segments: o.Segments})
 	if err != nil {
@@ -77,12 +86,18 @@ func NewTarget(o TargetOptions) (_ *Target, err error) {
 			t.Close()
 		}
 	}()
+	// Every segment's a → b streams first, then their b → a streams.
 	var streams []bench.PortStream
 	for _, p := range o.Ports {
 		seg := l.Segments[p]
 		streams = append(streams, bench.PortStream{Name: "seg" + strconv.Itoa(p),
 			Sender:   bench.PortEnd{Ifname: seg.HostIfs[0], NS: seg.Hosts[0]},
 			Receiver: bench.PortEnd{Ifname: seg.HostIfs[1], NS: seg.Hosts[1]}})
+	}
+	if o.Directions == 2 {
+		for _, s := range streams[:len(o.Ports)] {
+			streams = append(streams, s.Reverse())
+		}
 	}
 	if t.PortTarget, err = bench.NewPorts(streams, o.Flows); err != nil {
 		return nil, err

@@ -134,3 +134,58 @@ func TestPortsSelfTest(t *testing.T) {
 		t.Errorf("report %+v: want passed with 2 results", st)
 	}
 }
+
+// TestRFC2544BothDirections sends both directions of a segment at once
+// through forwarderd: each traffic end sends one stream and receives the
+// other, and every trial's analyzer count is checked against the
+// receiving veths' kernel counters.
+func TestRFC2544BothDirections(t *testing.T) {
+	requireLab(t)
+	lt, err := lab.NewTarget(lab.TargetOptions{Target: lab.TargetForwarder, Forwarderd: forwarderdBin, RunDir: t.TempDir(), Flows: 16, Directions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := lt.Close(); err != nil {
+			t.Errorf("closing the lab: %v", err)
+		}
+	})
+	if lt.Streams() != 2 {
+		t.Fatalf("%d streams, want 2", lt.Streams())
+	}
+	// A light trial first: 2 % of line rate each way, which any working
+	// path carries; each direction must have arrived.
+	res, err := lt.Run(context.Background(), bench.TrialSpec{Size: 64, RatePPS: 0.02 * bench.LinePPS(64, bench.DefaultLineBPS), Duration: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("2 %% each way: %+v, %s %d", res.PerStream, res.IndependentName, res.Independent)
+	if len(res.PerStream) != 2 {
+		t.Fatalf("counts of %d streams, want 2", len(res.PerStream))
+	}
+	for i, c := range res.PerStream {
+		if c.Sent == 0 || c.Received < c.Sent*3/4 {
+			t.Errorf("direction %d: sent %d, received %d", i, c.Sent, c.Received)
+		}
+	}
+	if res.Independent < int64(res.Received) {
+		t.Errorf("the analyzers counted %d frames, the receiving veths %d", res.Received, res.Independent)
+	}
+	var log bytes.Buffer
+	o := bench.Options{Trial: 300 * time.Millisecond, Resolution: 12.5, LossSteps: []float64{}, Streams: 2, Log: &log}
+	r := &bench.Runner{T: lt, O: o}
+	sr, err := r.Size(context.Background(), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range sr.Trials {
+		if tr.AgreementPct == nil || *tr.AgreementPct > 5 {
+			t.Errorf("trial at %.1f%%: analyzers %d, %s %v", tr.RatePercent, tr.Received, tr.IndependentName, tr.Independent)
+		}
+	}
+	rep := &bench.Report{Target: lab.TargetForwarder, Segments: 1, Directions: 2, LineBPS: bench.DefaultLineBPS, Flows: 16, Trial: o.Trial, Resolution: o.Resolution,
+		Results: []*bench.SizeResult{sr}}
+	var tab bytes.Buffer
+	bench.WriteTable(&tab, rep)
+	t.Logf("traffic: %v\ntrials:\n%s\n%s", lt.Engines(), log.String(), tab.String())
+}

@@ -19,7 +19,9 @@ import (
 // reach 1 % of a 100 Mb/s line, and 64 B the whole line, which no
 // emulated box reaches, so that the run shows a size falling short
 // (FAILED, or INCONCLUSIVE where the emulated test port could not offer
-// the rate either). Two latency trials per size keep the run short.
+// the rate either). Both directions go at once, each test port sending
+// one stream and receiving the other. Two latency trials per size keep
+// the run short.
 const selfTestConfig = `platform = "qemu"
 hostname = "ncpos-selftest"
 services = ["forwarderd", "bypassd", "watchdogd", "statusd"]
@@ -39,13 +41,15 @@ trial = "1s"
 line_rate = "100M"
 expect = { "*" = "1%", "64" = "100%" }
 latency_trials = 2
+directions = 2
 `
 
 // TestSelfTestThroughCables boots an image whose test ports are cabled
 // to its segment ports as its [selftest] says, runs the RFC 2544
 // self-test through the authenticated API, and checks the report: one row
-// per size for seg1 in its direction, each with the verdict its figure
-// and expectation give, and the dashboard's table and chart.
+// per size for seg1 in each direction, both measured at once, each with
+// the verdict its figure and expectation give, and the dashboard's table
+// and chart.
 func TestSelfTestThroughCables(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
@@ -96,14 +100,16 @@ func TestSelfTestThroughCables(t *testing.T) {
 	}
 	getJSON(t, v, "api/v1/selftest", &got)
 	st := got.SelfTest
-	if st == nil || len(st.Results) != 2 {
-		t.Fatalf("self-test report %+v, want two sizes of seg1", st)
+	if st == nil || len(st.Results) != 4 {
+		t.Fatalf("self-test report %+v, want two sizes of seg1 in two directions", st)
 	}
+	directions := map[string]int{}
 	for _, r := range st.Results {
 		t.Logf("%s (%s) %4d B: %.0f frames/s (%.1f Mb/s), loss %.3f %%, expected %.0f (%s): %s %s",
 			r.Segment, r.Direction, r.FrameSize, r.ThroughputPPS, r.ThroughputMbps, r.LossPercent, r.ExpectedPPS, r.Expected, r.Verdict, r.Note)
-		if r.Segment != "seg1" || r.Direction != "LAN1 → LAN2" {
-			t.Errorf("row %+v, want seg1 LAN1 → LAN2", r)
+		directions[r.Direction]++
+		if r.Segment != "seg1" || (r.Direction != "LAN1 → LAN2" && r.Direction != "LAN2 → LAN1") {
+			t.Errorf("row %+v, want seg1 LAN1 → LAN2 or LAN2 → LAN1", r)
 		}
 		t.Logf("%4d B latency: %.1f µs (RFC 2544, %d trials); min %.1f / mean %.1f / p99 %.1f / max %.1f µs",
 			r.FrameSize, r.LatencyRFC2544US, r.LatencyTrials, r.LatencyMinUS, r.LatencyUS, r.LatencyP99US, r.LatencyMaxUS)
@@ -129,7 +135,10 @@ func TestSelfTestThroughCables(t *testing.T) {
 			}
 		}
 	}
-	if st.Passed || job.Job.State != "failed" || !strings.Contains(st.Summary, "seg1 64 B") {
+	if directions["LAN1 → LAN2"] != 2 || directions["LAN2 → LAN1"] != 2 {
+		t.Errorf("rows per direction %v, want both sizes in each", directions)
+	}
+	if st.Passed || job.Job.State != "failed" || !strings.Contains(st.Summary, "seg1 LAN1 → LAN2 64 B") || !strings.Contains(st.Summary, "seg1 LAN2 → LAN1 64 B") {
 		t.Errorf("a run with 64 B short of its expectation: passed %v, job %s, summary %q", st.Passed, job.Job.State, st.Summary)
 	}
 
@@ -139,11 +148,11 @@ func TestSelfTestThroughCables(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := browsertest.Start(t, browsertest.Options{TrustSPKI: spki})
-	dom, err := b.Load(v.StatusURL(), `polled >= 1 && document.querySelectorAll('#selftest tr[data-segment="seg1"]').length == 2`, 4*time.Minute)
+	dom, err := b.Load(v.StatusURL(), `polled >= 1 && document.querySelectorAll('#selftest tr[data-segment="seg1"]').length == 4`, 4*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{`data-field="selftest-chart"`, `data-line="seg1 LAN1 → LAN2"`, `data-size="64"`, `data-size="1518"`, `data-field="latency"`}
+	want := []string{`data-field="selftest-chart"`, `data-line="seg1 LAN1 → LAN2"`, `data-line="seg1 LAN2 → LAN1"`, `data-size="64"`, `data-size="1518"`, `data-field="latency"`}
 	for _, r := range st.Results {
 		want = append(want, fmt.Sprintf(">%s</td>", r.Verdict))
 	}

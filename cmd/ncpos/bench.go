@@ -126,9 +126,6 @@ func parseBenchArgs(args []string, stderr io.Writer) (*benchArgs, error) {
 	if a.directions != 1 && a.directions != 2 {
 		return nil, fmt.Errorf("-directions %d: want 1 or 2", a.directions)
 	}
-	if a.directions == 2 && a.target != bench.TargetSim {
-		return nil, errors.New("-directions 2: both directions are not implemented in the lab driver yet (one AF_XDP socket per traffic end)")
-	}
 	if *trial < 10*time.Millisecond {
 		return nil, fmt.Errorf("-trial %v: at least 10ms", *trial)
 	}
@@ -262,7 +259,7 @@ func benchConfig(ctx context.Context, a *benchArgs, segs int, bin, dir string) (
 		rep.Notes = append(rep.Notes, "simulated device (800 Mb/s of frames per stream, 2000-frame buffer): no traffic was sent")
 	default:
 		lt, err := lab.NewTarget(lab.TargetOptions{Target: a.target, Segments: segs, Ports: ports, Flows: a.flows,
-			Forwarderd: bin, RunDir: dir})
+			Directions: a.directions, Forwarderd: bin, RunDir: dir})
 		if err != nil {
 			return nil, err
 		}

@@ -57,7 +57,11 @@ func (s *selfTester) streams() ([]bench.PortStream, []bench.SelfTestSegment, err
 			return nil, nil, fmt.Errorf("test ports %s and %s of segment %s: %v", p.Sender, p.Receiver, p.Segment, resolveErr)
 		}
 		streams = append(streams, bench.PortStream{Name: p.Segment, Sender: bench.PortEnd{Ifname: snd}, Receiver: bench.PortEnd{Ifname: rcv}})
-		segments = append(segments, bench.SelfTestSegment{Name: p.Segment, Direction: p.From + " → " + p.To})
+		seg := bench.SelfTestSegment{Name: p.Segment, Direction: p.From + " → " + p.To}
+		if s.cfg.SelfTest.Directions == 2 {
+			seg.Reverse = p.To + " → " + p.From
+		}
+		segments = append(segments, seg)
 	}
 	return streams, segments, nil
 }
@@ -119,7 +123,11 @@ func (s *selfTester) run(ctx context.Context, sizes []int, progress func(size, i
 		return "", err
 	}
 	for i, st := range streams {
-		pt, err := bench.NewPorts([]bench.PortStream{st}, 16)
+		both := []bench.PortStream{st}
+		if segments[i].Reverse != "" {
+			both = append(both, st.Reverse())
+		}
+		pt, err := bench.NewPorts(both, 16)
 		if err != nil {
 			return "", err
 		}

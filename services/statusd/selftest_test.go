@@ -40,6 +40,13 @@ func TestSelfTester(t *testing.T) {
 	if err != nil || !slices.Equal(segments, wantSeg) || !slices.Equal(streams, want) {
 		t.Errorf("streams() = %+v, %v, %v; want %+v", streams, segments, err, want)
 	}
+	// Both directions at once: the same streams, each segment with its
+	// reverse direction.
+	s.cfg.SelfTest.Directions = 2
+	if _, segments, err := s.streams(); err != nil || len(segments) != 1 || segments[0].Reverse != "LAN2 → LAN1" {
+		t.Errorf("streams() with directions = 2: %+v, %v; want seg wan reversed as LAN2 → LAN1", segments, err)
+	}
+	s.cfg.SelfTest.Directions = 1
 	if jobs := newSelfTest(context.Background(), cfg, s.report); jobs.Ready() != nil || jobs.Run == nil {
 		t.Error("newSelfTest: not ready")
 	}
