@@ -13,6 +13,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
+	"github.com/ncpos/ncpos/bench"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/lab/bpf"
 )
@@ -71,6 +72,7 @@ type BenchReport struct {
 	Duration time.Duration
 	Rows     []BenchRow
 	Overload []*Saturation
+	RFC2544  *RFC2544Figure // the self-test's search through xdp forward, at the first size
 }
 
 // Saturation is an overload figure: a datapath with the forwarding core to
@@ -100,7 +102,8 @@ const (
 )
 
 // Setups lists every setup RunBench measures, for BenchOptions.Only.
-var Setups = []string{SetupCeiling, SetupBridge, SetupReference, SetupXDPForward, SetupXDPSvc1, SetupXDPSvc10k, SetupAFXDP, SetupOverload}
+var Setups = []string{SetupCeiling, SetupBridge, SetupReference, SetupXDPForward, SetupXDPSvc1, SetupXDPSvc10k, SetupAFXDP,
+	SetupSelfTestGenAB, SetupSelfTestGenBA, SetupRFC2544, SetupOverload}
 
 const (
 	ceilingSink = 60 // sink id of the XDP_DROP program on the port itself
@@ -172,6 +175,21 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchReport, error) {
 			}
 		}
 	}
+	if o.Wants(SetupRFC2544) {
+		size := o.Sizes[0]
+		// The search tries up to what the self-test's generator
+		// offered flat out, or the ceiling where it was not measured.
+		maxPPS := rep.find(SetupSelfTestGenAB, size)
+		if maxPPS == 0 {
+			maxPPS = rep.find(SetupCeiling, size)
+		}
+		if maxPPS == 0 {
+			maxPPS = bench.LinePPS(size, 1e9)
+		}
+		if rep.RFC2544, err = b.rfc2544(ctx, size, maxPPS); err != nil {
+			return nil, fmt.Errorf("RFC 2544: %w", err)
+		}
+	}
 	if !o.Wants(SetupOverload) {
 		return rep, nil
 	}
@@ -233,6 +251,15 @@ func (b *ppsBench) setups(ctx context.Context, size int) ([]BenchRow, error) {
 	if b.o.Wants(SetupReference) {
 		pps, off, err := b.reference(ctx, b.gen1, frame)
 		if err := add(SetupReference, SinkXDP, pps, off, err); err != nil {
+			return nil, err
+		}
+	}
+	for side, setup := range []string{SetupSelfTestGenAB, SetupSelfTestGenBA} {
+		if !b.o.Wants(setup) {
+			continue
+		}
+		pps, off, err := b.selfTestGen(ctx, size, side)
+		if err := add(setup, SinkXDP, pps, off, err); err != nil {
 			return nil, err
 		}
 	}

@@ -23,12 +23,7 @@ func (r *BenchReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "ncpos lab bench: veth lab, %d CPUs, generator on CPU %d, best 0.5 s window of %v, best of %d rounds\n", r.CPUs, r.GenCPU, r.Duration, r.Rounds)
 	fmt.Fprintf(w, "(on veth the generator, the datapath and the sink share one core's softirq: ns/frame is the honest figure)\n\n")
 	fmt.Fprintf(w, "%5s  %-32s %8s %9s %10s %9s %9s  %s\n", "bytes", "setup", "Mpps", "ns/frame", "+ns/frame", "x bridge", "x ref", "sink")
-	sizes := []int{}
-	for _, row := range r.Rows {
-		if len(sizes) == 0 || sizes[len(sizes)-1] != row.Size {
-			sizes = append(sizes, row.Size)
-		}
-	}
+	sizes := r.sizes()
 	for _, size := range sizes {
 		ceil := r.find(SetupCeiling, size)
 		bridge := r.find(SetupBridge, size)
@@ -43,6 +38,7 @@ func (r *BenchReport) Print(w io.Writer) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "(sink: where the far end counted; the Linux bridge and afxdp transmit socket buffers and are measured at both, the better kept: see SinkTC)\n\n")
+	r.printSelfTest(w)
 	if len(r.Overload) > 0 {
 		fmt.Fprintf(w, "overload, %d bytes, each datapath with the forwarding core to itself (xdp: its NAPI in a thread there), generator on CPU %d, best of %d rounds per point:\n", r.Overload[0].Size, r.GenCPU, r.Rounds)
 		for _, s := range r.Overload {
