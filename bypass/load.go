@@ -167,7 +167,7 @@ func Build(cfg *config.Config, profileDir, sysClassNet string, open Opener) Setu
 				p.Segment = s.Name
 			}
 		}
-		p.TestPorts = p.Segment == "" && len(bp.Ports) == 2 && isTestPort(cfg, bp.Ports[0]) && isTestPort(cfg, bp.Ports[1])
+		p.TestPorts = p.Segment == "" && len(bp.Ports) == 2 && cfg.SelfTest.IsTestPort(bp.Ports[0]) && cfg.SelfTest.IsTestPort(bp.Ports[1])
 		for k := 0; k < 2 && k < len(bp.Ports); k++ {
 			p.Ports[k] = bp.Ports[k]
 			p.Ifnames[k] = ports[bp.Ports[k]]
@@ -241,14 +241,4 @@ func SimPair(spec string, timer, unit time.Duration, cutLinks bool) (*Pair, erro
 	b.CutLinks = cutLinks
 	p.Backend = b
 	return p, nil
-}
-
-// isTestPort says whether port is one of the self-test's test ports.
-func isTestPort(cfg *config.Config, port string) bool {
-	for _, c := range cfg.SelfTest.Ports {
-		if c.Test == port {
-			return true
-		}
-	}
-	return false
 }

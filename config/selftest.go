@@ -55,6 +55,12 @@ type SelfTestPath struct {
 	ReceiverCable int
 }
 
+// IsTestPort says whether port (a front-panel name) is one of the
+// self-test's test ports.
+func (st SelfTest) IsTestPort(port string) bool {
+	return slices.ContainsFunc(st.Ports, func(c TestCable) bool { return c.Test == port })
+}
+
 // SelfTestPaths lists, in segment order, each segment whose two ports are
 // both cabled to test ports; empty when the self-test cannot run.
 func (c *Config) SelfTestPaths() []SelfTestPath {
@@ -146,10 +152,6 @@ func (c *Config) validateSelfTest(addTo addFunc, prof *Profile) {
 	// on the cables; otherwise it stays in bypass, which cuts the port off.
 	// Checked once the cabling itself is right.
 	if prof != nil && cablingProblems == 0 {
-		isTest := map[string]bool{}
-		for _, cb := range st.Ports {
-			isTest[cb.Test] = true
-		}
 		for i, cb := range st.Ports {
 			for _, bp := range prof.BypassPairs {
 				if len(bp.Ports) != 2 || !slices.Contains(bp.Ports, cb.Test) {
@@ -159,7 +161,7 @@ func (c *Config) validateSelfTest(addTo addFunc, prof *Profile) {
 				if other == cb.Test {
 					other = bp.Ports[1]
 				}
-				if !isTest[other] {
+				if !st.IsTestPort(other) {
 					add(indexPath("selftest.ports", i)+".test", "port %q is on bypass pair %q with %s, which is not a test port; the relay would stay in bypass and cut it off, want both ports of the pair as test ports",
 						cb.Test, bp.Name, other)
 				}

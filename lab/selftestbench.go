@@ -90,8 +90,10 @@ type RFC2544Figure struct {
 // appliance's code) from side a to side b of a segment through
 // forwarderd's xdp engine in forward mode, one flow, as SetupXDPForward:
 // the same path measured by a second, independent method, in a lab of
-// its own beside the bench's (whose traffic ends carry the bench's
-// sinks). maxPPS is the most the search tries.
+// its own beside the bench's: in the bench's lab, whose traffic ends
+// carry its sinks, the probe found the sender's XDP frames not
+// transmitted and the search fell back to AF_XDP. maxPPS is the most the
+// search tries.
 func (b *ppsBench) rfc2544(ctx context.Context, size int, maxPPS float64) (*RFC2544Figure, error) {
 	pt, err := NewTarget(TargetOptions{Target: TargetForwarder, Flows: 1, Forwarderd: b.o.Forwarderd, RunDir: b.o.RunDir})
 	if err != nil {
