@@ -126,10 +126,13 @@ func Monotonic() time.Duration {
 // with a wait of some 25 ms in the kernel (its page pool waits for an RCU
 // grace period) during which that thread sends nothing, so others send
 // meanwhile. runsPerCall is how many program runs one call asks for; a
-// paced program's runs include those that only wait.
+// paced program's runs include those that only wait, which are quick, so
+// a paced call asks for more: enough for some 50 ms at least, or all four
+// threads could be in their waits at once and the schedule would slip.
 const (
-	threads     = 4
-	runsPerCall = 1 << 17
+	threads          = 4
+	runsPerCall      = 1 << 17
+	runsPerPacedCall = 1 << 19
 )
 
 // Run sends s and returns when all its frames are out, ctx is done, or
@@ -164,7 +167,7 @@ func (g *Generator) Run(ctx context.Context, s Send) (Sent, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = g.loop(ctx, s.Frame, s.Frames, deadline)
+			errs[i] = g.loop(ctx, s.Frame, s.Frames, s.RatePPS > 0, deadline)
 		}()
 	}
 	wg.Wait()
@@ -180,7 +183,11 @@ func (g *Generator) Run(ctx context.Context, s Send) (Sent, error) {
 }
 
 // loop calls the program until the run's frames are out.
-func (g *Generator) loop(ctx context.Context, frame []byte, frames uint64, deadline time.Time) error {
+func (g *Generator) loop(ctx context.Context, frame []byte, frames uint64, paced bool, deadline time.Time) error {
+	runs := uint32(runsPerCall)
+	if paced {
+		runs = runsPerPacedCall
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if g.cpu >= 0 {
@@ -204,7 +211,7 @@ func (g *Generator) loop(ctx context.Context, frame []byte, frames uint64, deadl
 			if st.Next >= frames {
 				return nil
 			}
-			if _, err := g.prog.Run(&ebpf.RunOptions{Data: frame, Context: md, Repeat: runsPerCall, Flags: liveFrames, BatchSize: 64}); err != nil {
+			if _, err := g.prog.Run(&ebpf.RunOptions{Data: frame, Context: md, Repeat: runs, Flags: liveFrames, BatchSize: 64}); err != nil {
 				return fmt.Errorf("generator: %w", err)
 			}
 		}

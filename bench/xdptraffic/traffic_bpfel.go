@@ -32,12 +32,7 @@ type TrafficAnCounts struct {
 }
 
 type TrafficAnSeq struct {
-	_    structs.HostLayout
-	Lock struct {
-		_   structs.HostLayout
-		Val uint32
-	}
-	Pad        uint32
+	_          structs.HostLayout
 	High       uint64
 	Reordered  uint64
 	Duplicated uint64
@@ -68,6 +63,7 @@ const (
 	TrafficProgAnalyze  = "analyze"
 	TrafficProgGen      = "gen"
 	TrafficVarCatchUp   = "catch_up"
+	TrafficVarCatchUpNs = "catch_up_ns"
 	TrafficVarFlows     = "flows"
 	TrafficVarSportBase = "sport_base"
 )
@@ -133,6 +129,7 @@ type TrafficMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type TrafficVariableSpecs struct {
 	CatchUp   *ebpf.VariableSpec `ebpf:"catch_up"`
+	CatchUpNs *ebpf.VariableSpec `ebpf:"catch_up_ns"`
 	Flows     *ebpf.VariableSpec `ebpf:"flows"`
 	SportBase *ebpf.VariableSpec `ebpf:"sport_base"`
 }
@@ -177,6 +174,7 @@ func (m *TrafficMaps) Close() error {
 // It can be passed to LoadTrafficObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TrafficVariables struct {
 	CatchUp   *ebpf.Variable `ebpf:"catch_up"`
+	CatchUpNs *ebpf.Variable `ebpf:"catch_up_ns"`
 	Flows     *ebpf.Variable `ebpf:"flows"`
 	SportBase *ebpf.Variable `ebpf:"sport_base"`
 }
