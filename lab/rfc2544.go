@@ -124,6 +124,13 @@ func NewTarget(o TargetOptions) (_ *Target, err error) {
 				return nil, err
 			}
 			t.undo = append(t.undo, undo)
+			// With GRO on, a veth takes the kernel generator's XDP
+			// frames in (by NAPI) without an XDP program of its own.
+			for _, port := range l.Segments[p].Ports {
+				if err := l.FW.Do(func() error { return setGRO(port, true) }); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	return t, nil
