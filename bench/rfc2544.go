@@ -122,9 +122,15 @@ type SizeResult struct {
 	LossPercent      float64       `json:"loss_percent"` // of the trial that gave the throughput
 	GeneratorLimited bool          `json:"generator_limited,omitempty"`
 	Latency          *LatencyStats `json:"latency,omitempty"`
-	FrameLoss        []LossPoint   `json:"frame_loss,omitempty"`
-	BackToBack       *BackToBack   `json:"back_to_back,omitempty"`
-	Trials           []TrialRecord `json:"trials"`
+	// StreamLatency and StreamLossPercent are each stream's latency and
+	// loss (of the trial that gave the throughput), in the order of the
+	// target's streams, where a trial sends more than one and the
+	// target counts them apart: both directions at once, say.
+	StreamLatency     []*LatencyStats `json:"stream_latency,omitempty"`
+	StreamLossPercent []float64       `json:"stream_loss_percent,omitempty"`
+	FrameLoss         []LossPoint     `json:"frame_loss,omitempty"`
+	BackToBack        *BackToBack     `json:"back_to_back,omitempty"`
+	Trials            []TrialRecord   `json:"trials"`
 
 	asked float64 // the rate asked of the generator in the trial that gave the throughput
 }
@@ -219,9 +225,8 @@ func (r *Runner) Size(ctx context.Context, size int) (*SizeResult, error) {
 	}
 	if r.O.Latency && sr.ThroughputPPS > 0 {
 		var (
-			all    []time.Duration
-			hist   *xdptraffic.Histogram
-			trials []time.Duration // each trial's recorded latency (§26.2)
+			all    latencyTrials
+			stream []latencyTrials
 		)
 		rate := r.rateAsked(sr)
 		for i := 0; i < r.O.LatencyTrials; i++ {
@@ -231,32 +236,18 @@ func (r *Runner) Size(ctx context.Context, size int) (*SizeResult, error) {
 				return sr, err
 			}
 			r.record(sr, "latency", spec, res, r.passes(res))
-			all = append(all, res.Latencies...)
-			switch {
-			case res.LatencyHist != nil && res.LatencyHist.Count > 0:
-				if hist == nil {
-					hist = &xdptraffic.Histogram{}
+			all.add(res.Latencies, res.LatencyHist)
+			if len(res.PerStream) > 1 {
+				stream = append(stream, make([]latencyTrials, len(res.PerStream)-len(stream))...)
+				for k, c := range res.PerStream {
+					stream[k].add(c.Latencies, c.LatencyHist)
 				}
-				hist.Add(*res.LatencyHist)
-				trials = append(trials, res.LatencyHist.Mean())
-			case len(res.Latencies) > 0:
-				trials = append(trials, Latency(slices.Clone(res.Latencies)).Mean)
 			}
 		}
-		st := Latency(all)
-		if hist != nil {
-			st = LatencyOf(*hist)
-			st.Histogram = bucketsOf(*hist)
+		sr.Latency = all.stats(rate)
+		for _, st := range stream {
+			sr.StreamLatency = append(sr.StreamLatency, st.stats(rate))
 		}
-		st.Trials, st.RatePPS = len(trials), rate
-		if len(trials) > 0 {
-			var sum time.Duration
-			for _, d := range trials {
-				sum += d
-			}
-			st.RFC2544 = sum / time.Duration(len(trials))
-		}
-		sr.Latency = &st
 	}
 	for _, pct := range r.O.LossSteps {
 		if pct > r.O.MaxRate {
@@ -312,6 +303,12 @@ func (r *Runner) throughput(ctx context.Context, sr *SizeResult) error {
 			sr.LossPercent = rec.LossPercent
 			sr.asked = spec.RatePPS
 			sr.GeneratorLimited = rec.OfferedPPS < spec.RatePPS*(1-r.O.GeneratorTolerance/100) || rec.TxDropped > 0
+			sr.StreamLossPercent = nil
+			if len(res.PerStream) > 1 {
+				for _, c := range res.PerStream {
+					sr.StreamLossPercent = append(sr.StreamLossPercent, c.LossPercent())
+				}
+			}
 		}
 		return ok, nil
 	}
@@ -385,4 +382,45 @@ func (r *Runner) backToBack(ctx context.Context, sr *SizeResult) (*BackToBack, e
 		}
 	}
 	return &BackToBack{Frames: lo, Seconds: float64(lo) / sr.LinePPS, Repeats: reps}, nil
+}
+
+// latencyTrials gathers the latency trials of one size (of all streams,
+// or of one): every frame's latency as samples or a histogram, and each
+// trial's recorded latency, the mean of what it timed (§26.2).
+type latencyTrials struct {
+	all    []time.Duration
+	hist   *xdptraffic.Histogram
+	trials []time.Duration
+}
+
+func (l *latencyTrials) add(samples []time.Duration, h *xdptraffic.Histogram) {
+	l.all = append(l.all, samples...)
+	switch {
+	case h != nil && h.Count > 0:
+		if l.hist == nil {
+			l.hist = &xdptraffic.Histogram{}
+		}
+		l.hist.Add(*h)
+		l.trials = append(l.trials, h.Mean())
+	case len(samples) > 0:
+		l.trials = append(l.trials, Latency(slices.Clone(samples)).Mean)
+	}
+}
+
+// stats are the figures of the trials, at rate.
+func (l *latencyTrials) stats(rate float64) *LatencyStats {
+	st := Latency(l.all)
+	if l.hist != nil {
+		st = LatencyOf(*l.hist)
+		st.Histogram = bucketsOf(*l.hist)
+	}
+	st.Trials, st.RatePPS = len(l.trials), rate
+	if len(l.trials) > 0 {
+		var sum time.Duration
+		for _, d := range l.trials {
+			sum += d
+		}
+		st.RFC2544 = sum / time.Duration(len(l.trials))
+	}
+	return &st
 }

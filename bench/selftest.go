@@ -65,8 +65,8 @@ func NewSelfTest(reps []SegmentReport, expect Expect, runErr error) *api.SelfTes
 			dirs = append(dirs, sr.Reverse)
 		}
 		for _, s := range r.Results {
-			for _, dir := range dirs {
-				row := selfTestRow(sr.Name, dir, s, expect)
+			for k, dir := range dirs {
+				row := selfTestRow(sr.Name, dir, s, k, expect)
 				if row.Verdict != api.VerdictPassed {
 					st.Passed = false
 					where := sr.Name
@@ -89,15 +89,26 @@ func NewSelfTest(reps []SegmentReport, expect Expect, runErr error) *api.SelfTes
 	return st
 }
 
-// selfTestRow is one size of one segment and direction, with its verdict.
-func selfTestRow(segment, direction string, s *SizeResult, expect Expect) api.SelfTestResult {
+// selfTestRow is one size of one segment and direction (stream k of the
+// trials, where they send both at once), with its verdict. Both
+// directions share the rate (RFC 2544 offers the same load each way);
+// loss and latency are the direction's own where the trials counted the
+// streams apart.
+func selfTestRow(segment, direction string, s *SizeResult, k int, expect Expect) api.SelfTestResult {
 	row := api.SelfTestResult{
 		Segment: segment, Direction: direction, FrameSize: s.Size,
 		ThroughputPPS:  math.Round(s.ThroughputPPS),
 		ThroughputMbps: math.Round(BitsPerSecond(s.ThroughputPPS, s.Size)/1e5) / 10,
 		LossPercent:    s.LossPercent,
 	}
-	if l := s.Latency; l != nil && l.Samples > 0 {
+	if k < len(s.StreamLossPercent) {
+		row.LossPercent = s.StreamLossPercent[k]
+	}
+	l := s.Latency
+	if k < len(s.StreamLatency) {
+		l = s.StreamLatency[k]
+	}
+	if l != nil && l.Samples > 0 {
 		usec := func(d time.Duration) float64 { return math.Round(float64(d)/100) / 10 }
 		row.LatencyUS, row.LatencyRFC2544US, row.LatencyTrials = usec(l.Mean), usec(l.RFC2544), l.Trials
 		row.LatencyMinUS, row.LatencyP99US, row.LatencyMaxUS = usec(l.Min), usec(l.P99), usec(l.Max)

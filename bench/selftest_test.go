@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/bench/xdptraffic"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -170,5 +171,64 @@ func TestRunSelfTestBothDirections(t *testing.T) {
 	}
 	if st.Passed || !strings.HasPrefix(st.Summary, "RFC 2544 throughput on wan (LAN1 → LAN2 and LAN2 → LAN1 at once); not reached: wan LAN1 → LAN2 1518 B FAILED, wan LAN2 → LAN1 1518 B FAILED") {
 		t.Errorf("passed %v, summary %q", st.Passed, st.Summary)
+	}
+}
+
+// twoWays is a device taking both directions at once, the second slower
+// (50 µs against 10 µs) and, above 200000 frames/s, losing a tenth of its
+// frames; its trials count the streams apart as PortTarget's do.
+type twoWays struct{}
+
+func (twoWays) Run(_ context.Context, spec TrialSpec) (TrialResult, error) {
+	n := uint64(spec.RatePPS * spec.Duration.Seconds())
+	lost := uint64(0)
+	if spec.RatePPS > 200000 {
+		lost = n / 10
+	}
+	res := TrialResult{Independent: -1, Elapsed: spec.Duration}
+	for k, lat := range []time.Duration{10 * time.Microsecond, 50 * time.Microsecond} {
+		c := StreamCount{Sent: n, Received: n}
+		if k == 1 {
+			c.Received -= lost
+		}
+		if spec.Latency {
+			h := &xdptraffic.Histogram{}
+			h.Add(xdptraffic.Histogram{Count: c.Received, Sum: time.Duration(c.Received) * lat, Min: lat, Max: lat})
+			c.LatencyHist = h
+			if res.LatencyHist == nil {
+				res.LatencyHist = &xdptraffic.Histogram{}
+			}
+			res.LatencyHist.Add(*h)
+		}
+		res.Sent += c.Sent
+		res.Received += c.Received
+		res.PerStream = append(res.PerStream, c)
+	}
+	return res, nil
+}
+
+// TestSelfTestRowsPerDirection: with both directions at once, each
+// direction's row has its own latency, not the two directions' mean.
+func TestSelfTestRowsPerDirection(t *testing.T) {
+	plan := SelfTestPlan{
+		Segments: []SelfTestSegment{{Name: "wan", Direction: "LAN1 → LAN2", Reverse: "LAN2 → LAN1", T: twoWays{}}},
+		Sizes:    []int{64}, Trial: 100 * time.Millisecond, LatencyTrials: 2, Path: filepath.Join(t.TempDir(), "latest.json"),
+		Expect: func(int) (float64, string) { return 150000, "150kpps" },
+	}
+	st, err := RunSelfTest(context.Background(), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Results) != 2 {
+		t.Fatalf("%d rows, want one per direction", len(st.Results))
+	}
+	for i, want := range []float64{10, 50} {
+		r := st.Results[i]
+		if r.LatencyRFC2544US != want || r.LatencyMinUS != want || r.LatencyTrials != 2 {
+			t.Errorf("%s: latency %.1f µs (min %.1f) over %d trials, want %.0f µs over 2", r.Direction, r.LatencyRFC2544US, r.LatencyMinUS, r.LatencyTrials, want)
+		}
+		if r.LossPercent != 0 || r.ThroughputPPS > 200000 || r.ThroughputPPS < 190000 {
+			t.Errorf("%s: %.0f frames/s, loss %.3f %%, want just under 200000 without loss", r.Direction, r.ThroughputPPS, r.LossPercent)
+		}
 	}
 }

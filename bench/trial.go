@@ -53,9 +53,21 @@ type TrialResult struct {
 	PerStream []StreamCount
 }
 
-// StreamCount is what one stream of a trial sent and what of it arrived.
+// StreamCount is what one stream of a trial sent and what of it arrived,
+// and, when asked, its latencies as its analyzer keeps them (samples or
+// a histogram of every frame).
 type StreamCount struct {
 	Sent, Received uint64
+	Latencies      []time.Duration       `json:"-"`
+	LatencyHist    *xdptraffic.Histogram `json:"-"`
+}
+
+// LossPercent is the share of the stream's frames that did not arrive.
+func (c StreamCount) LossPercent() float64 {
+	if c.Sent == 0 || c.Received >= c.Sent {
+		return 0
+	}
+	return 100 * float64(c.Sent-c.Received) / float64(c.Sent)
 }
 
 // OfferedPPS is the rate the generator achieved, per stream.

@@ -92,7 +92,7 @@ func runTrial(ctx context.Context, trial uint16, spec TrialSpec, streams []trial
 			return res, err
 		}
 		res.Received += got
-		res.PerStream = append(res.PerStream, StreamCount{Sent: gens[i].sent, Received: got})
+		count := StreamCount{Sent: gens[i].sent, Received: got}
 		rx, err := s.rx()
 		if err != nil {
 			return res, err
@@ -102,6 +102,7 @@ func runTrial(ctx context.Context, trial uint16, spec TrialSpec, streams []trial
 		if spec.Latency {
 			lats, h := s.an.latency()
 			res.Latencies = append(res.Latencies, lats...)
+			count.Latencies, count.LatencyHist = lats, h
 			if h != nil {
 				if res.LatencyHist == nil {
 					res.LatencyHist = &xdptraffic.Histogram{}
@@ -109,6 +110,7 @@ func runTrial(ctx context.Context, trial uint16, spec TrialSpec, streams []trial
 				res.LatencyHist.Add(*h)
 			}
 		}
+		res.PerStream = append(res.PerStream, count)
 	}
 	res.Independent = int64(independent)
 	return res, nil
