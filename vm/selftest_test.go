@@ -53,6 +53,14 @@ directions = 2
 func TestSelfTestThroughCables(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
+	// Registered first, run last: after the serial console's tail, the
+	// rows a failure is about.
+	var rows []string
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("self-test rows: %s", strings.Join(rows, "; "))
+		}
+	})
 	img := testImage(t, "selftest", []byte(selfTestConfig))
 	v, _ := boot(t, img, false, func(o *Options) {
 		o.Cables = []Cable{{A: 3, B: 1}, {A: 4, B: 2}}
@@ -107,13 +115,19 @@ func TestSelfTestThroughCables(t *testing.T) {
 	for _, r := range st.Results {
 		t.Logf("%s (%s) %4d B: %.0f frames/s (%.1f Mb/s), loss %.3f %%, expected %.0f (%s): %s %s",
 			r.Segment, r.Direction, r.FrameSize, r.ThroughputPPS, r.ThroughputMbps, r.LossPercent, r.ExpectedPPS, r.Expected, r.Verdict, r.Note)
+		rows = append(rows, fmt.Sprintf("%s %d B %.0f fps of %.0f %s, latency %.1f µs over %d trials", r.Direction, r.FrameSize, r.ThroughputPPS, r.ExpectedPPS, r.Verdict, r.LatencyRFC2544US, r.LatencyTrials))
 		directions[r.Direction]++
 		if r.Segment != "seg1" || (r.Direction != "LAN1 → LAN2" && r.Direction != "LAN2 → LAN1") {
 			t.Errorf("row %+v, want seg1 LAN1 → LAN2 or LAN2 → LAN1", r)
 		}
 		t.Logf("%4d B latency: %.1f µs (RFC 2544, %d trials); min %.1f / mean %.1f / p99 %.1f / max %.1f µs",
 			r.FrameSize, r.LatencyRFC2544US, r.LatencyTrials, r.LatencyMinUS, r.LatencyUS, r.LatencyP99US, r.LatencyMaxUS)
-		if r.LatencyTrials != 2 || r.LatencyRFC2544US <= 0 || r.LatencyMinUS > r.LatencyUS || r.LatencyUS > r.LatencyMaxUS {
+		// Latency is measured at the throughput rate (§26.2): none where
+		// every trial lost frames, as a starved emulated box may at 64 B.
+		switch {
+		case r.ThroughputPPS == 0 && r.LatencyTrials != 0:
+			t.Errorf("%d B: no throughput, yet latency over %d trials", r.FrameSize, r.LatencyTrials)
+		case r.ThroughputPPS > 0 && (r.LatencyTrials != 2 || r.LatencyRFC2544US <= 0 || r.LatencyMinUS > r.LatencyUS || r.LatencyUS > r.LatencyMaxUS):
 			t.Errorf("%d B: latency %.1f µs over %d trials, min %.1f mean %.1f max %.1f: want RFC 2544's over 2 trials", r.FrameSize,
 				r.LatencyRFC2544US, r.LatencyTrials, r.LatencyMinUS, r.LatencyUS, r.LatencyMaxUS)
 		}

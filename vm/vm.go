@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/ncpos/ncpos/boxtls"
@@ -293,6 +294,10 @@ func Start(ctx context.Context, o Options, stdout io.Writer) (*VM, error) {
 	args := append(Args(o, varsFile), "-qmp", "unix:"+qmp+",server=on,wait=off")
 	v.Cmd = exec.CommandContext(ctx, "qemu-system-x86_64", args...)
 	v.Cmd.Stdout, v.Cmd.Stderr = stdout, stdout
+	// The kernel kills QEMU when the process that started it dies, even
+	// by SIGKILL or a test binary's timeout panic: a guest left behind
+	// would hold its ports, disk and CPU, and nobody would stop it.
+	v.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if o.SerialLog == "" {
 		v.Cmd.Stdin = os.Stdin
 	}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -100,6 +101,8 @@ func StartTrapd(t testing.TB, community string, v3 *V3User) *Trapd {
 	cmd := exec.CommandContext(ctx, path, "-f", "-Lo", "-On", "-m", "", "-C", "-c", filepath.Join(dir, "snmptrapd.conf"),
 		"-p", filepath.Join(dir, "pid"), fmt.Sprintf("udp:127.0.0.1:%d", port))
 	cmd.Env = append(os.Environ(), "SNMP_PERSISTENT_DIR="+dir, "HOME="+dir)
+	// Gone with the test binary, even after a timeout's panic.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
