@@ -237,9 +237,11 @@ func (r *Runner) Size(ctx context.Context, size int) (*SizeResult, error) {
 			}
 			r.record(sr, "latency", spec, res, r.passes(res))
 			all.add(res.Latencies, res.LatencyHist)
-			if len(res.PerStream) > 1 {
-				stream = append(stream, make([]latencyTrials, len(res.PerStream)-len(stream))...)
-				for k, c := range res.PerStream {
+			if stream == nil && len(res.PerStream) > 1 {
+				stream = make([]latencyTrials, len(res.PerStream))
+			}
+			for k, c := range res.PerStream {
+				if k < len(stream) {
 					stream[k].add(c.Latencies, c.LatencyHist)
 				}
 			}
