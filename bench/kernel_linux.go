@@ -26,13 +26,13 @@ type kernelGenerator struct {
 	tx func() (uint64, error)
 }
 
-func (k *kernelGenerator) run(b *Builder, trial uint16, pps float64, d time.Duration, burst int) (genResult, error) {
+func (k *kernelGenerator) run(b *Builder, trial uint16, spec TrialSpec) (genResult, error) {
 	frame := b.Write(make([]byte, b.Len()), trial, 0, 0)
 	// A burst goes at the rate asked too: the line rate, which a real
 	// port cannot exceed and a veth would.
-	send := xdptraffic.Send{Frame: frame, Frames: uint64(burst), RatePPS: pps}
-	if burst == 0 {
-		send.Frames = max(uint64(pps*d.Seconds()), 1)
+	send := xdptraffic.Send{Frame: frame, Frames: uint64(spec.Burst), RatePPS: spec.RatePPS, Timed: spec.Latency}
+	if spec.Burst == 0 {
+		send.Frames = max(uint64(spec.RatePPS*spec.Duration.Seconds()), 1)
 	}
 	tx0, err := k.tx()
 	if err != nil {

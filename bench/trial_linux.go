@@ -22,9 +22,11 @@ type trialStream struct {
 // streamGenerator sends a stream's frames: the kernel's live frames or an
 // AF_XDP socket.
 type streamGenerator interface {
-	// run sends frames of b at pps for d (or, with burst > 0, burst
-	// frames as fast as it can) and returns when they are out.
-	run(b *Builder, trial uint16, pps float64, d time.Duration, burst int) (genResult, error)
+	// run sends frames of b at spec.RatePPS for spec.Duration (or, with
+	// spec.Burst > 0, that many frames as fast as it can), with the time
+	// in each where spec.Latency asks for it, and returns when they are
+	// out.
+	run(b *Builder, trial uint16, spec TrialSpec) (genResult, error)
 	close() error
 }
 
@@ -74,7 +76,7 @@ func runTrial(ctx context.Context, trial uint16, spec TrialSpec, streams []trial
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			gens[i], errs[i] = s.gen.run(builders[i], trial, spec.RatePPS, spec.Duration, spec.Burst)
+			gens[i], errs[i] = s.gen.run(builders[i], trial, spec)
 		}()
 	}
 	wg.Wait()

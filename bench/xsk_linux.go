@@ -73,9 +73,11 @@ type genResult struct {
 
 func (g *generator) close() error { return g.xsk.Close() }
 
-// run sends frames of b at pps for d (or, with burst > 0, burst frames as
-// fast as it can) and returns when the kernel has completed them all.
-func (g *generator) run(b *Builder, trial uint16, pps float64, d time.Duration, burst int) (res genResult, err error) {
+// run sends frames of b at spec.RatePPS for spec.Duration (or, with
+// spec.Burst > 0, that many as fast as it can) and returns when the
+// kernel has completed them all. Every frame carries the time.
+func (g *generator) run(b *Builder, trial uint16, spec TrialSpec) (res genResult, err error) {
+	pps, d, burst := spec.RatePPS, spec.Duration, spec.Burst
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer func() {

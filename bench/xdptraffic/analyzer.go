@@ -109,7 +109,8 @@ type Stream struct {
 	Latency                     Histogram
 }
 
-// Histogram is the latencies of a stream's frames.
+// Histogram is the latencies of a stream's frames that carried a time
+// (those of a latency trial).
 type Histogram struct {
 	Count    uint64
 	Sum      time.Duration
@@ -203,8 +204,9 @@ func (a *Analyzer) Streams() (map[uint16]Stream, uint64, uint64, error) {
 		for _, c := range per {
 			st.Frames += c.Frames
 			st.Bytes += c.Bytes
+			h.Count += c.Timed
 			h.Sum += time.Duration(c.LatSum)
-			if c.Frames > 0 && (h.Min == 0 || time.Duration(c.LatMin) < h.Min) {
+			if c.Timed > 0 && (h.Min == 0 || time.Duration(c.LatMin) < h.Min) {
 				h.Min = time.Duration(c.LatMin)
 			}
 			h.Max = max(h.Max, time.Duration(c.LatMax))
@@ -215,7 +217,6 @@ func (a *Analyzer) Streams() (map[uint16]Stream, uint64, uint64, error) {
 		if st.Frames == 0 {
 			continue
 		}
-		h.Count = st.Frames
 		var q TrafficAnSeq
 		if err := a.seqs.Lookup(s, &q); err != nil {
 			return nil, 0, 0, fmt.Errorf("analyzer: %w", err)

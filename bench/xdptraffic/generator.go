@@ -64,6 +64,11 @@ func NewGenerator(o GeneratorOptions) (*Generator, error) {
 	if err := spec.Variables["flows"].Set(uint32(flows)); err != nil {
 		return nil, fmt.Errorf("generator: %w", err)
 	}
+	if o.CPU >= 0 {
+		if err := spec.Variables["one_cpu"].Set(uint32(1)); err != nil {
+			return nil, fmt.Errorf("generator: %w", err)
+		}
+	}
 	var objs struct {
 		Gen   *ebpf.Program `ebpf:"gen"`
 		State *ebpf.Map     `ebpf:"generator"`
@@ -89,6 +94,10 @@ type Send struct {
 	Frame   []byte
 	Frames  uint64  // how many to send
 	RatePPS float64 // paced to this rate; 0: as fast as the core can
+	// Timed writes the kernel's time into every frame, for the
+	// analyzer's latency; without it the clock is read only when the
+	// schedule needs it, which leaves the core more time for frames.
+	Timed bool
 }
 
 // Sent is what a run transmitted, as the program counted it.
@@ -155,6 +164,9 @@ func (g *Generator) Run(ctx context.Context, s Send) (Sent, error) {
 	}
 	// Frame 0 is due once the threads have had time to start.
 	st := TrafficGenState{StartNs: uint64(Monotonic() + 5*time.Millisecond), IntervalPs: interval, Limit: s.Frames}
+	if s.Timed {
+		st.StampTime = 1
+	}
 	if err := g.state.Put(uint32(0), &st); err != nil {
 		return Sent{}, fmt.Errorf("generator: %w", err)
 	}

@@ -82,14 +82,14 @@ func (p *path) tx(t *testing.T) uint64 {
 // trial sends one run and checks the counts against the kernel's: the
 // analyzer's with the port's rx_packets, the generator's with the
 // sender's tx_packets.
-func (p *path) trial(t *testing.T, trial uint16, frames uint64, pps float64) (xdptraffic.Sent, xdptraffic.Stream) {
+func (p *path) trial(t *testing.T, trial uint16, frames uint64, pps float64, timed bool) (xdptraffic.Sent, xdptraffic.Stream) {
 	t.Helper()
 	if err := p.an.Reset(trial); err != nil {
 		t.Fatal(err)
 	}
 	bench.PutStamp(p.frame, bench.Stamp{Trial: trial, Stream: 3})
 	rx0, tx0 := p.rx(t), p.tx(t)
-	sent, err := p.gen.Run(context.Background(), xdptraffic.Send{Frame: p.frame, Frames: frames, RatePPS: pps})
+	sent, err := p.gen.Run(context.Background(), xdptraffic.Send{Frame: p.frame, Frames: frames, RatePPS: pps, Timed: timed})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,6 +119,14 @@ func (p *path) trial(t *testing.T, trial uint16, frames uint64, pps float64) (xd
 	if len(streams) != 1 {
 		t.Errorf("frames of %d streams, want only stream 3", len(streams))
 	}
+	// A timed run's latency is of every frame; an untimed one's frames
+	// carry no time, and have none.
+	if want := map[bool]uint64{true: st.Frames}[timed]; st.Latency.Count != want {
+		t.Errorf("timed %v: latency of %d frames, want %d", timed, st.Latency.Count, want)
+	}
+	if timed && st.Frames > 0 && (st.Latency.Min <= 0 || st.Latency.Max < st.Latency.Min) {
+		t.Errorf("latency %+v", st.Latency)
+	}
 	return sent, st
 }
 
@@ -126,7 +134,7 @@ func (p *path) trial(t *testing.T, trial uint16, frames uint64, pps float64) (xd
 // through a lab veth and checks every count against the kernel's.
 func TestGeneratorToAnalyzer(t *testing.T) {
 	p := newPath(t, 64, 16)
-	sent, st := p.trial(t, 1, 200_000, 200_000)
+	sent, st := p.trial(t, 1, 200_000, 200_000, true)
 	if st.Frames == sent.Frames && st.Lost != 0 {
 		t.Errorf("no frame was lost, yet %d gaps counted", st.Lost)
 	}
@@ -139,7 +147,17 @@ func TestGeneratorToAnalyzer(t *testing.T) {
 	if got := sent.OfferedPPS(); got > 220_000 {
 		t.Errorf("paced to 0.2 Mpps, offered %.0f pps", got)
 	}
-	p.trial(t, 2, 1_000_000, 0)
+	p.trial(t, 2, 1_000_000, 0, true)
+	// Untimed, paced: the clock is read only when the schedule needs it;
+	// the schedule still holds.
+	sent, _ = p.trial(t, 3, 300_000, 300_000, false)
+	if sent.Waits == 0 {
+		t.Errorf("an untimed run paced at 0.3 Mpps never waited for a frame's time")
+	}
+	if got := sent.OfferedPPS(); got > 330_000 {
+		t.Errorf("untimed, paced to 0.3 Mpps, offered %.0f pps", got)
+	}
+	p.trial(t, 4, 1_000_000, 0, false)
 }
 
 // TestAnalyzerSequence sends exact frames (AF_PACKET) into the analyzer:

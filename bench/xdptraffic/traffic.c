@@ -5,23 +5,27 @@
 // The bench's traffic in the kernel:
 //
 //   gen      the generator: run with BPF_PROG_RUN in live-frame mode on a
-//            test port, it stamps its input frame (sequence number and
-//            kernel time, written into every frame, since the kernel
-//            recycles its pages without rewriting them), varies the UDP
-//            source port over `flows` values, and transmits it (XDP_TX).
-//            Paced: a frame whose time has not come is dropped unsent,
-//            so the kernel's loop waits in place; frame n is due at
-//            start + n * interval. A generator that was off its core
-//            for a while catches up by sending back to back, for lags
-//            up to catch_up_ns (a scheduler's time slice); only a longer
-//            one moves the schedule on, and shows in the offered rate.
-//            It stops at `limit` frames and counts
-//            what it transmitted, since a BPF_PROG_RUN's repeat count is
-//            only a minimum.
+//            test port, it stamps its input frame (sequence number, and
+//            in a latency trial kernel time, written into every frame,
+//            since the kernel recycles its pages without rewriting them),
+//            varies the UDP source port over `flows` values, and
+//            transmits it (XDP_TX). Paced: a frame whose time has not
+//            come is dropped unsent, so the kernel's loop waits in place;
+//            frame n is due at start + n * interval. The clock is read
+//            when the frames due at its last reading are out: a frame
+//            sent without reading it was due then, so none goes early,
+//            and a generator near its limit spends its time on frames.
+//            A generator that was off its core for a while catches up by
+//            sending back to back, for lags up to catch_up_ns (a
+//            scheduler's time slice); a longer one moves the schedule on
+//            to that lag, and shows in the offered rate. It stops at
+//            `limit` frames and counts what it transmitted, since a
+//            BPF_PROG_RUN's repeat count is only a minimum.
 //   analyze  the analyzer, on the receiving test port: per stream, the
 //            frames and bytes of the current trial, sequence gaps,
 //            reordered and duplicated frames, and a latency histogram
-//            from the stamps. Every other frame passes to the stack.
+//            from the stamps that carry a time. Every other frame passes
+//            to the stack.
 //
 // The stamp is the bench's (bench/frame.go): at the start of the UDP
 // payload of an untagged IPv4 frame, big-endian magic "NB", trial, seq,
@@ -52,9 +56,11 @@ struct gen_state {
 	__u64 start_ns;    /* frame 0 is due (kernel monotonic clock) */
 	__u64 interval_ps; /* between frames; 0 = as fast as possible */
 	__u64 limit;       /* frames to send */
+	__u64 stamp_time;  /* write the time into every frame (a latency trial) */
 	__u64 next;        /* next sequence number = frames transmitted */
+	__u64 clock_ps;    /* the clock's last reading, since start_ns */
 	__u64 first_ns;    /* when frame 0 went */
-	__u64 last_ns;     /* when the latest frame went */
+	__u64 last_ns;     /* when the latest frame went (read at the last) */
 	__u64 early;       /* runs that found no frame due (waiting) */
 	__u64 slipped_ns;  /* how far the schedule was moved on, not caught up */
 	__u64 slips;
@@ -71,6 +77,7 @@ const volatile __u32 flows = 1;      /* source ports cycled */
 const volatile __u32 catch_up = 32;  /* frames a late generator always may send back to back */
 const volatile __u64 catch_up_ns = 2000000; /* and the lag it catches up however many frames that is */
 const volatile __u16 sport_base = 1024;
+const volatile __u32 one_cpu = 0;   /* every run on one CPU: no atomic needed */
 
 SEC("xdp")
 int gen(struct xdp_md *ctx)
@@ -83,41 +90,63 @@ int gen(struct xdp_md *ctx)
 	__be16 *sport = data + 34;
 	if (!st || (void *)(s + 1) > end)
 		return XDP_ABORTED;
-	__u64 now = bpf_ktime_get_ns();
 	__u64 next = st->next;
 	if (next >= st->limit)
 		return XDP_DROP;
-	if (st->interval_ps) {
-		__u64 due = st->start_ns + next / 1000 * st->interval_ps + next % 1000 * st->interval_ps / 1000;
-		if (now < due) {
-			st->early++;
-			return XDP_DROP;
-		}
-		/* Late by more than a time slice (the thread was off the CPU
-		 * that long): move the schedule on rather than catch up in a
-		 * burst the device under test would be right to drop. The
-		 * offered rate shows the slip. A shorter lag is caught up:
-		 * the frames go back to back, as fast as the port takes them,
-		 * which on a wire is its line rate. */
-		__u64 lag = now - due;
+	__u64 interval = st->interval_ps;
+	/* Time in picoseconds since start: a trial of days fits in 64 bits,
+	 * and no division is needed to tell whether a frame is due. */
+	__u64 due_ps = next * interval;
+	__u64 now = 0;
+	if (next == 0 || next + 1 == st->limit || st->stamp_time || due_ps > st->clock_ps) {
+		now = bpf_ktime_get_ns();
 		if (next == 0) {
 			/* The schedule starts with the first frame: a late
 			 * start caught up would send the trial a hair fast. */
 			st->start_ns = now;
-		} else if (lag > catch_up_ns && lag * 1000 > catch_up * st->interval_ps) {
-			st->start_ns += lag;
-			st->slipped_ns += lag;
-			st->slips++;
+			st->first_ns = now;
+		}
+		st->last_ns = now;
+		if (interval) {
+			__u64 since = now > st->start_ns ? (now - st->start_ns) * 1000 : 0;
+			if (since < due_ps) {
+				st->early++;
+				return XDP_DROP;
+			}
+			/* Late by more than a time slice (the thread was off
+			 * the CPU that long, or the core cannot keep the rate):
+			 * move the schedule on to that lag rather than catch up
+			 * in a burst the device under test would be right to
+			 * drop. The offered rate shows the slip. A lag up to
+			 * that is caught up: the frames go back to back, as
+			 * fast as the port takes them, which on a wire is its
+			 * line rate; they were due at this reading, so the
+			 * clock is next read when they are out. */
+			__u64 lag = since - due_ps;
+			__u64 keep = catch_up_ns * 1000;
+			if (keep < catch_up * interval)
+				keep = catch_up * interval;
+			if (lag > keep) {
+				__u64 shift = (lag - keep) / 1000;
+				st->start_ns += shift;
+				st->slipped_ns += shift;
+				st->slips++;
+				since -= shift * 1000;
+			}
+			st->clock_ps = since;
 		}
 	}
-	next = __sync_fetch_and_add(&st->next, 1);
-	if (next >= st->limit)
-		return XDP_DROP; /* another CPU took the last one */
-	if (next == 0)
-		st->first_ns = now;
-	st->last_ns = now;
+	if (one_cpu) {
+		/* Runs on one CPU do not overlap: a batch of them runs with
+		 * bottom halves off. */
+		st->next = next + 1;
+	} else {
+		next = __sync_fetch_and_add(&st->next, 1);
+		if (next >= st->limit)
+			return XDP_DROP; /* another CPU took the last one */
+	}
 	s->seq = bpf_htonl((__u32)next);
-	s->time = bpf_cpu_to_be64(now);
+	s->time = bpf_cpu_to_be64(st->stamp_time ? now : 0);
 	if (flows > 1)
 		*sport = bpf_htons(sport_base + (__u16)(next % flows));
 	return XDP_TX;
@@ -127,6 +156,7 @@ int gen(struct xdp_md *ctx)
 struct an_counts {
 	__u64 frames;
 	__u64 bytes;
+	__u64 timed; /* frames with a time: those the latency is of */
 	__u64 lat_sum;
 	__u64 lat_min;
 	__u64 lat_max;
@@ -220,19 +250,24 @@ int analyze(struct xdp_md *ctx)
 		__sync_fetch_and_add(&cfg->other, 1);
 		return XDP_DROP;
 	}
-	__u64 now = bpf_ktime_get_ns();
-	__u64 sent = bpf_be64_to_cpu(s->time);
-	__u64 lat = now > sent ? now - sent : 0;
 	c->frames++;
 	c->bytes += (__u64)(end - data);
-	c->lat_sum += lat;
-	if (c->lat_min == 0 || lat < c->lat_min)
-		c->lat_min = lat;
-	if (lat > c->lat_max)
-		c->lat_max = lat;
-	__u32 b = bucket(lat);
-	if (b < HIST_BUCKETS)
-		c->hist[b]++;
+	/* A throughput trial's frames carry no time: the clock is not read
+	 * for them on either end. */
+	__u64 sent = bpf_be64_to_cpu(s->time);
+	if (sent) {
+		__u64 now = bpf_ktime_get_ns();
+		__u64 lat = now > sent ? now - sent : 0;
+		c->timed++;
+		c->lat_sum += lat;
+		if (c->lat_min == 0 || lat < c->lat_min)
+			c->lat_min = lat;
+		if (lat > c->lat_max)
+			c->lat_max = lat;
+		__u32 b = bucket(lat);
+		if (b < HIST_BUCKETS)
+			c->hist[b]++;
+	}
 
 	__u32 seq = bpf_ntohl(s->seq);
 	__u32 i = seq % SEQ_WINDOW;

@@ -25,6 +25,7 @@ type TrafficAnCounts struct {
 	_      structs.HostLayout
 	Frames uint64
 	Bytes  uint64
+	Timed  uint64
 	LatSum uint64
 	LatMin uint64
 	LatMax uint64
@@ -44,7 +45,9 @@ type TrafficGenState struct {
 	StartNs    uint64
 	IntervalPs uint64
 	Limit      uint64
+	StampTime  uint64
 	Next       uint64
+	ClockPs    uint64
 	FirstNs    uint64
 	LastNs     uint64
 	Early      uint64
@@ -65,6 +68,7 @@ const (
 	TrafficVarCatchUp   = "catch_up"
 	TrafficVarCatchUpNs = "catch_up_ns"
 	TrafficVarFlows     = "flows"
+	TrafficVarOneCpu    = "one_cpu"
 	TrafficVarSportBase = "sport_base"
 )
 
@@ -131,6 +135,7 @@ type TrafficVariableSpecs struct {
 	CatchUp   *ebpf.VariableSpec `ebpf:"catch_up"`
 	CatchUpNs *ebpf.VariableSpec `ebpf:"catch_up_ns"`
 	Flows     *ebpf.VariableSpec `ebpf:"flows"`
+	OneCpu    *ebpf.VariableSpec `ebpf:"one_cpu"`
 	SportBase *ebpf.VariableSpec `ebpf:"sport_base"`
 }
 
@@ -176,6 +181,7 @@ type TrafficVariables struct {
 	CatchUp   *ebpf.Variable `ebpf:"catch_up"`
 	CatchUpNs *ebpf.Variable `ebpf:"catch_up_ns"`
 	Flows     *ebpf.Variable `ebpf:"flows"`
+	OneCpu    *ebpf.Variable `ebpf:"one_cpu"`
 	SportBase *ebpf.Variable `ebpf:"sport_base"`
 }
 
