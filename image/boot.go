@@ -44,6 +44,7 @@ type BootFiles struct {
 	Cmdline  string
 	Label    string // FAT volume label
 	VolumeID uint32
+	Manifest []byte // the build's signed manifest (ManifestFile); none when nil
 }
 
 // syslinuxConfig boots the kernel straight away and mirrors syslinux's own
@@ -92,6 +93,9 @@ func makeBoot(ctx context.Context, tmp, out string, size int64, f BootFiles) err
 		"loader/loader.conf":          []byte("default gokrazy.conf\ntimeout 0\nconsole-mode keep\n"),
 		"loader/entries/gokrazy.conf": loaderEntry(f.Cmdline),
 		"EFI/BOOT/BOOTX64.EFI":        efi,
+	}
+	if f.Manifest != nil {
+		files[ManifestFile] = f.Manifest
 	}
 	for name, content := range files {
 		p := filepath.Join(stage, filepath.FromSlash(name))

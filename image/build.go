@@ -2,6 +2,7 @@ package image
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -33,7 +34,15 @@ type Options struct {
 	// built with the ncpos_testimage tag, the only init that starts them.
 	// A production image has neither.
 	TestPrograms []Program
-	Logf         func(format string, args ...any)
+	// SigningKey signs the build's manifest (root and kernel by size
+	// and SHA-256), which goes onto the boot partition as ManifestFile;
+	// without one the manifest is unsigned, and an appliance refuses it
+	// as an update.
+	SigningKey ed25519.PrivateKey
+	// TrustedKeys are the keys the appliance takes updates from
+	// (/etc/ncpos/update-keys); the signing key's is always among them.
+	TrustedKeys []ed25519.PublicKey
+	Logf        func(format string, args ...any)
 }
 
 // Result describes a built image.
@@ -46,6 +55,8 @@ type Result struct {
 	DiskSig   uint32
 	Cmdline   string
 	BuildID   string
+	Built     time.Time // orders builds: an update to an older one is a downgrade
+	Signed    bool      // the manifest is signed
 	Duration  time.Duration
 }
 
@@ -145,8 +156,14 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	ca, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+	built := start.UTC().Truncate(time.Second)
+	trusted := o.TrustedKeys
+	if o.SigningKey != nil {
+		trusted = append([]ed25519.PublicKey{o.SigningKey.Public().(ed25519.PublicKey)}, trusted...)
+	}
 	if err := stageRoot(rootDir, RootFiles{
 		Hostname: o.Config.Hostname, ConfigTOML: o.ConfigTOML, BuildID: o.BuildID, CACerts: string(ca),
+		Built: built, TrustedKeys: trusted,
 	}); err != nil {
 		return nil, fmt.Errorf("staging root: %w", err)
 	}
@@ -156,11 +173,16 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
+	manifest, err := buildManifest(rootImg, o.Kernel, o.BuildID, built, o.SigningKey)
+	if err != nil {
+		return nil, err
+	}
+
 	// Boot and perm file systems.
 	bootImg := filepath.Join(tmp, "boot.fat")
 	logf("boot partition (syslinux, systemd-boot)")
 	if err := makeBoot(ctx, tmp, bootImg, layout.Parts[partition.Boot].Size, BootFiles{
-		Kernel: o.Kernel, Cmdline: cmdline, Label: "NCPOS-BOOT", VolumeID: diskSig,
+		Kernel: o.Kernel, Cmdline: cmdline, Label: "NCPOS-BOOT", VolumeID: diskSig, Manifest: manifest,
 	}); err != nil {
 		return nil, err
 	}
@@ -191,7 +213,8 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if err := writeBootCode(out); err != nil {
 		return nil, err
 	}
-	res := &Result{Output: o.Output, Size: layout.Size, DiskSig: diskSig, Cmdline: cmdline, BuildID: o.BuildID}
+	res := &Result{Output: o.Output, Size: layout.Size, DiskSig: diskSig, Cmdline: cmdline, BuildID: o.BuildID,
+		Built: built, Signed: o.SigningKey != nil}
 	for _, p := range []struct {
 		img  string
 		part int

@@ -72,7 +72,7 @@ func (im *Image) RootSquashfs() ([]byte, error) {
 	if _, err := f.ReadAt(b, im.Parts[partition.RootA].Offset); err != nil {
 		return nil, err
 	}
-	return b, nil
+	return squashfsPayload(b)
 }
 
 // Kernel returns the kernel on the boot partition.

@@ -2,13 +2,18 @@ package image
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/update/signature"
 )
 
 func TestOpenImageRoundTrip(t *testing.T) {
@@ -18,9 +23,15 @@ func TestOpenImageRoundTrip(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "ncpos.img")
 	kernel := []byte("kernel bytes for the round trip")
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, _ := ed25519.GenerateKey(rand.Reader)
 	res, err := Build(context.Background(), Options{
 		Config: config.Default(), ConfigTOML: config.DefaultTOML(), Kernel: kernel,
 		Size: 512e6, Output: out, BuildID: "read-1", ControlPassword: "read-test-password",
+		SigningKey: key, TrustedKeys: []ed25519.PublicKey{other},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +54,36 @@ func TestOpenImageRoundTrip(t *testing.T) {
 	k, err := im.Kernel(context.Background())
 	if err != nil || string(k) != string(kernel) {
 		t.Fatalf("kernel = %q, %v", k, err)
+	}
+	// The manifest on the boot partition is signed by the build's key
+	// and names exactly the root and kernel an update sends.
+	signed, err := im.Manifest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := signature.Verify(signed, []ed25519.PublicKey{pub})
+	if err != nil {
+		t.Fatalf("the build's manifest: %v", err)
+	}
+	if err := m.Root.Check("root", root); err != nil {
+		t.Error(err)
+	}
+	if err := m.Kernel.Check("kernel", k); err != nil {
+		t.Error(err)
+	}
+	if m.BuildID != "read-1" || !m.Built.Equal(res.Built) || !res.Signed {
+		t.Errorf("manifest %+v, build %+v", m, res)
+	}
+	// The root trusts the signing key and the key given besides, and
+	// knows its build time.
+	for file, want := range map[string]string{
+		"etc/ncpos/update-keys": signature.FormatKey(pub) + "\n" + signature.FormatKey(other) + "\n",
+		"etc/ncpos/built":       res.Built.Format(time.RFC3339) + "\n",
+	} {
+		got, err := execOutput("unsquashfs", "-o", strconv.FormatInt(im.Parts[partition.RootA].Offset, 10), "-cat", out, file)
+		if err != nil || !strings.HasSuffix(got, want) {
+			t.Errorf("%s = %q, %v; want it to end %q", file, got, err, want)
+		}
 	}
 
 	boot, err := BuildBoot(context.Background(), kernel, 0x12345678, partition.RootB)

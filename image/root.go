@@ -2,10 +2,12 @@ package image
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 )
 
 // RootFiles is what goes into the root file system besides the programs.
@@ -14,6 +16,12 @@ type RootFiles struct {
 	ConfigTOML []byte // /etc/ncpos/ncpos.toml
 	BuildID    string
 	CACerts    string // host CA bundle for /etc/ssl/ca-bundle.pem; optional
+	// Built is the build's time (/etc/ncpos/built), by which the
+	// appliance tells an update from a downgrade.
+	Built time.Time
+	// TrustedKeys are the keys it takes updates from
+	// (/etc/ncpos/update-keys).
+	TrustedKeys []ed25519.PublicKey
 }
 
 // stageRoot lays out in dir the tree gokrazy's init expects (see gokrazy's
@@ -46,6 +54,8 @@ func stageRoot(dir string, f RootFiles) error {
 		{"etc/gokrazy/mountdevices.json", []byte("[]"), 0o644},
 		{"etc/ncpos/ncpos.toml", f.ConfigTOML, 0o644},
 		{"etc/ncpos/build-id", []byte(f.BuildID + "\n"), 0o644},
+		{"etc/ncpos/built", []byte(f.Built.UTC().Format(time.RFC3339) + "\n"), 0o644},
+		{"etc/ncpos/update-keys", trustedKeysFile(f.TrustedKeys), 0o644},
 	}
 	if f.CACerts != "" {
 		files = append(files, struct {

@@ -2,15 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"flag"
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/image/kernel"
+	"github.com/ncpos/ncpos/update/signature"
 )
 
 func runBuild(ctx context.Context, args []string) error {
@@ -21,6 +24,8 @@ func runBuild(ctx context.Context, args []string) error {
 		out     = fs.String("o", "ncpos.img", "image file to write")
 		buildID = fs.String("build-id", "", "build ID shown by the appliance (default: from the time)")
 		pwFile  = fs.String("password-file", "", "file whose first line is the control password to give the image (default: a new random one, recorded in ~/.config/ncpos/passwords/<build ID>)")
+		signKey = fs.String("sign-key", "", "Ed25519 key (PKCS #8 PEM) that signs the build (default: ~/.config/ncpos/signing-key.pem, created on first use)")
+		trust   = fs.String("trust", "", "file of further keys the appliance takes updates from, one \"ncpos-ed25519 <base64>\" per line (the signing key's is always trusted)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -28,7 +33,8 @@ func runBuild(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	return buildImage(ctx, buildOptions{config: *cfgPath, size: *size, out: *out, buildID: *buildID, passwordFile: *pwFile})
+	return buildImage(ctx, buildOptions{config: *cfgPath, size: *size, out: *out, buildID: *buildID, passwordFile: *pwFile,
+		signingKey: *signKey, trustFile: *trust})
 }
 
 // buildOptions are what `ncpos build` takes, and what install and update
@@ -39,6 +45,45 @@ type buildOptions struct {
 	out          string
 	buildID      string // "": from the time
 	passwordFile string // "": a new random password, recorded on the host
+	signingKey   string // "": ~/.config/ncpos/signing-key.pem, created on first use
+	trustFile    string // "": only the signing key is trusted
+}
+
+// signingKey reads the build host's signing key, creating the default one
+// on first use, and the keys the image is to trust besides.
+func signingKey(path, trustFile string) (ed25519.PrivateKey, []ed25519.PublicKey, error) {
+	var (
+		key     ed25519.PrivateKey
+		created bool
+		err     error
+	)
+	if path != "" {
+		key, err = signature.LoadKey(path)
+	} else {
+		dir, derr := os.UserConfigDir()
+		if derr != nil {
+			return nil, nil, derr
+		}
+		path = filepath.Join(dir, "ncpos", "signing-key.pem")
+		key, created, err = signature.LoadOrCreateKey(path)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if created {
+		log.Printf("created the signing key %s: images built here trust it; keep it, or boxes refuse this host's updates", path)
+	}
+	var trusted []ed25519.PublicKey
+	if trustFile != "" {
+		text, err := os.ReadFile(trustFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("trusted keys: %w", err)
+		}
+		if trusted, err = signature.ParseKeys(text); err != nil {
+			return nil, nil, fmt.Errorf("trusted keys %s: %w", trustFile, err)
+		}
+	}
+	return key, trusted, nil
 }
 
 // buildImage builds an image as `ncpos build` does.
@@ -68,6 +113,10 @@ func buildImage(ctx context.Context, o buildOptions) error {
 	if id == "" {
 		id = time.Now().UTC().Format("20060102-150405")
 	}
+	key, trusted, err := signingKey(o.signingKey, o.trustFile)
+	if err != nil {
+		return err
+	}
 	pw, pwPath, err := controlPassword(o.passwordFile, id)
 	if err != nil {
 		return err
@@ -81,6 +130,8 @@ func buildImage(ctx context.Context, o buildOptions) error {
 		Output:          o.out,
 		BuildID:         id,
 		ControlPassword: pw,
+		SigningKey:      key,
+		TrustedKeys:     trusted,
 		Logf:            func(f string, a ...any) { log.Printf("  "+f, a...) },
 	})
 	if err != nil {
@@ -90,6 +141,7 @@ func buildImage(ctx context.Context, o buildOptions) error {
 	fmt.Printf("  image %d bytes (%d MiB), %d bytes allocated; root squashfs %d bytes\n",
 		res.Size, res.Size>>20, res.BytesUsed, res.RootBytes)
 	fmt.Printf("  built in %v; control password (user ncpos) in %s\n", res.Duration.Round(time.Millisecond), pwPath)
+	fmt.Printf("  signed by %s\n", signature.FormatKey(key.Public().(ed25519.PublicKey)))
 	return nil
 }
 
