@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
+
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -29,6 +31,9 @@ type Client struct {
 	// the box's key with TLS.
 	HTTP *http.Client
 	TLS  *tls.Config // e.g. a boxtls.Pin's; nil: verified against the system's CAs
+	// Progress, when set, shows each upload's progress (bytes, rate,
+	// time left) as a bar.
+	Progress io.Writer
 }
 
 func (c *Client) http() *http.Client {
@@ -66,21 +71,50 @@ func (c *Client) System(ctx context.Context) (*api.System, error) {
 	return &s, nil
 }
 
-// step sends one update step (root, boot, testboot, switch) to statusd.
+// step sends one update step (manifest, root, boot, testboot, switch) to
+// statusd.
 func (c *Client) step(ctx context.Context, method, step string, body []byte) (string, error) {
 	path := "api/v1/update/" + step
-	req, err := http.NewRequestWithContext(ctx, method, c.StatusURL+path, bytes.NewReader(body))
+	var r io.Reader = bytes.NewReader(body)
+	var bar *progressbar.ProgressBar
+	if c.Progress != nil && len(body) > 1<<20 {
+		bar = progressbar.NewOptions64(int64(len(body)),
+			progressbar.OptionSetWriter(c.Progress),
+			progressbar.OptionSetDescription("  "+step),
+			progressbar.OptionShowBytes(true),
+			progressbar.OptionShowTotalBytes(true),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(200*time.Millisecond),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(c.Progress) }),
+		)
+		pr := progressbar.NewReader(r, bar)
+		r = &pr
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.StatusURL+path, r)
 	if err != nil {
 		return "", err
 	}
+	req.ContentLength = int64(len(body))
 	req.SetBasicAuth("ncpos", c.Password)
 	resp, err := c.http().Do(req)
+	if bar != nil {
+		if err != nil || resp.StatusCode != http.StatusOK {
+			bar.Exit()
+		} else {
+			bar.Finish()
+		}
+	}
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode != http.StatusOK {
+		// statusd says why as {"error": "..."}; gokrazy in plain text.
+		var e struct{ Error string }
+		if json.Unmarshal(b, &e) == nil && e.Error != "" {
+			return "", fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, e.Error)
+		}
 		return "", fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(b)))
 	}
 	return string(b), nil

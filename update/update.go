@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net/url"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +27,12 @@ type Options struct {
 	// Settle is how long the new build must stay healthy before it is made
 	// permanent.
 	Settle time.Duration
+	// Downgrade lets the appliance take a build older than the one it
+	// runs; without it, it refuses one.
+	Downgrade bool
+	// DryRun says what the update would change, and whether the
+	// appliance would take the build, and changes nothing.
+	DryRun bool
 	Logf   func(format string, args ...any)
 }
 
@@ -32,6 +41,8 @@ type Result struct {
 	From, To  string // build IDs
 	Permanent bool   // the new build runs and will boot from now on
 	Duration  time.Duration
+	// Plan is what a dry run would do, line by line.
+	Plan []string
 }
 
 var rootArg = regexp.MustCompile(`root=PARTUUID=([0-9a-f]{8})-0([23])\b`)
@@ -125,11 +136,38 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 		return nil, fmt.Errorf("the appliance already runs build %s", to)
 	}
 	logf("appliance runs build %s from root partition %d; updating to %s", sys.BuildID, booted, to)
+	// The appliance checks the build's signature and age before it
+	// takes any part of it, and then that each part is the one signed.
+	manifest, err := im.Manifest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := url.Values{}
+	if o.Downgrade {
+		q.Set("downgrade", "1")
+	}
+	if o.DryRun {
+		q.Set("check", "1")
+	}
+	step := "manifest"
+	if len(q) > 0 {
+		step += "?" + q.Encode()
+	}
+	said, err := c.step(ctx, "PUT", step, manifest)
+	if err != nil {
+		return nil, fmt.Errorf("manifest of build %s: %w (the appliance still runs %s; nothing written)", to, err, sys.BuildID)
+	}
+	logf("appliance: %s", strings.TrimSpace(said))
 	segs, err := c.reportedSegments(ctx, 30*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("reading the segments before the update: %w", err)
 	}
 	before := BaselineOf(segs)
+	if o.DryRun {
+		res.Plan, err = plan(ctx, im, sys.BuildID, to, booted, before, o)
+		res.Duration = time.Since(start)
+		return res, err
+	}
 	for name, st := range before {
 		logf("before the update: segment %s %s", name, st)
 	}
@@ -242,6 +280,35 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	}
 	res.Duration = time.Since(start)
 	return res, fmt.Errorf("build %s did not come up healthy and the appliance has not come back with %s within %v", to, sys.BuildID, o.Timeout)
+}
+
+// plan is what Run would do, for a dry run.
+func plan(ctx context.Context, im *image.Image, from, to string, booted int, before Baseline, o Options) ([]string, error) {
+	root, err := im.RootSquashfs()
+	if err != nil {
+		return nil, err
+	}
+	kernel, err := im.Kernel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	inactive := partition.RootA + partition.RootB - booted
+	p := []string{
+		fmt.Sprintf("the appliance checked build %s's signature and age and would take it", to),
+		"put every segment into bypass for the reboots (overrides removed afterwards, whatever the outcome)",
+		fmt.Sprintf("write root %s (%d bytes) to the inactive root partition %d; the running root %d (build %s) stays as it is", to, len(root), inactive, booted, from),
+		fmt.Sprintf("write the boot partition: kernel of %d bytes, booting root %d until the switch", len(kernel), booted),
+		fmt.Sprintf("test-boot %s once and keep it if its daemons are live and its segments forward as before for %v, else return to %s", to, o.Settle, from),
+	}
+	for _, name := range slices.Sorted(maps.Keys(before)) {
+		st := before[name]
+		want := "forwarding"
+		if !st.Forwarding {
+			want = "forwarding, or " + st.String() + " as now"
+		}
+		p = append(p, fmt.Sprintf("  segment %s: %s now; the new build is kept when it is %s", name, st, want))
+	}
+	return p, nil
 }
 
 // bootedSince says whether the snapshot comes from a boot after t.

@@ -2,6 +2,8 @@ package vm
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,7 +83,7 @@ func testImage(t *testing.T, name string, cfgText []byte, extra ...image.Program
 		Config: cfg, ConfigTOML: cfgText,
 		Kernel: kernel.BzImage(), Size: 512e6, Output: p,
 		BuildID: name + "-" + time.Now().UTC().Format("150405"), ControlPassword: testPassword,
-		TestPrograms: extra,
+		TestPrograms: extra, SigningKey: testSigningKey,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +95,16 @@ func testImage(t *testing.T, name string, cfgText []byte, extra ...image.Program
 }
 
 const testPassword = "vm-test-password"
+
+// testSigningKey signs the test images, which trust it: the key of the
+// tests' build host.
+var testSigningKey = func() ed25519.PrivateKey {
+	_, k, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
 
 // boot starts the test image and waits for /healthz through the forwarded
 // management port.

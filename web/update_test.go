@@ -1,8 +1,11 @@
 package web
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -11,9 +14,36 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/update/signature"
 )
+
+// testGate gives the fixture's server an update gate that trusts a new
+// key, for a running build, and returns the key. It is read from files,
+// as statusd reads the running build's.
+func testGate(t *testing.T, f *fixture, running string, built time.Time) ed25519.PrivateKey {
+	t.Helper()
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc/ncpos"), 0o755)
+	os.WriteFile(filepath.Join(root, trustedKeysFile), []byte("# test\n"+signature.FormatKey(pub)+"\n"), 0o644)
+	os.WriteFile(filepath.Join(root, buildIDFile), []byte(running+"\n"), 0o644)
+	if !built.IsZero() {
+		os.WriteFile(filepath.Join(root, builtFile), []byte(built.Format(time.RFC3339)+"\n"), 0o644)
+	}
+	if f.srv.Updates, err = LoadUpdateGate(root); err != nil {
+		t.Fatal(err)
+	}
+	if f.srv.Updates.Running != running || !f.srv.Updates.Built.Equal(built) || len(f.srv.Updates.Trusted) != 1 {
+		t.Fatalf("gate %+v", f.srv.Updates)
+	}
+	return key
+}
 
 // fakeGokrazy serves gokrazy's update endpoints on a unix socket, as
 // gokrazy does on a box without a gokrazy password.
@@ -56,8 +86,36 @@ func TestUpdateThroughStatusd(t *testing.T) {
 		return f.do(r)
 	}
 	auth := map[string]string{"Authorization": goodAuth}
-	r := send("PUT", "/api/v1/update/root", "new root image", auth)
-	sum := sha256.Sum256([]byte("new root image"))
+	key := testGate(t, f, "b1", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	newRoot := "new root image"
+	if r := send("PUT", "/api/v1/update/root", newRoot, auth); r.Code != 409 || !strings.Contains(r.Body, "no signed manifest") {
+		t.Fatalf("root before a manifest: %d %s", r.Code, r.Body)
+	}
+	m := signature.Manifest{BuildID: "b2", Built: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC),
+		Root: signature.BlobOf([]byte(newRoot)), Kernel: signature.BlobOf([]byte("kernel"))}
+	signed, err := signature.Sign(key, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := send("PUT", "/api/v1/update/manifest", string(signed), auth); r.Code != 200 || !strings.Contains(r.Body, "build b2") {
+		t.Fatalf("PUT manifest = %d %s", r.Code, r.Body)
+	}
+	if r := send("POST", "/api/v1/update/testboot", "", auth); r.Code != 409 || !strings.Contains(r.Body, "no verified root") {
+		t.Fatalf("testboot before the root: %d %s", r.Code, r.Body)
+	}
+	// A root that is not the signed one, of the same length or cut
+	// short, is refused before gokrazy hears of it.
+	if r := send("PUT", "/api/v1/update/root", "new ROOT image", auth); r.Code != 403 || !strings.Contains(r.Body, "SHA-256") {
+		t.Fatalf("altered root: %d %s", r.Code, r.Body)
+	}
+	if r := send("PUT", "/api/v1/update/root", "new root", auth); r.Code != 400 || !strings.Contains(r.Body, "signed build's is 14") {
+		t.Fatalf("short root: %d %s", r.Code, r.Body)
+	}
+	if r := send("PUT", "/api/v1/update/root", "new root", map[string]string{"Authorization": goodAuth, "Content-Length": "14"}); r.Code != 400 || !strings.Contains(r.Body, "nothing written") {
+		t.Fatalf("root cut off: %d %s", r.Code, r.Body)
+	}
+	r := send("PUT", "/api/v1/update/root", newRoot, auth)
+	sum := sha256.Sum256([]byte(newRoot))
 	if r.Code != 200 || r.Body != hex.EncodeToString(sum[:]) {
 		t.Fatalf("PUT root = %d %q", r.Code, r.Body)
 	}
@@ -85,11 +143,61 @@ func TestUpdateThroughStatusd(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d saying %q", tc.name, r.Code, r.Body, tc.code, tc.says)
 		}
 	}
+	// Manifests that are unsigned, signed by a key the box does not
+	// trust, forged, or of an older build are refused, and the refusal
+	// leaves no manifest pending.
+	_, untrusted, _ := ed25519.GenerateKey(rand.Reader)
+	unsigned, _ := signature.Unsigned(m)
+	other, _ := signature.Sign(untrusted, m)
+	var forged signature.Signed
+	json.Unmarshal(signed, &forged)
+	forged.Manifest = []byte(strings.Replace(string(forged.Manifest), `"b2"`, `"b3"`, 1))
+	forgedJSON, _ := json.Marshal(forged)
+	older := m
+	older.BuildID, older.Built = "b0", time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	oldJSON, _ := signature.Sign(key, older)
+	for _, tc := range []struct {
+		name, body, query string
+		code              int
+		says              string
+	}{
+		{"unsigned", string(unsigned), "", 403, "not signed"},
+		{"untrusted", string(other), "", 403, "does not trust"},
+		{"forged", string(forgedJSON), "", 403, "forged"},
+		{"older", string(oldJSON), "", 409, "ask for a downgrade"},
+		{"not JSON", "root", "", 400, "manifest"},
+	} {
+		if r := send("PUT", "/api/v1/update/manifest"+tc.query, tc.body, auth); r.Code != tc.code || !strings.Contains(r.Body, tc.says) {
+			t.Errorf("manifest %s: %d %s, want %d saying %q", tc.name, r.Code, r.Body, tc.code, tc.says)
+		}
+	}
+	if r := send("PUT", "/api/v1/update/root", newRoot, auth); r.Code != 409 {
+		t.Errorf("root after a refused manifest: %d %s, want 409", r.Code, r.Body)
+	}
+	// A dry run's check says what the box would do and leaves nothing
+	// pending.
+	if r := send("PUT", "/api/v1/update/manifest?check=1", string(oldJSON), auth); r.Code != 409 || !strings.Contains(r.Body, "ask for a downgrade") {
+		t.Errorf("checking an older build: %d %s", r.Code, r.Body)
+	}
+	if r := send("PUT", "/api/v1/update/manifest?check=1&downgrade=1", string(oldJSON), auth); r.Code != 200 || !strings.Contains(r.Body, "would be accepted") {
+		t.Errorf("checking a downgrade asked for: %d %s", r.Code, r.Body)
+	}
+	if r := send("PUT", "/api/v1/update/root", newRoot, auth); r.Code != 409 {
+		t.Errorf("root after a check only: %d %s, want 409", r.Code, r.Body)
+	}
+	if r := send("PUT", "/api/v1/update/manifest?downgrade=1", string(oldJSON), auth); r.Code != 200 || !strings.Contains(r.Body, "build b0") {
+		t.Errorf("a downgrade asked for: %d %s", r.Code, r.Body)
+	}
 	select {
 	case g := <-got:
 		t.Fatalf("a refused request reached gokrazy: %q", g)
 	default:
 	}
+	f.srv.Updates = nil
+	if r := send("PUT", "/api/v1/update/manifest", string(signed), auth); r.Code != 503 || !strings.Contains(r.Body, "trusts no update keys") {
+		t.Errorf("a build without keys: %d %s", r.Code, r.Body)
+	}
+	testGate(t, f, "b1", time.Time{})
 	f.srv.GokrazySocket = filepath.Join(t.TempDir(), "none.sock")
 	if r := send("POST", "/api/v1/update/switch", "", auth); r.Code != 502 || !strings.Contains(r.Body, "passing the update to gokrazy") {
 		t.Errorf("without gokrazy = %d %s, want 502", r.Code, r.Body)
@@ -100,7 +208,8 @@ func TestUpdateThroughStatusd(t *testing.T) {
 			steps = append(steps, e.Fields["step"])
 		}
 	}
-	if strings.Join(steps, ",") != "switch,testboot,root" {
+	// Newest first: every step, refused or passed on, is an event.
+	if strings.Join(steps, ",") != "switch,manifest,manifest,root,manifest,manifest,root,manifest,manifest,manifest,manifest,manifest,testboot,root,root,root,root,testboot,manifest,root" {
 		t.Errorf("update events for steps %v", steps)
 	}
 }

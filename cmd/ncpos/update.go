@@ -28,6 +28,10 @@ func runUpdate(ctx context.Context, args []string) error {
 		img        = fs.String("image", "", "image to install (default: build one now, as ncpos build does)")
 		cfgPath    = fs.String("config", "", "when building: configuration file (default: the embedded default)")
 		pwFile     = fs.String("password-file", "", "file whose first line is the box's control password (default: ~/.config/ncpos/passwords/<host>)")
+		signKey    = fs.String("sign-key", "", "when building: the key that signs the build (default: ~/.config/ncpos/signing-key.pem)")
+		downgrade  = fs.Bool("downgrade", false, "let the appliance take a build older than the one it runs")
+		dryRun     = fs.Bool("dry-run", false, "say what the update would change, and whether the appliance would take the build, and change nothing")
+		quiet      = fs.Bool("q", false, "no progress bars")
 		timeout    = fs.Duration("timeout", 5*time.Minute, "how long to wait for the new build to come up healthy")
 		settle     = fs.Duration("settle", 10*time.Second, "how long the new build must stay healthy before it is made permanent")
 	)
@@ -50,7 +54,7 @@ func runUpdate(ctx context.Context, args []string) error {
 		}
 		defer os.RemoveAll(tmp)
 		path = filepath.Join(tmp, "ncpos.img")
-		if err := buildImage(ctx, buildOptions{config: *cfgPath, out: path, passwordFile: pwPath}); err != nil {
+		if err := buildImage(ctx, buildOptions{config: *cfgPath, out: path, passwordFile: pwPath, signingKey: *signKey}); err != nil {
 			return err
 		}
 	}
@@ -67,10 +71,20 @@ func runUpdate(ctx context.Context, args []string) error {
 		Password:  pw,
 		TLS:       pin.TLSConfig(),
 	}
+	if !*quiet {
+		c.Progress = os.Stderr
+	}
 	log.SetFlags(log.Ltime)
-	res, err := update.Run(ctx, c, im, update.Options{Timeout: *timeout, Settle: *settle, Logf: log.Printf})
+	res, err := update.Run(ctx, c, im, update.Options{Timeout: *timeout, Settle: *settle, Downgrade: *downgrade, DryRun: *dryRun, Logf: log.Printf})
 	if err != nil {
 		return err
+	}
+	if *dryRun {
+		fmt.Printf("dry run: an update of %s from %s to %s would\n", *host, res.From, res.To)
+		for _, l := range res.Plan {
+			fmt.Println("  " + l)
+		}
+		return nil
 	}
 	fmt.Printf("updated %s from %s to %s in %v\n", *host, res.From, res.To, res.Duration.Round(time.Second))
 	addr := net.JoinHostPort(h, strconv.Itoa(*statusPort))

@@ -123,6 +123,9 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		TLS:       id,
 		TLSNote:   tlsNote,
 	}
+	if srv.Updates, err = web.LoadUpdateGate("/"); err != nil {
+		log.Printf("updates over the network disabled: %v", err)
+	}
 	if text, err := os.ReadFile(appliance.BootConfig); err == nil {
 		// On the appliance: keep this boot's configuration once it has
 		// proved itself.

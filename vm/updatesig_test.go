@@ -1,0 +1,230 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ncpos/ncpos/image"
+	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/update"
+	"github.com/ncpos/ncpos/update/signature"
+)
+
+// TestUpdateRefused offers a box builds it must not take: unsigned, signed
+// by a key it does not trust, forged (the manifest altered after signing)
+// and older than the one it runs. Each is refused with a clear error
+// before anything is written: the boot and both root partitions hash the
+// same before and after (after a reboot, so that nothing the guest wrote
+// is still in its caches). Then the older build is taken when a downgrade
+// is asked for, which shows the refusal was the box's check; a dry run
+// before all this says what that update would do.
+func TestUpdateRefused(t *testing.T) {
+	requireQEMU(t)
+	t.Parallel()
+	a := testImage(t, "upd-a", wdConfig)
+	b := testImage(t, "upd-b", wdConfig)
+	dir := t.TempDir()
+	disk := filepath.Join(dir, "box.img")
+	if err := exec.Command("cp", "--sparse=always", b, disk).Run(); err != nil {
+		t.Fatal(err)
+	}
+	_, untrusted, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string]string{
+		"unsigned": withManifest(t, a, filepath.Join(dir, "unsigned.img"), func(s *signature.Signed, m signature.Manifest) {
+			s.Key, s.Signature = "", nil
+		}),
+		"signed by a key the box does not trust": withManifest(t, a, filepath.Join(dir, "untrusted.img"), func(s *signature.Signed, m signature.Manifest) {
+			b, err := signature.Sign(untrusted, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			json.Unmarshal(b, s)
+		}),
+		"forged": withManifest(t, a, filepath.Join(dir, "forged.img"), func(s *signature.Signed, m signature.Manifest) {
+			m.Root.SHA256 = strings.Repeat("0", 64)
+			s.Manifest, _ = json.Marshal(m)
+		}),
+	}
+	want := map[string]string{
+		"unsigned":                               "not signed",
+		"signed by a key the box does not trust": "does not trust",
+		"forged":                                 "forged",
+	}
+	before := partitionHashes(t, disk)
+	v, _ := boot(t, disk, false, func(o *Options) { o.Snapshot = false })
+	running := system(t, v).BuildID
+	// A dry run says what would change and changes nothing (the hashes
+	// below cover it): the older build, downgrade asked for.
+	res, err := update.Run(context.Background(), updateClient(v), openImage(t, a), update.Options{
+		Timeout: time.Minute, Settle: 5 * time.Second, Downgrade: true, DryRun: true, Logf: t.Logf})
+	if err != nil || len(res.Plan) < 5 || !strings.Contains(res.Plan[0], "would take it") || !strings.Contains(res.Plan[2], "inactive root partition 3") {
+		t.Errorf("dry run: %+v, %v", res, err)
+	}
+	for _, l := range res.Plan {
+		t.Logf("dry run: %s", l)
+	}
+	for name, img := range bad {
+		_, err := update.Run(context.Background(), updateClient(v), openImage(t, img), update.Options{Timeout: time.Minute, Logf: t.Logf})
+		t.Logf("a build %s: %v", name, err)
+		if err == nil || !strings.Contains(err.Error(), want[name]) || !strings.Contains(err.Error(), "nothing written") {
+			t.Errorf("update to a build %s: %v, want a refusal saying %q", name, err, want[name])
+		}
+	}
+	_, err = update.Run(context.Background(), updateClient(v), openImage(t, a), update.Options{Timeout: time.Minute, Logf: t.Logf})
+	t.Logf("an older build: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "ask for a downgrade") {
+		t.Errorf("update to an older build: %v, want a refusal of the downgrade", err)
+	}
+	cutRoot(t, v, openImage(t, a))
+	rebooted := time.Now()
+	if err := updateClient(v).Reboot(context.Background(), "vm test: flush before hashing"); err != nil {
+		t.Fatal(err)
+	}
+	if s, _ := waitReboot(t, v, rebooted, 3*time.Minute); s.BuildID != running {
+		t.Fatalf("after the refusals the box runs %s, want %s", s.BuildID, running)
+	}
+	after := partitionHashes(t, disk)
+	for p, h := range before {
+		if after[p] != h {
+			t.Errorf("partition %d changed: %s -> %s", p, h, after[p])
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	// The same older build, with the downgrade asked for, is taken: the
+	// refusals above were the box's checks, not a broken path.
+	res, err = update.Run(context.Background(), updateClient(v), openImage(t, a), update.Options{
+		Timeout: 4 * time.Minute, Settle: 5 * time.Second, Downgrade: true, Logf: t.Logf})
+	if err != nil {
+		t.Fatalf("a downgrade asked for: %v", err)
+	}
+	if !res.Permanent || system(t, v).BuildID != res.To {
+		t.Fatalf("after the downgrade: %+v", res)
+	}
+	t.Logf("downgrade %s -> %s took %v", res.From, res.To, res.Duration.Round(100*time.Millisecond))
+}
+
+// cutRoot sends the signed manifest of im and then its root cut off at
+// several points (the connection dropped mid-upload): the box must refuse
+// each, having written nothing.
+func cutRoot(t *testing.T, v *VM, im *image.Image) {
+	t.Helper()
+	ctx := context.Background()
+	manifest, err := im.Manifest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := im.RootSquashfs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := v.Client(2 * time.Minute)
+	put := func(path string, body io.Reader, n int64) (int, string, error) {
+		req, err := http.NewRequestWithContext(ctx, "PUT", v.StatusURL()+"api/v1/update/"+path, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.ContentLength = n
+		req.SetBasicAuth("ncpos", testPassword)
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), nil
+	}
+	for _, share := range []float64{0.01, 0.5, 0.999} {
+		if code, said, err := put("manifest?downgrade=1", bytes.NewReader(manifest), int64(len(manifest))); err != nil || code != http.StatusOK {
+			t.Fatalf("manifest: %d %s %v", code, said, err)
+		}
+		n := int64(share * float64(len(root)))
+		code, said, err := put("root", io.MultiReader(bytes.NewReader(root[:n]), failingReader{}), int64(len(root)))
+		t.Logf("root cut off after %d of %d bytes: %d %q %v", n, len(root), code, strings.TrimSpace(said), err)
+		if err == nil && code == http.StatusOK {
+			t.Errorf("a root cut off after %d of %d bytes was taken", n, len(root))
+		}
+	}
+}
+
+// failingReader is a connection that drops.
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, errors.New("connection dropped (test)") }
+
+// withManifest copies the image src to dst with its build manifest
+// changed by edit, which gets the signed manifest and what it says.
+func withManifest(t *testing.T, src, dst string, edit func(*signature.Signed, signature.Manifest)) string {
+	t.Helper()
+	if err := exec.Command("cp", "--sparse=always", src, dst).Run(); err != nil {
+		t.Fatal(err)
+	}
+	im := openImage(t, dst)
+	b, err := im.Manifest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s signature.Signed
+	var m signature.Manifest
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(s.Manifest, &m); err != nil {
+		t.Fatal(err)
+	}
+	edit(&s, m)
+	out, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), image.ManifestFile)
+	if err := os.WriteFile(f, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("mcopy", "-o", "-i", dst+"@@"+strconv.FormatInt(im.Parts[partition.Boot].Offset, 10), f, "::/"+image.ManifestFile)
+	cmd.Env = append(os.Environ(), "MTOOLS_SKIP_CHECK=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("mcopy: %v: %s", err, out)
+	}
+	return dst
+}
+
+// partitionHashes hashes the boot and both root partitions of a disk
+// image.
+func partitionHashes(t *testing.T, disk string) map[int]string {
+	t.Helper()
+	im := openImage(t, disk)
+	f, err := os.Open(disk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[int]string{}
+	for _, p := range []int{partition.Boot, partition.RootA, partition.RootB} {
+		h := sha256.New()
+		if _, err := io.Copy(h, io.NewSectionReader(f, im.Parts[p].Offset, im.Parts[p].Size)); err != nil {
+			t.Fatal(err)
+		}
+		out[p] = hex.EncodeToString(h.Sum(nil))
+	}
+	return out
+}

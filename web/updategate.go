@@ -1,0 +1,107 @@
+package web
+
+import (
+	"crypto/ed25519"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ncpos/ncpos/update/signature"
+)
+
+// UpdateGate is what an update passes on the box before gokrazy writes
+// any of it: a manifest signed by a key the running build trusts, for a
+// newer build (or a downgrade asked for), and then parts that are exactly
+// the ones it names. The root is received in full and checked before it
+// is handed on, so a forged, unsigned or cut-off upload writes nothing.
+type UpdateGate struct {
+	Trusted []ed25519.PublicKey
+	Running string    // the running build's ID
+	Built   time.Time // and its build time; zero: unknown (any build is newer)
+
+	mu      sync.Mutex
+	pending *signature.Manifest // accepted, its parts not yet all written
+	rootOK  bool                // its root is on the inactive partition
+}
+
+// Files of the running build the gate reads (LoadUpdateGate).
+const (
+	trustedKeysFile = "etc/ncpos/update-keys"
+	builtFile       = "etc/ncpos/built"
+	buildIDFile     = "etc/ncpos/build-id"
+)
+
+// LoadUpdateGate reads the running build's trusted keys, ID and build
+// time under root ("/" on the appliance).
+func LoadUpdateGate(root string) (*UpdateGate, error) {
+	text, err := os.ReadFile(filepath.Join(root, trustedKeysFile))
+	if err != nil {
+		return nil, fmt.Errorf("update keys: %w", err)
+	}
+	keys, err := signature.ParseKeys(text)
+	if err != nil {
+		return nil, fmt.Errorf("update keys %s: %w", filepath.Join(root, trustedKeysFile), err)
+	}
+	g := &UpdateGate{Trusted: keys}
+	if b, err := os.ReadFile(filepath.Join(root, buildIDFile)); err == nil {
+		g.Running = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile(filepath.Join(root, builtFile)); err == nil {
+		if g.Built, err = time.Parse(time.RFC3339, strings.TrimSpace(string(b))); err != nil {
+			return nil, fmt.Errorf("build time %s: %w", filepath.Join(root, builtFile), err)
+		}
+	}
+	return g, nil
+}
+
+// accept checks a signed manifest and makes it the pending update, unless
+// only asked to check it (a dry run), which leaves the pending one alone.
+func (g *UpdateGate) accept(data []byte, downgrade, check bool) (*signature.Manifest, error) {
+	m, err := signature.Verify(data, g.Trusted)
+	if err == nil {
+		err = signature.CheckOrder(g.Running, g.Built, m, downgrade)
+	}
+	if check {
+		return m, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pending, g.rootOK = nil, false
+	if err != nil {
+		return nil, err
+	}
+	g.pending = m
+	return m, nil
+}
+
+// root is the pending update's root, or why there is none.
+func (g *UpdateGate) root() (signature.Blob, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pending == nil {
+		return signature.Blob{}, fmt.Errorf("no signed manifest accepted: send the build's manifest (PUT /api/v1/update/manifest) first")
+	}
+	g.rootOK = false
+	return g.pending.Root, nil
+}
+
+// rootWritten records that the pending root is on the inactive partition.
+func (g *UpdateGate) rootWritten(ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.rootOK = ok && g.pending != nil
+}
+
+// afterRoot says whether a step that follows the root (boot, testboot)
+// may go on.
+func (g *UpdateGate) afterRoot(step string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pending == nil || !g.rootOK {
+		return fmt.Errorf("update step %s: no verified root written: send the signed manifest and the root it names first", step)
+	}
+	return nil
+}
