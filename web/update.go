@@ -114,6 +114,10 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 			refuse(http.StatusBadRequest, fmt.Errorf("root of %d bytes announced, the signed build's is %d", r.ContentLength, want.Size))
 			return
 		}
+		if err := s.Updates.roomFor(want.Size); err != nil {
+			refuse(http.StatusInsufficientStorage, err)
+			return
+		}
 		b := make([]byte, want.Size)
 		if _, err := io.ReadFull(body, b); err != nil {
 			refuse(http.StatusBadRequest, fmt.Errorf("receiving the root: %w (nothing written)", err))

@@ -36,6 +36,8 @@ func testGate(t *testing.T, f *fixture, running string, built time.Time) ed25519
 	if !built.IsZero() {
 		os.WriteFile(filepath.Join(root, builtFile), []byte(built.Format(time.RFC3339)+"\n"), 0o644)
 	}
+	os.MkdirAll(filepath.Join(root, "proc"), 0o755)
+	os.WriteFile(filepath.Join(root, "proc/meminfo"), []byte("MemTotal:        2048000 kB\nMemAvailable:    1536000 kB\n"), 0o644)
 	if f.srv.Updates, err = LoadUpdateGate(root); err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +116,16 @@ func TestUpdateThroughStatusd(t *testing.T) {
 	if r := send("PUT", "/api/v1/update/root", "new root", map[string]string{"Authorization": goodAuth, "Content-Length": "14"}); r.Code != 400 || !strings.Contains(r.Body, "nothing written") {
 		t.Fatalf("root cut off: %d %s", r.Code, r.Body)
 	}
+	// A root that would leave the box short of memory is refused
+	// before it is received.
+	meminfo := f.srv.Updates.Meminfo
+	low := filepath.Join(t.TempDir(), "meminfo")
+	os.WriteFile(low, []byte("MemTotal: 64 kB\nMemAvailable: 10 kB\n"), 0o644)
+	f.srv.Updates.Meminfo = low
+	if r := send("PUT", "/api/v1/update/root", newRoot, auth); r.Code != 507 || !strings.Contains(r.Body, "not enough memory") {
+		t.Fatalf("root without room: %d %s", r.Code, r.Body)
+	}
+	f.srv.Updates.Meminfo = meminfo
 	r := send("PUT", "/api/v1/update/root", newRoot, auth)
 	sum := sha256.Sum256([]byte(newRoot))
 	if r.Code != 200 || r.Body != hex.EncodeToString(sum[:]) {
@@ -209,7 +221,7 @@ func TestUpdateThroughStatusd(t *testing.T) {
 		}
 	}
 	// Newest first: every step, refused or passed on, is an event.
-	if strings.Join(steps, ",") != "switch,manifest,manifest,root,manifest,manifest,root,manifest,manifest,manifest,manifest,manifest,testboot,root,root,root,root,testboot,manifest,root" {
+	if strings.Join(steps, ",") != "switch,manifest,manifest,root,manifest,manifest,root,manifest,manifest,manifest,manifest,manifest,testboot,root,root,root,root,root,testboot,manifest,root" {
 		t.Errorf("update events for steps %v", steps)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/update/signature"
 )
 
@@ -21,6 +22,10 @@ type UpdateGate struct {
 	Trusted []ed25519.PublicKey
 	Running string    // the running build's ID
 	Built   time.Time // and its build time; zero: unknown (any build is newer)
+	// Meminfo is the /proc/meminfo the root is received against: it
+	// must fit in memory with a quarter of it left, well clear of the
+	// watchdog's memory check.
+	Meminfo string
 
 	mu      sync.Mutex
 	pending *signature.Manifest // accepted, its parts not yet all written
@@ -45,7 +50,7 @@ func LoadUpdateGate(root string) (*UpdateGate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("update keys %s: %w", filepath.Join(root, trustedKeysFile), err)
 	}
-	g := &UpdateGate{Trusted: keys}
+	g := &UpdateGate{Trusted: keys, Meminfo: filepath.Join(root, "proc/meminfo")}
 	if b, err := os.ReadFile(filepath.Join(root, buildIDFile)); err == nil {
 		g.Running = strings.TrimSpace(string(b))
 	}
@@ -86,6 +91,22 @@ func (g *UpdateGate) root() (signature.Blob, error) {
 	}
 	g.rootOK = false
 	return g.pending.Root, nil
+}
+
+// minFreeAfterRoot is the share of memory that must stay available while
+// a root is held in memory.
+const minFreeAfterRoot = 0.25
+
+// roomFor says whether n bytes can be held in memory now.
+func (g *UpdateGate) roomFor(n int64) error {
+	total, avail, err := sysinfo.Memory(g.Meminfo)
+	if err != nil {
+		return fmt.Errorf("reading the memory available: %w", err)
+	}
+	if float64(avail)-float64(n) < minFreeAfterRoot*float64(total) {
+		return fmt.Errorf("not enough memory to receive a root of %d bytes: %d of %d bytes available, and %.0f %% must stay so", n, avail, total, 100*minFreeAfterRoot)
+	}
+	return nil
 }
 
 // rootWritten records that the pending root is on the inactive partition.

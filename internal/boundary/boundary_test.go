@@ -24,6 +24,8 @@ var hostOnly = []string{
 // shared are packages under a hostOnly prefix that the appliance may link.
 var shared = []string{
 	module + "/image/partition",
+	// Builds are signed on the host and checked on the box.
+	module + "/update/signature",
 }
 
 // bpfLoaders are the appliance programs that load BPF programs: the
