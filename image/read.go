@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/image/partition"
 )
 
@@ -109,4 +110,33 @@ func BuildBoot(ctx context.Context, kernel []byte, diskSig uint32, rootPart int)
 		return nil, err
 	}
 	return os.ReadFile(out)
+}
+
+// BootHashes hashes the files of a boot partition image as
+// bootpart.HashTree does the box's own, leaving out ldlinux.sys: syslinux
+// patches it with where it lies on each file system, so no two copies
+// match, and ldlinux.c32 is compared in its stead.
+func BootHashes(ctx context.Context, fat []byte) (map[string]string, error) {
+	dir, err := os.MkdirTemp("", "ncpos-bootfiles-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	img := filepath.Join(dir, "boot.fat")
+	if err := os.WriteFile(img, fat, 0o600); err != nil {
+		return nil, err
+	}
+	files := filepath.Join(dir, "files")
+	if err := os.Mkdir(files, 0o700); err != nil {
+		return nil, err
+	}
+	if err := run(ctx, []string{"MTOOLS_SKIP_CHECK=1"}, "mcopy", "-s", "-n", "-i", img, "::/*", files); err != nil {
+		return nil, fmt.Errorf("reading the boot partition image: %w", err)
+	}
+	h, err := bootpart.HashTree(files)
+	if err != nil {
+		return nil, err
+	}
+	delete(h, "ldlinux.sys")
+	return h, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/update/signature"
@@ -95,6 +96,30 @@ func TestOpenImageRoundTrip(t *testing.T) {
 	c, err := execOutput("mtype", "-i", p, "::/cmdline.txt")
 	if err != nil || !strings.Contains(c, "root=PARTUUID=12345678-03") {
 		t.Fatalf("boot cmdline.txt = %q, %v", c, err)
+	}
+	// The boot files, as an update compares them with the box's.
+	hashes, err := BootHashes(context.Background(), boot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"vmlinuz", "cmdline.txt", "syslinux.cfg", "ldlinux.c32", "loader/loader.conf", "loader/entries/gokrazy.conf", "efi/boot/bootx64.efi"} {
+		if hashes[f] == "" {
+			t.Errorf("boot files %v lack %s", hashes, f)
+		}
+	}
+	if hashes["vmlinuz"] != signature.BlobOf(kernel).SHA256 || hashes["ldlinux.sys"] != "" {
+		t.Errorf("boot files %v: vmlinuz not the kernel, or ldlinux.sys compared", hashes)
+	}
+	bootA, err := BuildBoot(context.Background(), kernel, 0x12345678, partition.RootA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oh, err := BootHashes(context.Background(), bootA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := bootpart.Differences(hashes, oh); len(d) != 2 || d[0] != "cmdline.txt" || d[1] != "loader/entries/gokrazy.conf" {
+		t.Errorf("boot partitions for root 3 and root 2 differ in %v, want cmdline.txt and the loader entry", d)
 	}
 
 	notImage := filepath.Join(t.TempDir(), "x")

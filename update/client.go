@@ -12,6 +12,7 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/ncpos/ncpos/bootpart"
+	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -118,6 +121,38 @@ func (c *Client) step(ctx context.Context, method, step string, body []byte) (st
 		return "", fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(b)))
 	}
 	return string(b), nil
+}
+
+// bootDifferences lists the files of the boot partition image boot that
+// the box's boot partition lacks or holds otherwise.
+func (c *Client) bootDifferences(ctx context.Context, boot []byte) ([]string, error) {
+	want, err := image.BootHashes(ctx, boot)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", c.StatusURL+"api/v1/update/boot", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.SetBasicAuth("ncpos", c.Password)
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET api/v1/update/boot: %s", resp.Status)
+	}
+	var got struct{ Files map[string]string }
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		return nil, fmt.Errorf("GET api/v1/update/boot: %w", err)
+	}
+	if len(got.Files) == 0 {
+		return nil, errors.New("GET api/v1/update/boot: no files")
+	}
+	return bootpart.Differences(want, got.Files), nil
 }
 
 // put sends a partition image and checks the SHA-256 the box computed of

@@ -33,14 +33,20 @@ type Options struct {
 	// DryRun says what the update would change, and whether the
 	// appliance would take the build, and changes nothing.
 	DryRun bool
-	Logf   func(format string, args ...any)
+	// RewriteBoot writes the boot partition even when it holds what the
+	// update would write (to mend one that was damaged).
+	RewriteBoot bool
+	Logf        func(format string, args ...any)
 }
 
 // Result says how an update ended.
 type Result struct {
 	From, To  string // build IDs
 	Permanent bool   // the new build runs and will boot from now on
-	Duration  time.Duration
+	// BootKept: the boot partition held what the update would have
+	// written (kernel, loaders, entries), so it was not rewritten.
+	BootKept bool
+	Duration time.Duration
 	// Plan is what a dry run would do, line by line.
 	Plan []string
 }
@@ -164,7 +170,7 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	}
 	before := BaselineOf(segs)
 	if o.DryRun {
-		res.Plan, err = plan(ctx, im, sys.BuildID, to, booted, before, o)
+		res.Plan, err = plan(ctx, c, im, sys.BuildID, to, sig, booted, before, o)
 		res.Duration = time.Since(start)
 		return res, err
 	}
@@ -200,9 +206,21 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	if err != nil {
 		return nil, err
 	}
-	logf("writing boot partition (kernel %d bytes)", len(kernel))
-	if err := c.put(ctx, "boot", boot); err != nil {
-		return nil, fmt.Errorf("boot partition: %w (the appliance may not boot until it is rewritten; run the update again)", err)
+	if o.RewriteBoot {
+		logf("rewriting the boot partition, as asked")
+	} else if diff, err := c.bootDifferences(ctx, boot); err != nil {
+		logf("cannot compare the boot partition (%v): writing it", err)
+	} else if len(diff) == 0 {
+		logf("kernel, loaders and boot entries unchanged: the boot partition is left as it is")
+		res.BootKept = true
+	} else {
+		logf("the boot partition differs in %s", strings.Join(diff, ", "))
+	}
+	if !res.BootKept {
+		logf("writing boot partition (kernel %d bytes)", len(kernel))
+		if err := c.put(ctx, "boot", boot); err != nil {
+			return nil, fmt.Errorf("boot partition: %w (the appliance may not boot until it is rewritten; run the update again)", err)
+		}
 	}
 	if _, err := c.step(ctx, "POST", "testboot", nil); err != nil {
 		return nil, err
@@ -283,7 +301,7 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 }
 
 // plan is what Run would do, for a dry run.
-func plan(ctx context.Context, im *image.Image, from, to string, booted int, before Baseline, o Options) ([]string, error) {
+func plan(ctx context.Context, c *Client, im *image.Image, from, to string, sig uint32, booted int, before Baseline, o Options) ([]string, error) {
 	root, err := im.RootSquashfs()
 	if err != nil {
 		return nil, err
@@ -292,12 +310,27 @@ func plan(ctx context.Context, im *image.Image, from, to string, booted int, bef
 	if err != nil {
 		return nil, err
 	}
+	boot, err := image.BuildBoot(ctx, kernel, sig, booted)
+	if err != nil {
+		return nil, err
+	}
+	bootStep := fmt.Sprintf("write the boot partition: kernel of %d bytes, booting root %d until the switch", len(kernel), booted)
+	switch diff, err := c.bootDifferences(ctx, boot); {
+	case o.RewriteBoot:
+		bootStep += " (asked for)"
+	case err != nil:
+		bootStep += fmt.Sprintf(" (the box's could not be compared: %v)", err)
+	case len(diff) == 0:
+		bootStep = "leave the boot partition as it is: kernel, loaders and boot entries unchanged"
+	default:
+		bootStep += " (it differs in " + strings.Join(diff, ", ") + ")"
+	}
 	inactive := partition.RootA + partition.RootB - booted
 	p := []string{
 		fmt.Sprintf("the appliance checked build %s's signature and age and would take it", to),
 		"put every segment into bypass for the reboots (overrides removed afterwards, whatever the outcome)",
 		fmt.Sprintf("write root %s (%d bytes) to the inactive root partition %d; the running root %d (build %s) stays as it is", to, len(root), inactive, booted, from),
-		fmt.Sprintf("write the boot partition: kernel of %d bytes, booting root %d until the switch", len(kernel), booted),
+		bootStep,
 		fmt.Sprintf("test-boot %s once and keep it if its daemons are live and its segments forward as before for %v, else return to %s", to, o.Settle, from),
 	}
 	for _, name := range slices.Sorted(maps.Keys(before)) {

@@ -50,10 +50,16 @@ func testUpdateAToB(t *testing.T, uefi bool) {
 	v, _ := boot(t, a, uefi)
 	before := system(t, v)
 
+	// Under UEFI the boot partition is written anyway, so that both
+	// ways are tested: a and b share kernel, loaders and entries, so
+	// under SeaBIOS it is left as it is.
 	res, err := update.Run(context.Background(), updateClient(v), openImage(t, b), update.Options{
-		Timeout: 4 * time.Minute, Settle: 15 * time.Second, Logf: t.Logf})
+		Timeout: 4 * time.Minute, Settle: 15 * time.Second, RewriteBoot: uefi, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if res.BootKept == uefi {
+		t.Errorf("boot partition kept %v, want %v", res.BootKept, !uefi)
 	}
 	t.Logf("OTA update %s -> %s took %v", res.From, res.To, res.Duration.Round(100*time.Millisecond))
 	after := system(t, v)

@@ -75,7 +75,8 @@ func TestUpdateRefused(t *testing.T) {
 	// below cover it): the older build, downgrade asked for.
 	res, err := update.Run(context.Background(), updateClient(v), openImage(t, a), update.Options{
 		Timeout: time.Minute, Settle: 5 * time.Second, Downgrade: true, DryRun: true, Logf: t.Logf})
-	if err != nil || len(res.Plan) < 5 || !strings.Contains(res.Plan[0], "would take it") || !strings.Contains(res.Plan[2], "inactive root partition 3") {
+	if err != nil || len(res.Plan) < 5 || !strings.Contains(res.Plan[0], "would take it") || !strings.Contains(res.Plan[2], "inactive root partition 3") ||
+		!strings.Contains(res.Plan[3], "leave the boot partition as it is") {
 		t.Errorf("dry run: %+v, %v", res, err)
 	}
 	for _, l := range res.Plan {

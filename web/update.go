@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,10 +37,29 @@ var updateSteps = map[string]struct{ method, path string }{
 	"switch":   {http.MethodPost, "/update/switch"},   // boot the inactive root from now on
 }
 
+// handleBootFiles answers the SHA-256 of every file on the boot partition.
+func (s *Server) handleBootFiles(w http.ResponseWriter) {
+	if s.BootFiles == nil {
+		apiError(w, http.StatusServiceUnavailable, "this box cannot read its boot partition")
+		return
+	}
+	files, err := s.BootFiles()
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"files": files})
+}
+
 func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	step, ok := updateSteps[r.PathValue("step")]
 	if !ok {
 		apiError(w, http.StatusNotFound, fmt.Sprintf("no update step %q, want manifest, root, boot, testboot or switch", r.PathValue("step")))
+		return
+	}
+	if r.PathValue("step") == "boot" && r.Method == http.MethodGet {
+		s.handleBootFiles(w)
 		return
 	}
 	if r.Method != step.method {

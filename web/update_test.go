@@ -205,6 +205,18 @@ func TestUpdateThroughStatusd(t *testing.T) {
 		t.Fatalf("a refused request reached gokrazy: %q", g)
 	default:
 	}
+	// The boot partition's files, for an update to compare with what it
+	// would write.
+	if r := send("GET", "/api/v1/update/boot", "", auth); r.Code != 503 {
+		t.Errorf("boot files without a reader: %d %s", r.Code, r.Body)
+	}
+	f.srv.BootFiles = func() (map[string]string, error) { return map[string]string{"vmlinuz": "abc"}, nil }
+	if r := send("GET", "/api/v1/update/boot", "", auth); r.Code != 200 || r.Body != `{"files":{"vmlinuz":"abc"}}`+"\n" {
+		t.Errorf("boot files: %d %q", r.Code, r.Body)
+	}
+	if r := send("GET", "/api/v1/update/boot", "", nil); r.Code != 401 {
+		t.Errorf("boot files without the password: %d %s", r.Code, r.Body)
+	}
 	f.srv.Updates = nil
 	if r := send("PUT", "/api/v1/update/manifest", string(signed), auth); r.Code != 503 || !strings.Contains(r.Body, "trusts no update keys") {
 		t.Errorf("a build without keys: %d %s", r.Code, r.Body)

@@ -18,11 +18,13 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/ncpos/ncpos/appliance"
+	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/health"
@@ -125,6 +127,8 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 	}
 	if srv.Updates, err = web.LoadUpdateGate("/"); err != nil {
 		log.Printf("updates over the network disabled: %v", err)
+	} else {
+		srv.BootFiles = func() (map[string]string, error) { return bootpart.Read("/", filepath.Join(ipc.Dir(), "boot-ro")) }
 	}
 	if text, err := os.ReadFile(appliance.BootConfig); err == nil {
 		// On the appliance: keep this boot's configuration once it has
