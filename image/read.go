@@ -73,7 +73,7 @@ func (im *Image) RootSquashfs() ([]byte, error) {
 	if _, err := f.ReadAt(b, im.Parts[partition.RootA].Offset); err != nil {
 		return nil, err
 	}
-	return squashfsPayload(b)
+	return b, nil
 }
 
 // Kernel returns the kernel on the boot partition.

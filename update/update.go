@@ -198,11 +198,7 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	if err := c.put(ctx, "root", root); err != nil {
 		return nil, fmt.Errorf("new root: %w (the appliance still runs %s)", err, sys.BuildID)
 	}
-	kernel, err := im.Kernel(ctx)
-	if err != nil {
-		return nil, err
-	}
-	boot, err := image.BuildBoot(ctx, kernel, sig, booted)
+	kernel, boot, err := bootImage(ctx, im, sig, booted)
 	if err != nil {
 		return nil, err
 	}
@@ -300,30 +296,38 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	return res, fmt.Errorf("build %s did not come up healthy and the appliance has not come back with %s within %v", to, sys.BuildID, o.Timeout)
 }
 
+// bootImage is the image's kernel and the boot partition an update would
+// write with it: booting root booted of the disk with signature sig.
+func bootImage(ctx context.Context, im *image.Image, sig uint32, booted int) (kernel, boot []byte, err error) {
+	if kernel, err = im.Kernel(ctx); err != nil {
+		return nil, nil, err
+	}
+	boot, err = image.BuildBoot(ctx, kernel, sig, booted)
+	return kernel, boot, err
+}
+
 // plan is what Run would do, for a dry run.
 func plan(ctx context.Context, c *Client, im *image.Image, from, to string, sig uint32, booted int, before Baseline, o Options) ([]string, error) {
 	root, err := im.RootSquashfs()
 	if err != nil {
 		return nil, err
 	}
-	kernel, err := im.Kernel(ctx)
-	if err != nil {
-		return nil, err
-	}
-	boot, err := image.BuildBoot(ctx, kernel, sig, booted)
+	kernel, boot, err := bootImage(ctx, im, sig, booted)
 	if err != nil {
 		return nil, err
 	}
 	bootStep := fmt.Sprintf("write the boot partition: kernel of %d bytes, booting root %d until the switch", len(kernel), booted)
-	switch diff, err := c.bootDifferences(ctx, boot); {
-	case o.RewriteBoot:
+	if o.RewriteBoot {
 		bootStep += " (asked for)"
-	case err != nil:
-		bootStep += fmt.Sprintf(" (the box's could not be compared: %v)", err)
-	case len(diff) == 0:
-		bootStep = "leave the boot partition as it is: kernel, loaders and boot entries unchanged"
-	default:
-		bootStep += " (it differs in " + strings.Join(diff, ", ") + ")"
+	} else {
+		switch diff, err := c.bootDifferences(ctx, boot); {
+		case err != nil:
+			bootStep += fmt.Sprintf(" (the box's could not be compared: %v)", err)
+		case len(diff) == 0:
+			bootStep = "leave the boot partition as it is: kernel, loaders and boot entries unchanged"
+		default:
+			bootStep += " (it differs in " + strings.Join(diff, ", ") + ")"
+		}
 	}
 	inactive := partition.RootA + partition.RootB - booted
 	p := []string{
