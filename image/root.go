@@ -73,11 +73,16 @@ func stageRoot(dir string, f RootFiles) error {
 }
 
 // mksquashfs packs dir into a squashfs image at out. Every file is owned by
-// root and stamped with mtime, so the same inputs give the same bytes.
-func mksquashfs(ctx context.Context, dir, out string, mtime int64) error {
+// root and stamped with mtime, so the same inputs give the same bytes;
+// quick trades size for time (Options.QuickRoot).
+func mksquashfs(ctx context.Context, dir, out string, mtime int64, quick bool) error {
 	t := strconv.FormatInt(mtime, 10)
+	level := "19"
+	if quick {
+		level = "3"
+	}
 	if err := run(ctx, nil, "mksquashfs", dir, out, "-noappend", "-quiet", "-no-progress",
-		"-comp", "zstd", "-Xcompression-level", "19", "-b", "256K",
+		"-comp", "zstd", "-Xcompression-level", level, "-b", "256K",
 		"-all-root", "-no-xattrs", "-mkfs-time", t, "-all-time", t); err != nil {
 		return fmt.Errorf("root file system: %w", err)
 	}

@@ -83,7 +83,7 @@ func testImage(t *testing.T, name string, cfgText []byte, extra ...image.Program
 		Config: cfg, ConfigTOML: cfgText,
 		Kernel: kernel.BzImage(), Size: 512e6, Output: p,
 		BuildID: name + "-" + time.Now().UTC().Format("150405"), ControlPassword: testPassword,
-		TestPrograms: extra, SigningKey: testSigningKey,
+		TestPrograms: extra, SigningKey: testSigningKey, QuickRoot: true,
 	})
 	if err != nil {
 		t.Fatal(err)
