@@ -1,14 +1,13 @@
-// Package bootpart reads the box's own boot partition (FAT: kernel,
-// loaders, boot entries), which the running system does not mount: an
-// update compares what it would write there with what is there, and
-// leaves the partition alone when nothing differs, so that an update of
-// userland alone never rewrites the files the box boots from.
+// Package bootpart is the box's own boot partition (FAT: a kernel per
+// root slot, loaders, boot entries), which the running system mounts only
+// for a moment: to compare what an update brings with what is there, and
+// to write, itself, what the update changes — the inactive slot's kernel,
+// and which slot boots once and by default.
 package bootpart
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -45,34 +44,6 @@ func Device(root string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("disk %s has no partition 1", disk)
-}
-
-// Hashes mounts the boot partition read-only at mnt (created and removed
-// here) and returns the SHA-256 of every file on it, by path relative to
-// its root in lower case (FAT does not keep case apart).
-func Hashes(dev, mnt string) (map[string]string, error) {
-	if err := os.MkdirAll(mnt, 0o700); err != nil {
-		return nil, err
-	}
-	defer os.Remove(mnt)
-	if err := unix.Mount(dev, mnt, "vfat", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return nil, fmt.Errorf("mounting the boot partition %s read-only: %w", dev, err)
-	}
-	out, err := HashTree(mnt)
-	if uerr := unix.Unmount(mnt, 0); uerr != nil {
-		err = errors.Join(err, fmt.Errorf("unmounting the boot partition: %w", uerr))
-	}
-	return out, err
-}
-
-// Read hashes the files of the boot partition of the box whose root is
-// root, mounting it at mnt for the while.
-func Read(root, mnt string) (map[string]string, error) {
-	dev, err := Device(root)
-	if err != nil {
-		return nil, err
-	}
-	return Hashes(dev, mnt)
 }
 
 // HashTree returns the SHA-256 of every regular file under dir, by path

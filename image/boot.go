@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ncpos/ncpos/bootpart"
 )
 
 // Cmdline is the kernel command line: root by PARTUUID (MBR disk signature
@@ -31,51 +33,43 @@ func Cmdline(diskSig uint32, rootPart int, extra ...string) string {
 	return strings.Join(append(args, extra...), " ")
 }
 
-// cmdlinePad leaves room after the command line for gokrazy's in-place
-// edits: its update handlers rewrite cmdline.txt and the systemd-boot entry
-// without changing their length (switching root= to the other partition,
-// and appending " gokrazy.try_boot_inactive=1" before each newline for a
-// one-shot test boot), so the padding must follow the last newline.
-const cmdlinePad = 128
-
 // BootFiles is what goes onto the boot partition.
 type BootFiles struct {
-	Kernel   []byte
-	Cmdline  string
+	Kernel   []byte // both slots'
+	DiskSig  uint32 // names the roots (root=PARTUUID=)
+	Default  bootpart.Slot
 	Label    string // FAT volume label
 	VolumeID uint32
 	Manifest []byte // the build's signed manifest (ManifestFile); none when nil
 }
 
-// syslinuxConfig boots the kernel straight away and mirrors syslinux's own
-// output to the serial port, for boxes with only a serial console. The
-// command line comes from cmdline.txt (an APPEND line), the file gokrazy's
-// update handlers edit, so that switching roots reaches legacy BIOS boots.
-const syslinuxConfig = `SERIAL 0 115200
-DEFAULT ncpos
-PROMPT 0
-TIMEOUT 0
-LABEL ncpos
-  LINUX /vmlinuz
-  INCLUDE /cmdline.txt
-`
+// slotCmdline is the kernel command line of each slot.
+func (f BootFiles) slotCmdline(s bootpart.Slot) string { return Cmdline(f.DiskSig, s.Partition()) }
 
-// cmdlineFile is cmdline.txt: an APPEND line for syslinux, then padding.
-func cmdlineFile(cmdline string) []byte {
-	return []byte("APPEND " + cmdline + "\n" + strings.Repeat(" ", cmdlinePad))
+// files are the boot partition's files but the loaders': a kernel and an
+// entry per slot for either loader, the files naming the default slot,
+// and cmdline.txt, which gokrazy's init reads at boot (it looks there for
+// its own test-boot flag, which ncpos never sets: test boots are the
+// loaders' boot-once).
+func (f BootFiles) files() map[string][]byte {
+	files := map[string][]byte{
+		"cmdline.txt":                []byte(f.slotCmdline(bootpart.SlotA) + "\n"),
+		"syslinux.cfg":               bootpart.SyslinuxConfig(f.slotCmdline),
+		bootpart.SyslinuxDefaultFile: bootpart.SyslinuxDefault(f.Default),
+		bootpart.LoaderConfFile:      bootpart.LoaderConf(f.Default),
+	}
+	for _, sl := range []bootpart.Slot{bootpart.SlotA, bootpart.SlotB} {
+		files[sl.Kernel()] = f.Kernel
+		files["loader/entries/"+sl.Entry()] = bootpart.LoaderEntry(sl, f.slotCmdline(sl))
+	}
+	if f.Manifest != nil {
+		files[ManifestFile] = f.Manifest
+	}
+	return files
 }
 
-// loaderEntry is the systemd-boot (Boot Loader Specification) entry. It is
-// named gokrazy.conf because gokrazy's update handlers edit that file too:
-// a test boot appends " gokrazy.try_boot_inactive=1" before every newline,
-// so the linux line comes last, after the last newline, where no flag can
-// reach it; the padding after it is trailing white space.
-func loaderEntry(cmdline string) []byte {
-	return []byte(fmt.Sprintf("title ncpos\noptions %s\nlinux /vmlinuz", cmdline) + strings.Repeat(" ", cmdlinePad))
-}
-
-// makeBoot creates the boot FAT file system image at out: kernel, command
-// line, syslinux (legacy BIOS: ldlinux.sys and the FAT boot sector) and
+// makeBoot creates the boot FAT file system image at out: kernels and
+// entries, syslinux (legacy BIOS: ldlinux.sys and the FAT boot sector) and
 // systemd-boot as the removable-media UEFI loader EFI/BOOT/BOOTX64.EFI.
 func makeBoot(ctx context.Context, tmp, out string, size int64, f BootFiles) error {
 	stage := filepath.Join(tmp, "bootfiles")
@@ -86,17 +80,8 @@ func makeBoot(ctx context.Context, tmp, out string, size int64, f BootFiles) err
 	if err != nil {
 		return fmt.Errorf("UEFI loader: %w (install systemd-boot-efi)", err)
 	}
-	files := map[string][]byte{
-		"vmlinuz":                     f.Kernel,
-		"cmdline.txt":                 cmdlineFile(f.Cmdline),
-		"syslinux.cfg":                []byte(syslinuxConfig),
-		"loader/loader.conf":          []byte("default gokrazy.conf\ntimeout 0\nconsole-mode keep\n"),
-		"loader/entries/gokrazy.conf": loaderEntry(f.Cmdline),
-		"EFI/BOOT/BOOTX64.EFI":        efi,
-	}
-	if f.Manifest != nil {
-		files[ManifestFile] = f.Manifest
-	}
+	files := f.files()
+	files["EFI/BOOT/BOOTX64.EFI"] = efi
 	for name, content := range files {
 		p := filepath.Join(stage, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -109,8 +94,8 @@ func makeBoot(ctx context.Context, tmp, out string, size int64, f BootFiles) err
 
 	os.Remove(out)
 	env := []string{"MTOOLS_SKIP_CHECK=1"}
-	// One FAT copy: gokrazy's FAT reader, which finds cmdline.txt for its
-	// update handlers, assumes a single FAT.
+	// One FAT copy: gokrazy's FAT reader, which finds cmdline.txt at
+	// boot, assumes a single FAT.
 	if err := run(ctx, nil, "mkfs.fat", "-C", "-F", "16", "-f", "1", "-n", f.Label,
 		"-i", fmt.Sprintf("%08X", f.VolumeID), out, fmt.Sprint(size/1024)); err != nil {
 		return fmt.Errorf("boot file system: %w", err)
@@ -124,9 +109,6 @@ func makeBoot(ctx context.Context, tmp, out string, size int64, f BootFiles) err
 		if err := run(ctx, env, "mcopy", "-i", out, "-m", filepath.Join(stage, filepath.FromSlash(name)), "::/"+name); err != nil {
 			return fmt.Errorf("boot file system: %w", err)
 		}
-	}
-	if err := lowercaseDirs(out, "loader", "loader/entries"); err != nil {
-		return fmt.Errorf("boot file system: %w", err)
 	}
 	if err := run(ctx, env, "syslinux", "--install", out); err != nil {
 		return fmt.Errorf("legacy BIOS loader: %w", err)

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/passwd"
@@ -119,6 +120,12 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if len(o.Kernel) == 0 {
 		return nil, fmt.Errorf("no kernel")
 	}
+	// Both slots' kernel files, and the kernel the manifest signs, are
+	// padded to one size, so an update writes a kernel in place.
+	kernel, err := bootpart.PadKernel(o.Kernel)
+	if err != nil {
+		return nil, err
+	}
 	layout, err := NewLayout(o.Size)
 	if err != nil {
 		return nil, err
@@ -178,7 +185,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	manifest, err := buildManifest(rootImg, o.Kernel, o.BuildID, built, o.SigningKey)
+	manifest, err := buildManifest(rootImg, kernel, o.BuildID, built, o.SigningKey)
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +194,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	bootImg := filepath.Join(tmp, "boot.fat")
 	logf("boot partition (syslinux, systemd-boot)")
 	if err := makeBoot(ctx, tmp, bootImg, layout.Parts[partition.Boot].Size, BootFiles{
-		Kernel: o.Kernel, Cmdline: cmdline, Label: "NCPOS-BOOT", VolumeID: diskSig, Manifest: manifest,
+		Kernel: kernel, DiskSig: diskSig, Default: bootpart.SlotA, Label: "NCPOS-BOOT", VolumeID: diskSig, Manifest: manifest,
 	}); err != nil {
 		return nil, err
 	}

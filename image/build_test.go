@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/internal/testenv"
@@ -112,18 +113,28 @@ func TestBuildLayout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("mdir: %v\n%s", err, listing)
 	}
-	for _, want := range []string{"::/vmlinuz", "::/cmdline.txt", "::/syslinux.cfg", "::/ldlinux.sys", "::/EFI/BOOT/BOOTX64.EFI", "::/loader/entries/gokrazy.conf"} {
+	for _, want := range []string{"::/vmlinuz-a", "::/vmlinuz-b", "::/cmdline.txt", "::/syslinux.cfg", "::/slot.cfg", "::/ldlinux.sys", "::/EFI/BOOT/BOOTX64.EFI", "::/loader/loader.conf", "::/loader/entries/ncpos-a.conf", "::/loader/entries/ncpos-b.conf"} {
 		if !strings.Contains(strings.ToLower(string(listing)), strings.ToLower(want)) {
 			t.Errorf("boot partition lacks %s:\n%s", want, listing)
 		}
 	}
 	cfgText, err := exec.Command("mtype", "-i", boot, "::/cmdline.txt").Output()
-	if err != nil || !strings.HasPrefix(string(cfgText), "APPEND "+res.Cmdline+"\n") {
-		t.Errorf("cmdline.txt = %q (%v), want APPEND %s", cfgText, err, res.Cmdline)
+	if err != nil || string(cfgText) != res.Cmdline+"\n" {
+		t.Errorf("cmdline.txt = %q (%v), want %s", cfgText, err, res.Cmdline)
+	}
+	// syslinux's installer leaves a valid, empty ADV at the end of
+	// ldlinux.sys, where the box sets its boot-once label.
+	ldlinux := filepath.Join(t.TempDir(), "ldlinux.sys")
+	if out, err := exec.Command("mcopy", "-i", boot, "::/ldlinux.sys", ldlinux).CombinedOutput(); err != nil {
+		t.Fatalf("mcopy ldlinux.sys: %v %s", err, out)
+	}
+	sys, _ := os.ReadFile(ldlinux)
+	if adv, ok, err := bootpart.ParseADV(sys[len(sys)-len(bootpart.ADV{}):]); err != nil || !ok || adv.BootOnce() != "" {
+		t.Errorf("syslinux's ADV: valid %v, boot-once %q, %v; want a valid one without boot-once", ok, adv.BootOnce(), err)
 	}
 
-	// gokrazy's FAT reader (its update handlers edit cmdline.txt in
-	// place) assumes a single FAT.
+	// gokrazy's FAT reader (its init reads cmdline.txt at boot) assumes
+	// a single FAT.
 	if bs, _ := os.ReadFile(boot); len(bs) < 512 || bs[16] != 1 {
 		t.Errorf("boot FAT has %d FAT copies, want 1", bs[16])
 	}

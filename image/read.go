@@ -85,16 +85,25 @@ func (im *Image) Kernel(ctx context.Context) ([]byte, error) {
 	defer os.RemoveAll(dir)
 	out := filepath.Join(dir, "vmlinuz")
 	src := fmt.Sprintf("%s@@%d", im.Path, im.Parts[partition.Boot].Offset)
-	if err := run(ctx, []string{"MTOOLS_SKIP_CHECK=1"}, "mcopy", "-i", src, "::/vmlinuz", out); err != nil {
+	// A built image boots slot a; both slots hold its kernel.
+	if err := run(ctx, []string{"MTOOLS_SKIP_CHECK=1"}, "mcopy", "-i", src, "::/"+bootpart.SlotA.Kernel(), out); err != nil {
 		return nil, fmt.Errorf("reading the kernel from %s: %w", im.Path, err)
 	}
 	return os.ReadFile(out)
 }
 
-// BuildBoot makes a boot partition image for an installed appliance: its
-// disk signature and the root partition its bootloader starts, with kernel.
-// `ncpos update` sends it when the kernel changed.
+// BuildBoot makes the boot partition image this build would give an
+// installed appliance: its disk signature, booting root partition
+// rootPart by default, with kernel (padded) in both slots. `ncpos update` compares
+// its loaders and entries with the box's.
 func BuildBoot(ctx context.Context, kernel []byte, diskSig uint32, rootPart int) ([]byte, error) {
+	def, err := bootpart.SlotOf(rootPart)
+	if err != nil {
+		return nil, err
+	}
+	if kernel, err = bootpart.PadKernel(kernel); err != nil {
+		return nil, err
+	}
 	if _, err := exec.LookPath("mkfs.fat"); err != nil {
 		return nil, CheckTools()
 	}
@@ -105,7 +114,7 @@ func BuildBoot(ctx context.Context, kernel []byte, diskSig uint32, rootPart int)
 	defer os.RemoveAll(tmp)
 	out := filepath.Join(tmp, "boot.fat")
 	if err := makeBoot(ctx, tmp, out, DefaultBootSize, BootFiles{
-		Kernel: kernel, Cmdline: Cmdline(diskSig, rootPart), Label: "NCPOS-BOOT", VolumeID: diskSig,
+		Kernel: kernel, DiskSig: diskSig, Default: def, Label: "NCPOS-BOOT", VolumeID: diskSig,
 	}); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -52,9 +53,10 @@ func TestOpenImageRoundTrip(t *testing.T) {
 	if len(root) < int(res.RootBytes) || len(root) > int(res.RootBytes)+4096 {
 		t.Fatalf("root squashfs %d bytes, want about %d", len(root), res.RootBytes)
 	}
+	// The kernel file of either slot: the kernel, padded to one size.
 	k, err := im.Kernel(context.Background())
-	if err != nil || string(k) != string(kernel) {
-		t.Fatalf("kernel = %q, %v", k, err)
+	if err != nil || len(k) != bootpart.KernelFileSize || string(bytes.TrimRight(k, "\x00")) != string(kernel) {
+		t.Fatalf("kernel = %d bytes %q…, %v", len(k), k[:min(len(k), 40)], err)
 	}
 	// The manifest on the boot partition is signed by the build's key
 	// and names exactly the root and kernel an update sends.
@@ -93,22 +95,34 @@ func TestOpenImageRoundTrip(t *testing.T) {
 	}
 	p := filepath.Join(t.TempDir(), "boot.fat")
 	os.WriteFile(p, boot, 0o644)
-	c, err := execOutput("mtype", "-i", p, "::/cmdline.txt")
-	if err != nil || !strings.Contains(c, "root=PARTUUID=12345678-03") {
-		t.Fatalf("boot cmdline.txt = %q, %v", c, err)
+	// A kernel and an entry per slot, for both loaders; root 3 by default.
+	for file, want := range map[string][]string{
+		"syslinux.cfg":                {"INCLUDE /slot.cfg", "LABEL a\n  LINUX /vmlinuz-a\n  APPEND console=tty0 console=ttyS0,115200n8 root=PARTUUID=12345678-02 ", "LABEL b\n  LINUX /vmlinuz-b\n  APPEND console=tty0 console=ttyS0,115200n8 root=PARTUUID=12345678-03 "},
+		"slot.cfg":                    {"DEFAULT b\n"},
+		"loader/loader.conf":          {"default ncpos-b.conf\n"},
+		"loader/entries/ncpos-a.conf": {"linux /vmlinuz-a\n", "root=PARTUUID=12345678-02 "},
+		"loader/entries/ncpos-b.conf": {"linux /vmlinuz-b\n", "root=PARTUUID=12345678-03 "},
+	} {
+		c, err := execOutput("mtype", "-i", p, "::/"+file)
+		for _, w := range want {
+			if err != nil || !strings.Contains(c, w) {
+				t.Errorf("boot %s = %q, %v; want it to hold %q", file, c, err, w)
+			}
+		}
 	}
 	// The boot files, as an update compares them with the box's.
 	hashes, err := BootHashes(context.Background(), boot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"vmlinuz", "cmdline.txt", "syslinux.cfg", "ldlinux.c32", "loader/loader.conf", "loader/entries/gokrazy.conf", "efi/boot/bootx64.efi"} {
+	for _, f := range []string{"vmlinuz-a", "vmlinuz-b", "cmdline.txt", "syslinux.cfg", "slot.cfg", "ldlinux.c32", "loader/loader.conf", "loader/entries/ncpos-a.conf", "loader/entries/ncpos-b.conf", "efi/boot/bootx64.efi"} {
 		if hashes[f] == "" {
 			t.Errorf("boot files %v lack %s", hashes, f)
 		}
 	}
-	if hashes["vmlinuz"] != signature.BlobOf(kernel).SHA256 || hashes["ldlinux.sys"] != "" {
-		t.Errorf("boot files %v: vmlinuz not the kernel, or ldlinux.sys compared", hashes)
+	padded, _ := bootpart.PadKernel(kernel)
+	if k := signature.BlobOf(padded).SHA256; hashes["vmlinuz-a"] != k || hashes["vmlinuz-b"] != k || hashes["ldlinux.sys"] != "" {
+		t.Errorf("boot files %v: a slot's kernel not the kernel, or ldlinux.sys compared", hashes)
 	}
 	bootA, err := BuildBoot(context.Background(), kernel, 0x12345678, partition.RootA)
 	if err != nil {
@@ -118,8 +132,8 @@ func TestOpenImageRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := bootpart.Differences(hashes, oh); len(d) != 2 || d[0] != "cmdline.txt" || d[1] != "loader/entries/gokrazy.conf" {
-		t.Errorf("boot partitions for root 3 and root 2 differ in %v, want cmdline.txt and the loader entry", d)
+	if d := bootpart.Differences(hashes, oh); len(d) != 2 || d[0] != "loader/loader.conf" || d[1] != "slot.cfg" {
+		t.Errorf("boot partitions booting root 3 and root 2 differ in %v, want the two files naming the default slot", d)
 	}
 
 	notImage := filepath.Join(t.TempDir(), "x")

@@ -14,6 +14,7 @@ import (
 	"github.com/google/renameio/v2"
 	"golang.org/x/sys/unix"
 
+	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/passwd"
 	"github.com/ncpos/ncpos/sysinfo"
 )
@@ -105,7 +106,7 @@ func personalize(target string, cleanPerm bool) (string, error) {
 	old := fmt.Sprintf("root=PARTUUID=%08x-", tab.DiskSig)
 	neu := fmt.Sprintf("root=PARTUUID=%08x-", sig)
 	if err := withMount(partitionPath(target, 1), "vfat", func(dir string) error {
-		for _, name := range []string{"cmdline.txt", "loader/entries/gokrazy.conf"} {
+		for _, name := range bootpart.EntryFiles {
 			if err := replaceInFile(filepath.Join(dir, name), old, neu); err != nil {
 				return err
 			}

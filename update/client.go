@@ -74,8 +74,8 @@ func (c *Client) System(ctx context.Context) (*api.System, error) {
 	return &s, nil
 }
 
-// step sends one update step (manifest, root, boot, testboot, switch) to
-// statusd.
+// step sends one update step (manifest, root, kernel, testboot, switch)
+// to statusd.
 func (c *Client) step(ctx context.Context, method, step string, body []byte) (string, error) {
 	path := "api/v1/update/" + step
 	var r io.Reader = bytes.NewReader(body)
@@ -113,23 +113,31 @@ func (c *Client) step(ctx context.Context, method, step string, body []byte) (st
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode != http.StatusOK {
-		// statusd says why as {"error": "..."}; gokrazy in plain text.
-		var e struct{ Error string }
-		if json.Unmarshal(b, &e) == nil && e.Error != "" {
-			return "", fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, e.Error)
-		}
-		return "", fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(b)))
+		return "", fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, apiMessage(b))
 	}
 	return string(b), nil
 }
 
-// bootDifferences lists the files of the boot partition image boot that
-// the box's boot partition lacks or holds otherwise.
-func (c *Client) bootDifferences(ctx context.Context, boot []byte) ([]string, error) {
-	want, err := image.BootHashes(ctx, boot)
-	if err != nil {
-		return nil, err
+// apiMessage is why a refusal says it refused: statusd says so as
+// {"error": "..."}, gokrazy in plain text.
+func apiMessage(b []byte) string {
+	var e struct{ Error string }
+	if json.Unmarshal(b, &e) == nil && e.Error != "" {
+		return e.Error
 	}
+	return strings.TrimSpace(string(b))
+}
+
+// BootPartition is what the box says of its boot partition: the SHA-256
+// of each file, and which slot it runs and boots (nil from a build
+// without slots).
+type BootPartition struct {
+	Files map[string]string
+	Slots *bootpart.State
+}
+
+// BootPartition reads the box's boot partition.
+func (c *Client) BootPartition(ctx context.Context) (*BootPartition, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, "GET", c.StatusURL+"api/v1/update/boot", nil)
@@ -143,16 +151,32 @@ func (c *Client) bootDifferences(ctx context.Context, boot []byte) ([]string, er
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET api/v1/update/boot: %s", resp.Status)
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("GET api/v1/update/boot: %s: %s", resp.Status, apiMessage(b))
 	}
-	var got struct{ Files map[string]string }
+	var got BootPartition
 	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
 		return nil, fmt.Errorf("GET api/v1/update/boot: %w", err)
 	}
 	if len(got.Files) == 0 {
 		return nil, errors.New("GET api/v1/update/boot: no files")
 	}
-	return bootpart.Differences(want, got.Files), nil
+	return &got, nil
+}
+
+// loaderDifferences lists the loader and entry files of the boot partition
+// image boot that the box lacks or holds otherwise: what a new build
+// changes that the box does not write over the network. Kernels, the
+// files naming the default slot and the manifest are left out.
+func loaderDifferences(ctx context.Context, boot []byte, box map[string]string) ([]string, error) {
+	want, err := image.BootHashes(ctx, boot)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{bootpart.SlotA.Kernel(), bootpart.SlotB.Kernel(), bootpart.SyslinuxDefaultFile, bootpart.LoaderConfFile, image.ManifestFile} {
+		delete(want, strings.ToLower(name))
+	}
+	return bootpart.Differences(want, box), nil
 }
 
 // put sends a partition image and checks the SHA-256 the box computed of

@@ -13,9 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/update/signature"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -33,18 +35,15 @@ type Options struct {
 	// DryRun says what the update would change, and whether the
 	// appliance would take the build, and changes nothing.
 	DryRun bool
-	// RewriteBoot writes the boot partition even when it holds what the
-	// update would write (to mend one that was damaged).
-	RewriteBoot bool
-	Logf        func(format string, args ...any)
+	Logf   func(format string, args ...any)
 }
 
 // Result says how an update ended.
 type Result struct {
 	From, To  string // build IDs
 	Permanent bool   // the new build runs and will boot from now on
-	// BootKept: the boot partition held what the update would have
-	// written (kernel, loaders, entries), so it was not rewritten.
+	// BootKept: the inactive slot held the new build's kernel already, so
+	// nothing was written to the boot partition.
 	BootKept bool
 	Duration time.Duration
 	// Plan is what a dry run would do, line by line.
@@ -65,20 +64,6 @@ func bootedRoot(cmdline string) (uint32, int, error) {
 	return uint32(sig), part, nil
 }
 
-// runningRoot is the partition the running system uses: the booted one,
-// unless gokrazy test-boots the other (then "/" is that partition's device
-// rather than /dev/root).
-func runningRoot(s *api.System, booted int) int {
-	dev := s.Root.Device
-	if dev == "/dev/root" || dev == "" {
-		return booted
-	}
-	if n, err := strconv.Atoi(dev[len(strings.TrimRight(dev, "0123456789")):]); err == nil {
-		return n
-	}
-	return booted
-}
-
 // ImageBuildID reads the build ID from the image's root file system.
 func ImageBuildID(im *image.Image) (string, error) {
 	out, err := exec.Command("unsquashfs", "-o", strconv.FormatInt(im.Parts[partition.RootA].Offset, 10),
@@ -89,13 +74,15 @@ func ImageBuildID(im *image.Image) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// Run updates the appliance behind c to the image im. It writes the new
-// root to the inactive partition and a boot partition (kernel) that still
-// boots the current root, asks gokrazy for a one-shot test boot of the new
-// root, reboots, and makes the new root permanent only once it has been
-// healthy for Settle. If the new build does not come up healthy, the next
-// boot (a reboot the command asks for, or the watchdog's) returns to the
-// old root, and Run says so in its error.
+// Run updates the appliance behind c to the image im. The box checks the
+// build's signature, then writes the new root to the inactive partition
+// and the new kernel to the inactive slot of its boot partition itself,
+// each received in full and checked first; it sets its loader to boot
+// that slot (kernel and root) once, reboots, and makes the slot permanent
+// only once the new build has been healthy for Settle. If it does not
+// come up healthy, the next boot (a reboot the command asks for, the
+// watchdog's, or a kernel's panic) returns to the old slot, and Run says
+// so in its error.
 func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, error) {
 	start := time.Now()
 	logf := o.Logf
@@ -130,8 +117,15 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	if err != nil {
 		return nil, err
 	}
-	if r := runningRoot(sys, booted); r != booted {
-		return nil, fmt.Errorf("the appliance is test-booting root %d (boots %d); let it finish or reboot it first", r, booted)
+	bp, err := c.BootPartition(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the appliance's boot partition: %w", err)
+	}
+	if bp.Slots == nil {
+		return nil, fmt.Errorf("the appliance's build %s keeps one kernel for both roots: it predates the kernel per root this update needs; install this build instead", sys.BuildID)
+	}
+	if bp.Slots.TestBoot() {
+		return nil, fmt.Errorf("the appliance test-boots slot %s (it boots slot %s by default); let that update finish or reboot it first", bp.Slots.Running, bp.Slots.Default)
 	}
 	to, err := ImageBuildID(im)
 	if err != nil {
@@ -170,7 +164,7 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	}
 	before := BaselineOf(segs)
 	if o.DryRun {
-		res.Plan, err = plan(ctx, c, im, sys.BuildID, to, sig, booted, before, o)
+		res.Plan, err = plan(ctx, im, sys.BuildID, to, sig, booted, bp, before, o)
 		res.Duration = time.Since(start)
 		return res, err
 	}
@@ -198,29 +192,29 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	if err := c.put(ctx, "root", root); err != nil {
 		return nil, fmt.Errorf("new root: %w (the appliance still runs %s)", err, sys.BuildID)
 	}
-	kernel, boot, err := bootImage(ctx, im, sig, booted)
+	bpl, err := planBoot(ctx, im, sig, booted, bp)
 	if err != nil {
 		return nil, err
 	}
-	if o.RewriteBoot {
-		logf("rewriting the boot partition, as asked")
-	} else if diff, err := c.bootDifferences(ctx, boot); err != nil {
-		logf("cannot compare the boot partition (%v): writing it", err)
-	} else if len(diff) == 0 {
-		logf("kernel, loaders and boot entries unchanged: the boot partition is left as it is")
+	if len(bpl.loaders) > 0 {
+		logf("WARNING: the new build's loaders or entries differ from the appliance's in %s; they are not written over the network (install the build to change them)", strings.Join(bpl.loaders, ", "))
+	}
+	if bpl.kept {
+		logf("slot %s holds the new build's kernel already: nothing is written to the boot partition", bpl.slot)
 		res.BootKept = true
 	} else {
-		logf("the boot partition differs in %s", strings.Join(diff, ", "))
-	}
-	if !res.BootKept {
-		logf("writing boot partition (kernel %d bytes)", len(kernel))
-		if err := c.put(ctx, "boot", boot); err != nil {
-			return nil, fmt.Errorf("boot partition: %w (the appliance may not boot until it is rewritten; run the update again)", err)
+		logf("sending the kernel (%d bytes) for slot %s", len(bpl.kernel), bpl.slot)
+		said, err := c.step(ctx, "PUT", "kernel", bpl.kernel)
+		if err != nil {
+			return nil, fmt.Errorf("kernel: %w (the appliance still runs %s; its running slot %s is untouched)", err, sys.BuildID, bp.Slots.Running)
 		}
+		logf("appliance: %s", strings.TrimSpace(said))
 	}
-	if _, err := c.step(ctx, "POST", "testboot", nil); err != nil {
+	said, err = c.step(ctx, "POST", "testboot", nil)
+	if err != nil {
 		return nil, err
 	}
+	logf("appliance: %s", strings.TrimSpace(said))
 	logf("test-booting %s once", to)
 	rebooted := time.Now()
 	if err := c.Reboot(ctx, "ncpos update: test boot of "+to); err != nil {
@@ -296,38 +290,49 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	return res, fmt.Errorf("build %s did not come up healthy and the appliance has not come back with %s within %v", to, sys.BuildID, o.Timeout)
 }
 
-// bootImage is the image's kernel and the boot partition an update would
-// write with it: booting root booted of the disk with signature sig.
-func bootImage(ctx context.Context, im *image.Image, sig uint32, booted int) (kernel, boot []byte, err error) {
-	if kernel, err = im.Kernel(ctx); err != nil {
-		return nil, nil, err
+// bootPlan is what an update changes on the boot partition.
+type bootPlan struct {
+	kernel []byte
+	slot   bootpart.Slot // the inactive slot, the new build's
+	kept   bool          // the slot holds the kernel already
+	// loaders are the loader and entry files the new build has
+	// otherwise, which the box does not write over the network.
+	loaders []string
+}
+
+// planBoot compares the image's kernel and loaders with the box's boot
+// partition bp (disk signature sig, booting root booted).
+func planBoot(ctx context.Context, im *image.Image, sig uint32, booted int, bp *BootPartition) (*bootPlan, error) {
+	kernel, err := im.Kernel(ctx)
+	if err != nil {
+		return nil, err
 	}
-	boot, err = image.BuildBoot(ctx, kernel, sig, booted)
-	return kernel, boot, err
+	boot, err := image.BuildBoot(ctx, kernel, sig, booted)
+	if err != nil {
+		return nil, err
+	}
+	p := &bootPlan{kernel: kernel, slot: bp.Slots.Running.Other()}
+	p.kept = bp.Files[p.slot.Kernel()] == signature.BlobOf(kernel).SHA256
+	p.loaders, err = loaderDifferences(ctx, boot, bp.Files)
+	return p, err
 }
 
 // plan is what Run would do, for a dry run.
-func plan(ctx context.Context, c *Client, im *image.Image, from, to string, sig uint32, booted int, before Baseline, o Options) ([]string, error) {
+func plan(ctx context.Context, im *image.Image, from, to string, sig uint32, booted int, bp *BootPartition, before Baseline, o Options) ([]string, error) {
 	root, err := im.RootSquashfs()
 	if err != nil {
 		return nil, err
 	}
-	kernel, boot, err := bootImage(ctx, im, sig, booted)
+	bpl, err := planBoot(ctx, im, sig, booted, bp)
 	if err != nil {
 		return nil, err
 	}
-	bootStep := fmt.Sprintf("write the boot partition: kernel of %d bytes, booting root %d until the switch", len(kernel), booted)
-	if o.RewriteBoot {
-		bootStep += " (asked for)"
-	} else {
-		switch diff, err := c.bootDifferences(ctx, boot); {
-		case err != nil:
-			bootStep += fmt.Sprintf(" (the box's could not be compared: %v)", err)
-		case len(diff) == 0:
-			bootStep = "leave the boot partition as it is: kernel, loaders and boot entries unchanged"
-		default:
-			bootStep += " (it differs in " + strings.Join(diff, ", ") + ")"
-		}
+	bootStep := fmt.Sprintf("write the kernel (%d bytes) to slot %s of the boot partition, over its old kernel; slot %s, which runs, stays as it is", len(bpl.kernel), bpl.slot, bp.Slots.Running)
+	if bpl.kept {
+		bootStep = fmt.Sprintf("leave the boot partition as it is: slot %s holds the new build's kernel already", bpl.slot)
+	}
+	if len(bpl.loaders) > 0 {
+		bootStep += "; the new build's loaders or entries differ in " + strings.Join(bpl.loaders, ", ") + " and stay as they are"
 	}
 	inactive := partition.RootA + partition.RootB - booted
 	p := []string{
@@ -335,7 +340,7 @@ func plan(ctx context.Context, c *Client, im *image.Image, from, to string, sig 
 		"put every segment into bypass for the reboots (overrides removed afterwards, whatever the outcome)",
 		fmt.Sprintf("write root %s (%d bytes) to the inactive root partition %d; the running root %d (build %s) stays as it is", to, len(root), inactive, booted, from),
 		bootStep,
-		fmt.Sprintf("test-boot %s once and keep it if its daemons are live and its segments forward as before for %v, else return to %s", to, o.Settle, from),
+		fmt.Sprintf("test-boot %s once from slot %s (its kernel and root) and keep it if its daemons are live and its segments forward as before for %v, else return to %s on slot %s", to, bpl.slot, o.Settle, from, bp.Slots.Running),
 	}
 	for _, name := range slices.Sorted(maps.Keys(before)) {
 		st := before[name]

@@ -220,8 +220,12 @@ func getAPI(t *testing.T, v *VM, path string, out any) {
 	var err error
 	for try := 0; try < 5; try++ {
 		var resp *http.Response
-		if resp, err = c.Get(v.StatusURL() + path); err == nil {
-			err = json.NewDecoder(resp.Body).Decode(out)
+		if resp, err = readAPI(c, v.StatusURL()+path); err == nil {
+			if resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("GET %s: %s", path, resp.Status)
+			} else {
+				err = json.NewDecoder(resp.Body).Decode(out)
+			}
 			resp.Body.Close()
 			if err == nil {
 				return
@@ -230,6 +234,17 @@ func getAPI(t *testing.T, v *VM, path string, out any) {
 		time.Sleep(2 * time.Second)
 	}
 	t.Fatal(err)
+}
+
+// readAPI GETs url with the control password, which reading needs on a
+// box with status.auth_read.
+func readAPI(c *http.Client, url string) (*http.Response, error) {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.SetBasicAuth("ncpos", testPassword)
+	return c.Do(req)
 }
 
 func checkBooted(t *testing.T, v *VM) *web.System {

@@ -195,6 +195,14 @@ func (v *VM) DiskWrites() (bytes, ops uint64, err error) {
 	return 0, 0, fmt.Errorf("query-blockstats: no boot disk (ide0-hd0) among %d devices", len(devs))
 }
 
+// ThrottleDiskWrites limits the guest's writes to its boot disk to bps
+// bytes a second (0: no limit), as a slow CF card would.
+func (v *VM) ThrottleDiskWrites(bps int64) error {
+	return v.Execute("block_set_io_throttle", map[string]any{
+		"device": "ide0-hd0", "bps": 0, "bps_rd": 0, "bps_wr": bps, "iops": 0, "iops_rd": 0, "iops_wr": 0,
+	})
+}
+
 // SetLink plugs (up) or pulls (down) the cable of the NIC whose netdev is
 // id (lan1 ... for the data ports).
 func (v *VM) SetLink(id string, up bool) error {

@@ -2,12 +2,20 @@ package vm
 
 import (
 	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ncpos/ncpos/image"
+	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/update"
+	"github.com/ncpos/ncpos/update/signature"
 )
 
 func updateClient(v *VM) *update.Client {
@@ -27,9 +35,14 @@ func openImage(t *testing.T, path string) *image.Image {
 	return im
 }
 
+// updConfig is wdConfig on a box whose pages and API need the control
+// password to be read too: updates work there as anywhere.
+var updConfig = append(slices.Clip(wdConfig), []byte("\n[status]\nauth_read = true\n")...)
+
 // TestUpdateAToB updates under both firmwares: legacy BIOS boots through
-// syslinux (cmdline.txt), UEFI through systemd-boot (its entry); the final
-// reboot shows each followed the switch to the new root.
+// syslinux (its boot-once in the ADV), UEFI through systemd-boot
+// (LoaderEntryOneShot); the final reboot shows each followed the switch
+// to the new slot.
 func TestUpdateAToB(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
@@ -45,21 +58,48 @@ func TestUpdateAToB(t *testing.T) {
 }
 
 func testUpdateAToB(t *testing.T, uefi bool) {
-	a := testImage(t, "upd-a", wdConfig)
-	b := testImage(t, "upd-b", wdConfig)
+	a := testImage(t, "upd-a", updConfig)
+	b := testImage(t, "upd-b", updConfig)
 	v, _ := boot(t, a, uefi)
 	before := system(t, v)
+	old := bootPartition(t, v)
 
-	// Under UEFI the boot partition is written anyway, so that both
-	// ways are tested: a and b share kernel, loaders and entries, so
-	// under SeaBIOS it is left as it is.
+	// a and b share their kernel, so under SeaBIOS the boot partition
+	// is left as it is; under UEFI b brings a kernel file of its own (the
+	// same code, its padding marked), which the box writes to slot b.
+	if uefi {
+		b = withKernel(t, b, filepath.Join(t.TempDir(), "upd-b-kernel.img"), 1)
+	}
+	newKernel, err := openImage(t, b).Kernel(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := update.Run(context.Background(), updateClient(v), openImage(t, b), update.Options{
-		Timeout: 4 * time.Minute, Settle: 15 * time.Second, RewriteBoot: uefi, Logf: t.Logf})
+		Timeout: 4 * time.Minute, Settle: 15 * time.Second, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.BootKept == uefi {
 		t.Errorf("boot partition kept %v, want %v", res.BootKept, !uefi)
+	}
+	// Slot b runs its own kernel from now on; slot a keeps the old one
+	// to return to.
+	bp := bootPartition(t, v)
+	if s := bp.Slots; s.Running != "b" || s.Default != "b" || s.Once != "" || s.Syslinux != "b" || s.Loader != "b" {
+		t.Errorf("slots after the update: %+v, want b running and booted by both loaders", s)
+	}
+	if bp.Files["vmlinuz-b"] != signature.BlobOf(newKernel).SHA256 || bp.Files["vmlinuz-a"] != old.Files["vmlinuz-a"] {
+		t.Errorf("kernels after the update: a %s (was %s), b %s; want b the new build's %s", bp.Files["vmlinuz-a"], old.Files["vmlinuz-a"], bp.Files["vmlinuz-b"], signature.BlobOf(newKernel).SHA256)
+	}
+	// The update's bypass overrides are gone, and reading still needs
+	// the password (status.auth_read).
+	if g := segmentOf(snapshot(t, v), "seg1"); g == nil || g.Bypass == nil || g.Bypass.Override != nil {
+		t.Errorf("seg1 after the update: %+v, want its relay without an override", g)
+	}
+	if resp, err := v.Client(30 * time.Second).Get(v.StatusURL() + "api/v1/system"); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("reading without the password after the update: %v %v, want 401", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	t.Logf("OTA update %s -> %s took %v", res.From, res.To, res.Duration.Round(100*time.Millisecond))
 	after := system(t, v)
@@ -87,8 +127,8 @@ func testUpdateAToB(t *testing.T, uefi bool) {
 func TestUpdateFallsBack(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
-	a := testImage(t, "upd-a", wdConfig)
-	bad := testImage(t, "upd-sick", wdConfig, image.Program{Pkg: "github.com/ncpos/ncpos/vm/hangself", Path: "/user/test/hangself"})
+	a := testImage(t, "upd-a", updConfig)
+	bad := testImage(t, "upd-sick", updConfig, image.Program{Pkg: "github.com/ncpos/ncpos/vm/hangself", Path: "/user/test/hangself"})
 	v, _ := boot(t, a, false)
 	before := system(t, v)
 
@@ -102,4 +142,49 @@ func TestUpdateFallsBack(t *testing.T) {
 	if after.BuildID != before.BuildID || after.MachineID != before.MachineID {
 		t.Fatalf("after the fallback: build %s machine %s; want %s %s", after.BuildID, after.MachineID, before.BuildID, before.MachineID)
 	}
+	if s := bootPartition(t, v).Slots; s.Running != "a" || s.Default != "a" || s.Once != "" {
+		t.Errorf("slots after the fallback: %+v, want a running and the default, no boot-once left", s)
+	}
+}
+
+// bootPartition reads the box's boot partition through the API.
+func bootPartition(t *testing.T, v *VM) *update.BootPartition {
+	t.Helper()
+	bp, err := updateClient(v).BootPartition(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bp.Slots == nil {
+		t.Fatalf("the box reports no boot slots: %+v", bp)
+	}
+	return bp
+}
+
+// withKernel copies the image src to dst with mark as the last byte of
+// both slots' kernel file, signed again: a build with another kernel file
+// (the loaders load the whole file, the kernel ignores the padding).
+func withKernel(t *testing.T, src, dst string, mark byte) string {
+	t.Helper()
+	k, err := openImage(t, src).Kernel(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k[len(k)-1] = mark
+	withManifest(t, src, dst, func(s *signature.Signed, m signature.Manifest) {
+		m.Kernel = signature.BlobOf(k)
+		resign(t, s, m)
+	})
+	f := filepath.Join(t.TempDir(), "vmlinuz")
+	if err := os.WriteFile(f, k, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	im := openImage(t, dst)
+	for _, slot := range []string{"vmlinuz-a", "vmlinuz-b"} {
+		cmd := exec.Command("mcopy", "-o", "-i", dst+"@@"+strconv.FormatInt(im.Parts[partition.Boot].Offset, 10), f, "::/"+slot)
+		cmd.Env = append(os.Environ(), "MTOOLS_SKIP_CHECK=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("mcopy: %v: %s", err, out)
+		}
+	}
+	return dst
 }

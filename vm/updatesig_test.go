@@ -36,8 +36,8 @@ import (
 func TestUpdateRefused(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
-	a := testImage(t, "upd-a", wdConfig)
-	b := testImage(t, "upd-b", wdConfig)
+	a := testImage(t, "upd-a", updConfig)
+	b := testImage(t, "upd-b", updConfig)
 	dir := t.TempDir()
 	disk := filepath.Join(dir, "box.img")
 	if err := exec.Command("cp", "--sparse=always", b, disk).Run(); err != nil {
@@ -94,7 +94,7 @@ func TestUpdateRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ask for a downgrade") {
 		t.Errorf("update to an older build: %v, want a refusal of the downgrade", err)
 	}
-	cutRoot(t, v, openImage(t, a))
+	cutUploads(t, v, openImage(t, withKernel(t, a, filepath.Join(dir, "kernel.img"), 2)))
 	rebooted := time.Now()
 	if err := updateClient(v).Reboot(context.Background(), "vm test: flush before hashing"); err != nil {
 		t.Fatal(err)
@@ -124,10 +124,10 @@ func TestUpdateRefused(t *testing.T) {
 	t.Logf("downgrade %s -> %s took %v", res.From, res.To, res.Duration.Round(100*time.Millisecond))
 }
 
-// cutRoot sends the signed manifest of im and then its root cut off at
-// several points (the connection dropped mid-upload): the box must refuse
-// each, having written nothing.
-func cutRoot(t *testing.T, v *VM, im *image.Image) {
+// cutUploads sends the signed manifest of im and then its root, and its
+// kernel, cut off at several points (the connection dropped mid-upload):
+// the box must refuse each, having written nothing.
+func cutUploads(t *testing.T, v *VM, im *image.Image) {
 	t.Helper()
 	ctx := context.Background()
 	manifest, err := im.Manifest(ctx)
@@ -135,6 +135,10 @@ func cutRoot(t *testing.T, v *VM, im *image.Image) {
 		t.Fatal(err)
 	}
 	root, err := im.RootSquashfs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel, err := im.Kernel(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,15 +158,20 @@ func cutRoot(t *testing.T, v *VM, im *image.Image) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b), nil
 	}
-	for _, share := range []float64{0.01, 0.5, 0.999} {
-		if code, said, err := put("manifest?downgrade=1", bytes.NewReader(manifest), int64(len(manifest))); err != nil || code != http.StatusOK {
-			t.Fatalf("manifest: %d %s %v", code, said, err)
-		}
-		n := int64(share * float64(len(root)))
-		code, said, err := put("root", io.MultiReader(bytes.NewReader(root[:n]), failingReader{}), int64(len(root)))
-		t.Logf("root cut off after %d of %d bytes: %d %q %v", n, len(root), code, strings.TrimSpace(said), err)
-		if err == nil && code == http.StatusOK {
-			t.Errorf("a root cut off after %d of %d bytes was taken", n, len(root))
+	for _, up := range []struct {
+		step string
+		data []byte
+	}{{"root", root}, {"kernel", kernel}} {
+		for _, share := range []float64{0.01, 0.5, 0.999} {
+			if code, said, err := put("manifest?downgrade=1", bytes.NewReader(manifest), int64(len(manifest))); err != nil || code != http.StatusOK {
+				t.Fatalf("manifest: %d %s %v", code, said, err)
+			}
+			n := int64(share * float64(len(up.data)))
+			code, said, err := put(up.step, io.MultiReader(bytes.NewReader(up.data[:n]), failingReader{}), int64(len(up.data)))
+			t.Logf("%s cut off after %d of %d bytes: %d %q %v", up.step, n, len(up.data), code, strings.TrimSpace(said), err)
+			if err == nil && code == http.StatusOK {
+				t.Errorf("a %s cut off after %d of %d bytes was taken", up.step, n, len(up.data))
+			}
 		}
 	}
 }

@@ -71,7 +71,7 @@ func waitReboot(t *testing.T, v *VM, since time.Time, within time.Duration) (*we
 	// A fresh connection each time: the box goes away under our feet.
 	c := v.Client(2 * time.Second)
 	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(time.Second) {
-		resp, err := c.Get(v.StatusURL() + "api/v1/system")
+		resp, err := readAPI(c, v.StatusURL()+"api/v1/system")
 		if err != nil {
 			continue
 		}

@@ -50,6 +50,9 @@ type Server struct {
 	// update to leave it alone when it would write the same; nil: the
 	// box cannot tell (GET /api/v1/update/boot answers 503).
 	BootFiles func() (map[string]string, error)
+	// Boot drives the boot partition's slots for an update (the kernel,
+	// test boot and switch steps); nil: the box cannot (503).
+	Boot BootSlots
 	// Names are host names the box is reached by besides its hostname and
 	// addresses (status.names); other Host headers are refused.
 	Names []string
@@ -182,7 +185,7 @@ var apiIndex = []string{
 	"GET /api/v1/status?history=N", "GET /api/v1/system", "GET /api/v1/ports?history=N",
 	"GET /api/v1/segments", "GET /api/v1/watchdog", "GET /api/v1/host", "GET /api/v1/events?limit=N", "GET /api/v1/logs?daemon=D&limit=N",
 	"GET /api/v1/hardware", "GET /api/v1/selftest", "POST /api/v1/control/bypass", "POST /api/v1/control/reboot",
-	"POST /api/v1/control/password", "PUT /api/v1/update/{manifest,root,boot}", "GET /api/v1/update/boot", "POST /api/v1/update/{testboot,switch}", "GET /api/v1/install", "POST /api/v1/control/install", "GET /api/v1/selftest/job",
+	"POST /api/v1/control/password", "PUT /api/v1/update/{manifest,root,kernel}", "GET /api/v1/update/boot", "POST /api/v1/update/{testboot,switch}", "GET /api/v1/install", "POST /api/v1/control/install", "GET /api/v1/selftest/job",
 	"POST /api/v1/control/selftest", "GET /metrics",
 }
 

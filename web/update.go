@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/update/signature"
 )
@@ -25,19 +26,34 @@ const (
 	MaxUpdateBytes = 1 << 30
 	// maxManifestBytes bounds a build's signed manifest.
 	maxManifestBytes = 64 << 10
+	// maxKernelBytes bounds a kernel: a slot's kernel file.
+	maxKernelBytes = bootpart.KernelFileSize
 )
 
-// updateSteps are the gokrazy endpoints an update uses, by the name in
-// statusd's route and the method it takes.
+// updateSteps are the steps of an update, by the name in statusd's route,
+// with the method each takes and, for the root, the gokrazy endpoint that
+// writes it. The box does the others itself.
 var updateSteps = map[string]struct{ method, path string }{
-	"manifest": {http.MethodPut, ""},                  // the build's signed manifest, checked here
-	"root":     {http.MethodPut, "/update/root"},      // the inactive root partition; answers the SHA-256 written
-	"boot":     {http.MethodPut, "/update/boot"},      // the boot partition
-	"testboot": {http.MethodPost, "/update/testboot"}, // boot the inactive root once
-	"switch":   {http.MethodPost, "/update/switch"},   // boot the inactive root from now on
+	"manifest": {http.MethodPut, ""},             // the build's signed manifest, checked here
+	"root":     {http.MethodPut, "/update/root"}, // the inactive root partition; answers the SHA-256 written
+	"kernel":   {http.MethodPut, ""},             // the inactive slot's kernel, written here
+	"testboot": {http.MethodPost, ""},            // boot the inactive slot once
+	"switch":   {http.MethodPost, ""},            // boot the running slot from now on
 }
 
-// handleBootFiles answers the SHA-256 of every file on the boot partition.
+// BootSlots is the box's boot partition as an update drives it: a kernel
+// per root slot, the slot booted by default and the one booted once
+// (bootpart.Box on the appliance).
+type BootSlots interface {
+	Read() (*bootpart.State, error)
+	KernelHash(bootpart.Slot) (string, error)
+	WriteKernel(bootpart.Slot, []byte) error
+	BootOnce(bootpart.Slot) error
+	SetDefault(bootpart.Slot) error
+}
+
+// handleBootFiles answers the SHA-256 of every file on the boot partition,
+// and which slot it boots.
 func (s *Server) handleBootFiles(w http.ResponseWriter) {
 	if s.BootFiles == nil {
 		apiError(w, http.StatusServiceUnavailable, "this box cannot read its boot partition")
@@ -48,18 +64,33 @@ func (s *Server) handleBootFiles(w http.ResponseWriter) {
 		apiError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
+	out := map[string]any{"files": files}
+	if s.Boot != nil {
+		st, err := s.Boot.Read()
+		if err != nil {
+			apiError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		out["slots"] = st
+	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"files": files})
+	json.NewEncoder(w).Encode(out)
 }
 
 func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
-	step, ok := updateSteps[r.PathValue("step")]
-	if !ok {
-		apiError(w, http.StatusNotFound, fmt.Sprintf("no update step %q, want manifest, root, boot, testboot or switch", r.PathValue("step")))
+	if r.PathValue("step") == "boot" {
+		// The box writes its boot partition itself; it only shows it.
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			apiError(w, http.StatusMethodNotAllowed, "update/boot takes GET: the box writes its boot partition itself (PUT the kernel)")
+			return
+		}
+		s.handleBootFiles(w)
 		return
 	}
-	if r.PathValue("step") == "boot" && r.Method == http.MethodGet {
-		s.handleBootFiles(w)
+	step, ok := updateSteps[r.PathValue("step")]
+	if !ok {
+		apiError(w, http.StatusNotFound, fmt.Sprintf("no update step %q, want manifest, root, kernel, testboot or switch", r.PathValue("step")))
 		return
 	}
 	if r.Method != step.method {
@@ -148,11 +179,16 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		body = bytes.NewReader(b)
-	case "boot", "testboot":
-		if err := s.Updates.afterRoot(name); err != nil {
-			refuse(http.StatusConflict, err)
+	default:
+		code, msg, err := s.bootStep(name, body, r.ContentLength)
+		if err != nil {
+			refuse(code, err)
 			return
 		}
+		s.event(events.Notice, events.KindControl, []string{"action", "update", "step", name, "by", by}, "update "+name+" by "+by+": "+msg)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, msg)
+		return
 	}
 	req, err := http.NewRequestWithContext(r.Context(), step.method, "http://gokrazy"+step.path, body)
 	if err != nil {
@@ -191,4 +227,83 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(resp.StatusCode)
 	w.Write(answer)
+}
+
+// bootStep does an update step on the boot partition: the inactive slot's
+// kernel, received in full and checked against the signed manifest before
+// the box writes it; the test boot of that slot, once its kernel and root
+// are the build's; and the switch to the slot a test boot runs. It
+// answers what it did, or the status code and why it refused.
+func (s *Server) bootStep(name string, body io.Reader, length int64) (int, string, error) {
+	var m *signature.Manifest
+	if name != "switch" {
+		var err error
+		if m, err = s.Updates.manifest(); err != nil {
+			return http.StatusConflict, "", err
+		}
+	}
+	if name == "testboot" {
+		if err := s.Updates.afterRoot(name); err != nil {
+			return http.StatusConflict, "", err
+		}
+	}
+	if s.Boot == nil {
+		return http.StatusServiceUnavailable, "", errors.New("this box cannot change its boot partition")
+	}
+	st, err := s.Boot.Read()
+	if err != nil {
+		return http.StatusInternalServerError, "", fmt.Errorf("reading the boot partition: %w", err)
+	}
+	target := st.Running.Other()
+	switch name {
+	case "switch":
+		if !st.TestBoot() {
+			return http.StatusConflict, "", fmt.Errorf("nothing to make permanent: the box runs slot %s, which it boots by default", st.Running)
+		}
+		if err := s.Boot.SetDefault(st.Running); err != nil {
+			return http.StatusInternalServerError, "", err
+		}
+		return 0, fmt.Sprintf("slot %s (root partition %d) boots from now on", st.Running, st.Running.Partition()), nil
+	case "kernel":
+		if st.TestBoot() {
+			return http.StatusConflict, "", fmt.Errorf("the box test-boots slot %s and boots slot %s by default: make the test boot permanent or reboot first", st.Running, st.Default)
+		}
+		want := m.Kernel
+		switch {
+		case length < 0:
+			return http.StatusLengthRequired, "", errors.New("kernel sent without a Content-Length: the signed build's is needed up front")
+		case length != want.Size:
+			return http.StatusBadRequest, "", fmt.Errorf("kernel of %d bytes announced, the signed build's is %d", length, want.Size)
+		case want.Size > maxKernelBytes:
+			return http.StatusRequestEntityTooLarge, "", fmt.Errorf("the signed build's kernel of %d bytes is larger than the %d the boot partition makes room for", want.Size, maxKernelBytes)
+		}
+		k := make([]byte, want.Size)
+		if _, err := io.ReadFull(body, k); err != nil {
+			return http.StatusBadRequest, "", fmt.Errorf("receiving the kernel: %w (nothing written)", err)
+		}
+		if err := want.Check("kernel", k); err != nil {
+			return http.StatusForbidden, "", fmt.Errorf("%w (nothing written)", err)
+		}
+		start := time.Now()
+		if err := s.Boot.WriteKernel(target, k); err != nil {
+			return http.StatusInternalServerError, "", fmt.Errorf("writing slot %s's kernel: %w (slot %s, which runs, is untouched)", target, err, st.Running)
+		}
+		return 0, fmt.Sprintf("kernel of build %s (%d bytes) written to slot %s in %v", m.BuildID, len(k), target, time.Since(start).Round(time.Millisecond)), nil
+	case "testboot":
+		if st.TestBoot() {
+			return http.StatusConflict, "", fmt.Errorf("the box already test-boots slot %s", st.Running)
+		}
+		sum, err := s.Boot.KernelHash(target)
+		if err != nil {
+			return http.StatusInternalServerError, "", err
+		}
+		if sum != m.Kernel.SHA256 {
+			return http.StatusConflict, "", fmt.Errorf("slot %s's kernel is not build %s's (SHA-256 %s, the signed one %s): send it (PUT /api/v1/update/kernel) first", target, m.BuildID, sum, m.Kernel.SHA256)
+		}
+		if err := s.Boot.BootOnce(target); err != nil {
+			return http.StatusInternalServerError, "", err
+		}
+		return 0, fmt.Sprintf("build %s boots once from slot %s (its kernel and root partition %d) at the next boot; slot %s after that, unless it is made permanent", m.BuildID, target, target.Partition(), st.Default), nil
+	}
+	return http.StatusNotFound, "", fmt.Errorf("no update step %q", name)
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/update/signature"
 )
@@ -71,6 +72,33 @@ func fakeGokrazy(t *testing.T) (sock string, got chan string) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return sock, got
+}
+
+// fakeSlots is a boot partition with a kernel per slot, in memory.
+type fakeSlots struct {
+	state   bootpart.State
+	kernels map[bootpart.Slot][]byte
+	did     []string
+}
+
+func (f *fakeSlots) Read() (*bootpart.State, error) { s := f.state; return &s, nil }
+func (f *fakeSlots) KernelHash(s bootpart.Slot) (string, error) {
+	return signature.BlobOf(f.kernels[s]).SHA256, nil
+}
+func (f *fakeSlots) WriteKernel(s bootpart.Slot, k []byte) error {
+	f.kernels[s] = k
+	f.did = append(f.did, "kernel "+string(s))
+	return nil
+}
+func (f *fakeSlots) BootOnce(s bootpart.Slot) error {
+	f.state.Once = s
+	f.did = append(f.did, "once "+string(s))
+	return nil
+}
+func (f *fakeSlots) SetDefault(s bootpart.Slot) error {
+	f.state.Default, f.state.Once = s, ""
+	f.did = append(f.did, "default "+string(s))
+	return nil
 }
 
 // An update reaches gokrazy only through statusd, with the password and
@@ -134,8 +162,47 @@ func TestUpdateThroughStatusd(t *testing.T) {
 	if g := <-got; g != "PUT /update/root new root image" {
 		t.Fatalf("gokrazy got %q", g)
 	}
-	if r := send("POST", "/api/v1/update/testboot", "", auth); r.Code != 200 || <-got != "POST /update/testboot " {
+	// The kernel and the test boot are the box's own doing, on its boot
+	// partition: the kernel checked against the manifest before it is
+	// written to the inactive slot, the test boot only of the signed
+	// kernel.
+	if r := send("POST", "/api/v1/update/testboot", "", auth); r.Code != 503 {
+		t.Fatalf("testboot without a boot partition: %d %s", r.Code, r.Body)
+	}
+	slots := &fakeSlots{state: bootpart.State{Firmware: "bios", Running: "a", Default: "a"},
+		kernels: map[bootpart.Slot][]byte{"a": []byte("old kernel"), "b": []byte("old kernel")}}
+	f.srv.Boot = slots
+	if r := send("POST", "/api/v1/update/testboot", "", auth); r.Code != 409 || !strings.Contains(r.Body, "slot b's kernel is not build b2's") {
+		t.Fatalf("testboot before the kernel: %d %s", r.Code, r.Body)
+	}
+	if r := send("PUT", "/api/v1/update/kernel", "KERNEL", auth); r.Code != 403 || !strings.Contains(r.Body, "nothing written") {
+		t.Fatalf("altered kernel: %d %s", r.Code, r.Body)
+	}
+	if r := send("PUT", "/api/v1/update/kernel", "kern", map[string]string{"Authorization": goodAuth, "Content-Length": "6"}); r.Code != 400 || !strings.Contains(r.Body, "nothing written") {
+		t.Fatalf("kernel cut off: %d %s", r.Code, r.Body)
+	}
+	if r := send("PUT", "/api/v1/update/kernel", "kernel", auth); r.Code != 200 || !strings.Contains(r.Body, "written to slot b") {
+		t.Fatalf("kernel: %d %s", r.Code, r.Body)
+	}
+	if r := send("POST", "/api/v1/update/testboot", "", auth); r.Code != 200 || !strings.Contains(r.Body, "boots once from slot b") {
 		t.Fatalf("testboot = %d %s", r.Code, r.Body)
+	}
+	if strings.Join(slots.did, ",") != "kernel b,once b" || string(slots.kernels["a"]) != "old kernel" {
+		t.Fatalf("boot partition: did %v, slot a's kernel %q", slots.did, slots.kernels["a"])
+	}
+	// After the reboot into slot b: the switch makes it the default.
+	slots.state.Running, slots.state.Once = "b", ""
+	if r := send("PUT", "/api/v1/update/kernel", "kernel", auth); r.Code != 409 || !strings.Contains(r.Body, "test-boots slot b") {
+		t.Fatalf("kernel during a test boot: %d %s", r.Code, r.Body)
+	}
+	if r := send("POST", "/api/v1/update/switch", "", auth); r.Code != 200 || !strings.Contains(r.Body, "slot b (root partition 3) boots from now on") {
+		t.Fatalf("switch = %d %s", r.Code, r.Body)
+	}
+	if r := send("POST", "/api/v1/update/switch", "", auth); r.Code != 409 || !strings.Contains(r.Body, "nothing to make permanent") {
+		t.Fatalf("switch again = %d %s", r.Code, r.Body)
+	}
+	if strings.Join(slots.did, ",") != "kernel b,once b,default b" {
+		t.Fatalf("boot partition: did %v", slots.did)
 	}
 	for _, tc := range []struct {
 		name, method, path string
@@ -148,7 +215,8 @@ func TestUpdateThroughStatusd(t *testing.T) {
 		{"cross-site", "POST", "/api/v1/update/switch", map[string]string{"Authorization": goodAuth, "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, 403, "cross-site"},
 		{"unknown step", "PUT", "/api/v1/update/divert", auth, 404, "no update step"},
 		{"wrong method", "GET", "/api/v1/update/switch", auth, 405, "takes POST"},
-		{"too big", "PUT", "/api/v1/update/boot", map[string]string{"Authorization": goodAuth, "Content-Length": "2000000000"}, 413, "at most"},
+		{"too big", "PUT", "/api/v1/update/root", map[string]string{"Authorization": goodAuth, "Content-Length": "2000000000"}, 413, "at most"},
+		{"a whole boot partition", "PUT", "/api/v1/update/boot", auth, 405, "takes GET"},
 	} {
 		r := send(tc.method, tc.path, "x", tc.headers)
 		if r.Code != tc.code || !strings.Contains(r.Body, tc.says) {
@@ -210,8 +278,8 @@ func TestUpdateThroughStatusd(t *testing.T) {
 	if r := send("GET", "/api/v1/update/boot", "", auth); r.Code != 503 {
 		t.Errorf("boot files without a reader: %d %s", r.Code, r.Body)
 	}
-	f.srv.BootFiles = func() (map[string]string, error) { return map[string]string{"vmlinuz": "abc"}, nil }
-	if r := send("GET", "/api/v1/update/boot", "", auth); r.Code != 200 || r.Body != `{"files":{"vmlinuz":"abc"}}`+"\n" {
+	f.srv.BootFiles = func() (map[string]string, error) { return map[string]string{"vmlinuz-a": "abc"}, nil }
+	if r := send("GET", "/api/v1/update/boot", "", auth); r.Code != 200 || r.Body != `{"files":{"vmlinuz-a":"abc"},"slots":{"firmware":"bios","running":"b","default":"b","syslinux":"","loader":""}}`+"\n" {
 		t.Errorf("boot files: %d %q", r.Code, r.Body)
 	}
 	if r := send("GET", "/api/v1/update/boot", "", nil); r.Code != 401 {
@@ -221,9 +289,15 @@ func TestUpdateThroughStatusd(t *testing.T) {
 	if r := send("PUT", "/api/v1/update/manifest", string(signed), auth); r.Code != 503 || !strings.Contains(r.Body, "trusts no update keys") {
 		t.Errorf("a build without keys: %d %s", r.Code, r.Body)
 	}
-	testGate(t, f, "b1", time.Time{})
+	key = testGate(t, f, "b1", time.Time{})
 	f.srv.GokrazySocket = filepath.Join(t.TempDir(), "none.sock")
-	if r := send("POST", "/api/v1/update/switch", "", auth); r.Code != 502 || !strings.Contains(r.Body, "passing the update to gokrazy") {
+	if signed, err = signature.Sign(key, m); err != nil {
+		t.Fatal(err)
+	}
+	if r := send("PUT", "/api/v1/update/manifest", string(signed), auth); r.Code != 200 {
+		t.Fatalf("manifest: %d %s", r.Code, r.Body)
+	}
+	if r := send("PUT", "/api/v1/update/root", newRoot, auth); r.Code != 502 || !strings.Contains(r.Body, "passing the update to gokrazy") {
 		t.Errorf("without gokrazy = %d %s, want 502", r.Code, r.Body)
 	}
 	var steps []string
@@ -233,7 +307,7 @@ func TestUpdateThroughStatusd(t *testing.T) {
 		}
 	}
 	// Newest first: every step, refused or passed on, is an event.
-	if strings.Join(steps, ",") != "switch,manifest,manifest,root,manifest,manifest,root,manifest,manifest,manifest,manifest,manifest,testboot,root,root,root,root,root,testboot,manifest,root" {
+	if strings.Join(steps, ",") != "root,manifest,manifest,manifest,root,manifest,manifest,root,manifest,manifest,manifest,manifest,manifest,switch,switch,kernel,testboot,kernel,kernel,kernel,testboot,testboot,root,root,root,root,root,testboot,manifest,root" {
 		t.Errorf("update events for steps %v", steps)
 	}
 }

@@ -93,6 +93,16 @@ func (g *UpdateGate) root() (signature.Blob, error) {
 	return g.pending.Root, nil
 }
 
+// manifest is the pending update's manifest, or why there is none.
+func (g *UpdateGate) manifest() (*signature.Manifest, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pending == nil {
+		return nil, fmt.Errorf("no signed manifest accepted: send the build's manifest (PUT /api/v1/update/manifest) first")
+	}
+	return g.pending, nil
+}
+
 // minFreeAfterRoot is the share of memory that must stay available while
 // a root is held in memory.
 const minFreeAfterRoot = 0.25
@@ -116,8 +126,8 @@ func (g *UpdateGate) rootWritten(ok bool) {
 	g.rootOK = ok && g.pending != nil
 }
 
-// afterRoot says whether a step that follows the root (boot, testboot)
-// may go on.
+// afterRoot says whether a step that follows the root (testboot) may go
+// on.
 func (g *UpdateGate) afterRoot(step string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -32,7 +32,6 @@ func runUpdate(ctx context.Context, args []string) error {
 		downgrade  = fs.Bool("downgrade", false, "let the appliance take a build older than the one it runs")
 		dryRun     = fs.Bool("dry-run", false, "say what the update would change, and whether the appliance would take the build, and change nothing")
 		quiet      = fs.Bool("q", false, "no progress bars")
-		rewrite    = fs.Bool("rewrite-boot", false, "write the boot partition even when it holds what the update would write")
 		timeout    = fs.Duration("timeout", 5*time.Minute, "how long to wait for the new build to come up healthy")
 		settle     = fs.Duration("settle", 10*time.Second, "how long the new build must stay healthy before it is made permanent")
 	)
@@ -76,7 +75,7 @@ func runUpdate(ctx context.Context, args []string) error {
 		c.Progress = os.Stderr
 	}
 	log.SetFlags(log.Ltime)
-	res, err := update.Run(ctx, c, im, update.Options{Timeout: *timeout, Settle: *settle, Downgrade: *downgrade, DryRun: *dryRun, RewriteBoot: *rewrite, Logf: log.Printf})
+	res, err := update.Run(ctx, c, im, update.Options{Timeout: *timeout, Settle: *settle, Downgrade: *downgrade, DryRun: *dryRun, Logf: log.Printf})
 	if err != nil {
 		return err
 	}

@@ -128,7 +128,11 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 	if srv.Updates, err = web.LoadUpdateGate("/"); err != nil {
 		log.Printf("updates over the network disabled: %v", err)
 	} else {
-		srv.BootFiles = func() (map[string]string, error) { return bootpart.Read("/", filepath.Join(ipc.Dir(), "boot-ro")) }
+		if box, err := bootpart.OpenBox("/", filepath.Join(ipc.Dir(), "boot")); err != nil {
+			log.Printf("updates cannot reach the boot partition: %v", err)
+		} else {
+			srv.Boot, srv.BootFiles = box, box.Hashes
+		}
 	}
 	if text, err := os.ReadFile(appliance.BootConfig); err == nil {
 		// On the appliance: keep this boot's configuration once it has
