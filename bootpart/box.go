@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -41,6 +42,11 @@ type Box struct {
 	Cmdline string
 
 	mu sync.Mutex // one mount at a time
+
+	// hashes are the files' SHA-256 as last read, until the box writes
+	// one: the box alone writes its boot partition while it runs.
+	cacheMu sync.Mutex
+	hashes  map[string]string
 }
 
 // OpenBox finds the boot partition of the box whose root is root ("/"),
@@ -110,12 +116,26 @@ func (b *Box) with(rw bool, f func(dir string) error) error {
 
 // Hashes returns the SHA-256 of every file on the partition (HashTree).
 func (b *Box) Hashes() (map[string]string, error) {
-	var out map[string]string
-	err := b.with(false, func(dir string) (err error) {
-		out, err = HashTree(dir)
-		return err
-	})
-	return out, err
+	b.cacheMu.Lock()
+	defer b.cacheMu.Unlock()
+	if b.hashes == nil {
+		var out map[string]string
+		if err := b.with(false, func(dir string) (err error) {
+			out, err = HashTree(dir)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		b.hashes = out
+	}
+	return maps.Clone(b.hashes), nil
+}
+
+// forget drops the hashes read, before a write.
+func (b *Box) forget() {
+	b.cacheMu.Lock()
+	b.hashes = nil
+	b.cacheMu.Unlock()
 }
 
 // State is which slot the loaders boot.

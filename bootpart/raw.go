@@ -94,6 +94,8 @@ func writeRaw(dev string, ex []extent, size, off int64, data []byte) error {
 // mounted read-only for the mapping and unmounted for the write), else
 // through the file (Dev "": a copy of the files).
 func (b *Box) overwrite(name string, off int64, data []byte) error {
+	b.forget()
+	defer b.forget()
 	if b.Dev == "" {
 		return b.with(true, func(dir string) error { return overwriteFile(dir+"/"+name, off, data) })
 	}
