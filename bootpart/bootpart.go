@@ -54,20 +54,29 @@ func HashTree(dir string) (map[string]string, error) {
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
-		f, err := os.Open(p)
+		sum, err := hashFile(p)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			return fmt.Errorf("reading %s: %w", p, err)
-		}
 		rel, _ := filepath.Rel(dir, p)
-		out[strings.ToLower(filepath.ToSlash(rel))] = hex.EncodeToString(h.Sum(nil))
+		out[strings.ToLower(filepath.ToSlash(rel))] = sum
 		return nil
 	})
 	return out, err
+}
+
+// hashFile is the SHA-256 of a file, in hex.
+func hashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Differences lists the files of want that got has with other contents or

@@ -2,11 +2,8 @@ package bootpart
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -85,10 +82,10 @@ func mountEFIVars(dir string) error {
 	return nil
 }
 
-// with mounts the partition (read-only unless rw), runs f on its root,
-// and unmounts it. The box mounts it read-only only: it writes through
-// the device (overwrite).
-func (b *Box) with(rw bool, f func(dir string) error) error {
+// with mounts the partition read-only, runs f on its root, and unmounts
+// it. The box never mounts it for writing: it writes through the device
+// (overwrite).
+func (b *Box) with(f func(dir string) error) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.Dev == "" {
@@ -98,14 +95,8 @@ func (b *Box) with(rw bool, f func(dir string) error) error {
 		return err
 	}
 	defer os.Remove(b.Mnt)
-	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC)
-	mode := "read-write"
-	if !rw {
-		flags |= unix.MS_RDONLY
-		mode = "read-only"
-	}
-	if err := unix.Mount(b.Dev, b.Mnt, "vfat", flags, ""); err != nil {
-		return fmt.Errorf("mounting the boot partition %s %s: %w", b.Dev, mode, err)
+	if err := unix.Mount(b.Dev, b.Mnt, "vfat", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mounting the boot partition %s read-only: %w", b.Dev, err)
 	}
 	err := f(b.Mnt)
 	if uerr := unix.Unmount(b.Mnt, 0); uerr != nil {
@@ -120,7 +111,7 @@ func (b *Box) Hashes() (map[string]string, error) {
 	defer b.cacheMu.Unlock()
 	if b.hashes == nil {
 		var out map[string]string
-		if err := b.with(false, func(dir string) (err error) {
+		if err := b.with(func(dir string) (err error) {
 			out, err = HashTree(dir)
 			return err
 		}); err != nil {
@@ -157,16 +148,27 @@ type State struct {
 // a test boot, not yet made permanent.
 func (s *State) TestBoot() bool { return s.Running != s.Default }
 
-var rootArg = regexp.MustCompile(`\broot=PARTUUID=[0-9a-f]{8}-0([0-9])\b`)
+var rootArg = regexp.MustCompile(`root=PARTUUID=([0-9a-f]{8})-0([23])\b`)
+
+// Root finds the disk signature and the root partition the loader
+// started, from the kernel command line.
+func Root(cmdline string) (sig uint32, part int, err error) {
+	m := rootArg.FindStringSubmatch(cmdline)
+	if m == nil {
+		return 0, 0, fmt.Errorf("kernel command line %q names no root=PARTUUID=<sig>-02/03", cmdline)
+	}
+	s, _ := strconv.ParseUint(m[1], 16, 32)
+	part, _ = strconv.Atoi(m[2])
+	return uint32(s), part, nil
+}
 
 // RunningSlot is the slot whose root the kernel command line names.
 func RunningSlot(cmdline string) (Slot, error) {
-	m := rootArg.FindStringSubmatch(cmdline)
-	if m == nil {
-		return "", fmt.Errorf("kernel command line %q names no root=PARTUUID=", cmdline)
+	_, part, err := Root(cmdline)
+	if err != nil {
+		return "", err
 	}
-	n, _ := strconv.Atoi(m[1])
-	return SlotOf(n)
+	return SlotOf(part)
 }
 
 // Read reads the state.
@@ -176,7 +178,7 @@ func (b *Box) Read() (*State, error) {
 		return nil, err
 	}
 	s := &State{Firmware: "bios", Running: running}
-	err = b.with(false, func(dir string) error {
+	err = b.with(func(dir string) error {
 		if s.Syslinux, err = readDefault(dir, SyslinuxDefaultFile, "DEFAULT ", ""); err != nil {
 			return err
 		}
@@ -256,7 +258,7 @@ func (b *Box) setADV(once string) error {
 		adv *ADV
 		off int64
 	)
-	if err := b.with(false, func(dir string) (err error) {
+	if err := b.with(func(dir string) (err error) {
 		adv, off, err = readADV(dir)
 		return err
 	}); err != nil {
@@ -274,7 +276,7 @@ func (b *Box) setADV(once string) error {
 // rewrite replaces a file's content by one of the same length, in place.
 func (b *Box) rewrite(name string, content []byte) error {
 	var old []byte
-	if err := b.with(false, func(dir string) (err error) {
+	if err := b.with(func(dir string) (err error) {
 		old, err = os.ReadFile(filepath.Join(dir, name))
 		return err
 	}); err != nil {
@@ -292,7 +294,7 @@ func (b *Box) rewrite(name string, content []byte) error {
 // size is the length of a file on the partition.
 func (b *Box) size(name string) (int64, error) {
 	var n int64
-	err := b.with(false, func(dir string) error {
+	err := b.with(func(dir string) error {
 		fi, err := os.Stat(filepath.Join(dir, name))
 		if err != nil {
 			return fmt.Errorf("boot partition: %w", err)
@@ -330,17 +332,10 @@ func (b *Box) WriteKernel(s Slot, k []byte) error {
 // KernelHash is the SHA-256 of slot s's kernel on the partition.
 func (b *Box) KernelHash(s Slot) (string, error) {
 	var sum string
-	err := b.with(false, func(dir string) error {
-		f, err := os.Open(filepath.Join(dir, s.Kernel()))
-		if err != nil {
+	err := b.with(func(dir string) (err error) {
+		if sum, err = hashFile(filepath.Join(dir, s.Kernel())); err != nil {
 			return fmt.Errorf("boot partition: %w", err)
 		}
-		defer f.Close()
-		h := sha256.New()
-		if _, err := io.Copy(h, f); err != nil {
-			return fmt.Errorf("reading %s: %w", s.Kernel(), err)
-		}
-		sum = hex.EncodeToString(h.Sum(nil))
 		return nil
 	})
 	return sum, err

@@ -94,16 +94,18 @@ func writeRaw(dev string, ex []extent, size, off int64, data []byte) error {
 // mounted read-only for the mapping and unmounted for the write), else
 // through the file (Dev "": a copy of the files).
 func (b *Box) overwrite(name string, off int64, data []byte) error {
+	// Before, so that no listing is served from what is being changed,
+	// and after, for one read between the mapping and the write.
 	b.forget()
 	defer b.forget()
 	if b.Dev == "" {
-		return b.with(true, func(dir string) error { return overwriteFile(dir+"/"+name, off, data) })
+		return b.with(func(dir string) error { return overwriteFile(dir+"/"+name, off, data) })
 	}
 	var (
 		ex   []extent
 		size int64
 	)
-	if err := b.with(false, func(dir string) (err error) {
+	if err := b.with(func(dir string) (err error) {
 		ex, size, err = extents(dir + "/" + name)
 		return err
 	}); err != nil {

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/url"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,20 +47,6 @@ type Result struct {
 	Duration time.Duration
 	// Plan is what a dry run would do, line by line.
 	Plan []string
-}
-
-var rootArg = regexp.MustCompile(`root=PARTUUID=([0-9a-f]{8})-0([23])\b`)
-
-// bootedRoot finds the disk signature and the root partition the
-// bootloader starts, from the kernel command line.
-func bootedRoot(cmdline string) (uint32, int, error) {
-	m := rootArg.FindStringSubmatch(cmdline)
-	if m == nil {
-		return 0, 0, fmt.Errorf("kernel command line %q names no root=PARTUUID=<sig>-02/03", cmdline)
-	}
-	sig, _ := strconv.ParseUint(m[1], 16, 32)
-	part, _ := strconv.Atoi(m[2])
-	return uint32(sig), part, nil
 }
 
 // ImageBuildID reads the build ID from the image's root file system.
@@ -113,7 +98,7 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 		logf("appliance not answering (%v), trying again", err)
 		time.Sleep(2 * time.Second)
 	}
-	sig, booted, err := bootedRoot(sys.Cmdline)
+	sig, booted, err := bootpart.Root(sys.Cmdline)
 	if err != nil {
 		return nil, err
 	}

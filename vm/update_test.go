@@ -4,16 +4,13 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ncpos/ncpos/image"
-	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/update"
 	"github.com/ncpos/ncpos/update/signature"
 )
@@ -178,13 +175,8 @@ func withKernel(t *testing.T, src, dst string, mark byte) string {
 	if err := os.WriteFile(f, k, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	im := openImage(t, dst)
 	for _, slot := range []string{"vmlinuz-a", "vmlinuz-b"} {
-		cmd := exec.Command("mcopy", "-o", "-i", dst+"@@"+strconv.FormatInt(im.Parts[partition.Boot].Offset, 10), f, "::/"+slot)
-		cmd.Env = append(os.Environ(), "MTOOLS_SKIP_CHECK=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("mcopy: %v: %s", err, out)
-		}
+		copyToBoot(t, dst, f, slot)
 	}
 	return dst
 }

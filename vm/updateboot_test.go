@@ -77,11 +77,7 @@ func TestUpdateKilledInKernelWrite(t *testing.T) {
 	if err := os.WriteFile(fill, bytes.Repeat([]byte{0xaa}, len(kernel)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("mcopy", "-o", "-i", disk+"@@"+strconv.FormatInt(openImage(t, disk).Parts[partition.Boot].Offset, 10), fill, "::/vmlinuz-b")
-	cmd.Env = append(os.Environ(), "MTOOLS_SKIP_CHECK=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("mcopy: %v: %s", err, out)
-	}
+	copyToBoot(t, disk, fill, "vmlinuz-b")
 	noSnapshot := func(o *Options) { o.Snapshot = false }
 	v, _ := boot(t, disk, false, noSnapshot)
 	before := system(t, v)

@@ -210,12 +210,20 @@ func withManifest(t *testing.T, src, dst string, edit func(*signature.Signed, si
 	if err := os.WriteFile(f, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("mcopy", "-o", "-i", dst+"@@"+strconv.FormatInt(im.Parts[partition.Boot].Offset, 10), f, "::/"+image.ManifestFile)
+	copyToBoot(t, dst, f, image.ManifestFile)
+	return dst
+}
+
+// copyToBoot puts the file f onto the boot partition of the disk image
+// disk as name, replacing what is there.
+func copyToBoot(t *testing.T, disk, f, name string) {
+	t.Helper()
+	off := strconv.FormatInt(openImage(t, disk).Parts[partition.Boot].Offset, 10)
+	cmd := exec.Command("mcopy", "-o", "-i", disk+"@@"+off, f, "::/"+name)
 	cmd.Env = append(os.Environ(), "MTOOLS_SKIP_CHECK=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("mcopy: %v: %s", err, out)
 	}
-	return dst
 }
 
 // partitionHashes hashes the boot and both root partitions of a disk

@@ -31,14 +31,14 @@ const (
 )
 
 // updateSteps are the steps of an update, by the name in statusd's route,
-// with the method each takes and, for the root, the gokrazy endpoint that
-// writes it. The box does the others itself.
-var updateSteps = map[string]struct{ method, path string }{
-	"manifest": {http.MethodPut, ""},             // the build's signed manifest, checked here
-	"root":     {http.MethodPut, "/update/root"}, // the inactive root partition; answers the SHA-256 written
-	"kernel":   {http.MethodPut, ""},             // the inactive slot's kernel, written here
-	"testboot": {http.MethodPost, ""},            // boot the inactive slot once
-	"switch":   {http.MethodPost, ""},            // boot the running slot from now on
+// with the method each takes. gokrazy writes the root (its /update/root,
+// which answers the SHA-256 written); the box does the others itself.
+var updateSteps = map[string]string{
+	"manifest": http.MethodPut,  // the build's signed manifest, checked here
+	"root":     http.MethodPut,  // the inactive root partition
+	"kernel":   http.MethodPut,  // the inactive slot's kernel, written here
+	"testboot": http.MethodPost, // boot the inactive slot once
+	"switch":   http.MethodPost, // boot the running slot from now on
 }
 
 // BootSlots is the box's boot partition as an update drives it: a kernel
@@ -88,14 +88,14 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		s.handleBootFiles(w)
 		return
 	}
-	step, ok := updateSteps[r.PathValue("step")]
+	method, ok := updateSteps[r.PathValue("step")]
 	if !ok {
 		apiError(w, http.StatusNotFound, fmt.Sprintf("no update step %q, want manifest, root, kernel, testboot or switch", r.PathValue("step")))
 		return
 	}
-	if r.Method != step.method {
-		w.Header().Set("Allow", step.method)
-		apiError(w, http.StatusMethodNotAllowed, "update step "+r.PathValue("step")+" takes "+step.method)
+	if r.Method != method {
+		w.Header().Set("Allow", method)
+		apiError(w, http.StatusMethodNotAllowed, "update step "+r.PathValue("step")+" takes "+method)
 		return
 	}
 	if r.ContentLength > MaxUpdateBytes {
@@ -190,7 +190,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, msg)
 		return
 	}
-	req, err := http.NewRequestWithContext(r.Context(), step.method, "http://gokrazy"+step.path, body)
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPut, "http://gokrazy/update/root", body)
 	if err != nil {
 		apiError(w, http.StatusInternalServerError, err.Error())
 		return
@@ -211,9 +211,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if name == "root" {
-		s.Updates.rootWritten(resp.StatusCode == http.StatusOK)
-	}
+	s.Updates.rootWritten(resp.StatusCode == http.StatusOK)
 	msg := fmt.Sprintf("update %s by %s: %s", r.PathValue("step"), by, resp.Status)
 	if r.ContentLength > 0 {
 		msg += fmt.Sprintf(", %d bytes in %v", r.ContentLength, time.Since(start).Round(time.Millisecond))

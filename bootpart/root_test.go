@@ -1,4 +1,4 @@
-package update
+package bootpart
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 
 // The root the bootloader starts is read from the kernel command line;
 // anything else is refused with what was expected.
-func TestBootedRoot(t *testing.T) {
+func TestRoot(t *testing.T) {
 	for cmdline, want := range map[string]struct {
 		sig  uint32
 		part int
@@ -15,9 +15,9 @@ func TestBootedRoot(t *testing.T) {
 		"console=ttyS0 root=PARTUUID=adc02666-02 rootfstype=squashfs ro": {0xadc02666, 2},
 		"root=PARTUUID=0000beef-03 init=/gokrazy/init":                   {0xbeef, 3},
 	} {
-		sig, part, err := bootedRoot(cmdline)
+		sig, part, err := Root(cmdline)
 		if err != nil || sig != want.sig || part != want.part {
-			t.Errorf("bootedRoot(%q) = %08x, %d, %v", cmdline, sig, part, err)
+			t.Errorf("Root(%q) = %08x, %d, %v", cmdline, sig, part, err)
 		}
 	}
 	for _, bad := range []string{
@@ -27,8 +27,8 @@ func TestBootedRoot(t *testing.T) {
 		"root=PARTUUID=adc02666-023",
 		"root=PARTUUID=ADC0266-02",
 	} {
-		if _, _, err := bootedRoot(bad); err == nil || !strings.Contains(err.Error(), "names no root=PARTUUID=<sig>-02/03") {
-			t.Errorf("bootedRoot(%q) = %v, want refused", bad, err)
+		if _, _, err := Root(bad); err == nil || !strings.Contains(err.Error(), "names no root=PARTUUID=<sig>-02/03") {
+			t.Errorf("Root(%q) = %v, want refused", bad, err)
 		}
 	}
 }
