@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -27,12 +28,19 @@ func (c *Client) Reboot(ctx context.Context, reason string) error {
 	return err
 }
 
+// DefaultLease is how long the bypass overrides of an update outlast the
+// client's last renewal of them: a client killed or cut off mid-update
+// leaves its segments in bypass for at most that long, not for a
+// maintenance window. It covers a reboot into the test boot and a
+// fallback from it (panic, watchdog reset, boot) with room to spare.
+const DefaultLease = 10 * time.Minute
+
 // Bypass asks statusd to put every segment that has a bypass relay into
-// bypass before the update, with an expiry as a safety net. It returns the
-// segments it overrode and an error naming what could not be done;
+// bypass before the update, for lease (RenewBypass keeps them). It returns
+// the segments it overrode and an error naming what could not be done;
 // segments without a relay are reported too, since their traffic stops
 // during the reboot.
-func (c *Client) Bypass(ctx context.Context, reason string) ([]string, error) {
+func (c *Client) Bypass(ctx context.Context, reason string, lease time.Duration) ([]string, error) {
 	segs, err := c.Segments(ctx)
 	if err != nil {
 		return nil, err
@@ -43,10 +51,7 @@ func (c *Client) Bypass(ctx context.Context, reason string) ([]string, error) {
 			problems = append(problems, fmt.Sprintf("segment %s has no bypass relay", s.Name))
 			continue
 		}
-		body, _ := json.Marshal(map[string]string{
-			"segment": s.Name, "state": "bypass", "reason": reason, "expires_in": "30m",
-		})
-		if err := c.postJSON(ctx, "api/v1/control/bypass", body); err != nil {
+		if err := c.override(ctx, s.Name, reason, lease); err != nil {
 			problems = append(problems, fmt.Sprintf("segment %s: %v", s.Name, err))
 			continue
 		}
@@ -56,6 +61,46 @@ func (c *Client) Bypass(ctx context.Context, reason string) ([]string, error) {
 		return done, errors.New(strings.Join(problems, "; "))
 	}
 	return done, nil
+}
+
+func (c *Client) override(ctx context.Context, segment, reason string, lease time.Duration) error {
+	body, _ := json.Marshal(map[string]string{
+		"segment": segment, "state": "bypass", "reason": reason, "expires_in": lease.String(),
+	})
+	return c.postJSON(ctx, "api/v1/control/bypass", body)
+}
+
+// RenewBypass sets the overrides of segments again, for lease, every
+// fifth of it, until the returned stop is called (stop waits for a
+// renewal under way; calling it again does nothing). A renewal the box
+// misses (it reboots) is logged and tried again at the next.
+func (c *Client) RenewBypass(ctx context.Context, segments []string, reason string, lease time.Duration, logf func(string, ...any)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(lease / 5)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			for _, s := range segments {
+				if err := c.override(ctx, s, reason, lease); err != nil && ctx.Err() == nil {
+					logf("renewing the bypass override of segment %s: %v (tried again in %v)", s, err, lease/5)
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
 }
 
 // EndBypass ends the overrides Bypass set (state auto), retrying for a

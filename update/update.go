@@ -34,7 +34,10 @@ type Options struct {
 	// DryRun says what the update would change, and whether the
 	// appliance would take the build, and changes nothing.
 	DryRun bool
-	Logf   func(format string, args ...any)
+	// Lease is how long the update's bypass overrides outlast the
+	// client's last renewal of them (0: DefaultLease).
+	Lease time.Duration
+	Logf  func(format string, args ...any)
 }
 
 // Result says how an update ended.
@@ -79,6 +82,9 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	}
 	if o.Settle == 0 {
 		o.Settle = 10 * time.Second
+	}
+	if o.Lease == 0 {
+		o.Lease = DefaultLease
 	}
 	// A box on a bad link, or busy right after its boot, may miss one
 	// request: three tries before giving up.
@@ -157,15 +163,19 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 		logf("before the update: segment %s %s", name, st)
 	}
 
-	overridden, err := c.Bypass(ctx, "ncpos update to "+to)
+	reason := "ncpos update to " + to
+	overridden, err := c.Bypass(ctx, reason, o.Lease)
 	if err != nil {
 		logf("WARNING: could not put the segments into bypass (%v); traffic may stop during the reboot", err)
 	}
-	// The overrides are kept on /perm across the reboot; whatever the
-	// outcome, they go once the update is over.
+	// The overrides are kept on /perm across the reboot, for a lease the
+	// client renews while it runs; whatever the outcome, they go once the
+	// update is over, and a client that dies leaves them to expire.
+	stopRenew := c.RenewBypass(ctx, overridden, reason, o.Lease, logf)
 	defer func() {
+		stopRenew()
 		if err := c.EndBypass(context.WithoutCancel(ctx), overridden); err != nil {
-			logf("WARNING: could not end the update's bypass overrides (%v); they expire by themselves within 30m", err)
+			logf("WARNING: could not end the update's bypass overrides (%v); they expire by themselves within %v", err, o.Lease)
 		}
 	}()
 
@@ -229,6 +239,7 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 			// The new build is up: give the segments back to the policy
 			// before judging them, since a relay that cuts the NIC off in
 			// bypass would otherwise show its links down.
+			stopRenew()
 			if err := c.EndBypass(ctx, overridden); err != nil {
 				logf("WARNING: could not end the update's bypass overrides: %v", err)
 			}
@@ -322,7 +333,7 @@ func plan(ctx context.Context, im *image.Image, from, to string, sig uint32, boo
 	inactive := partition.RootA + partition.RootB - booted
 	p := []string{
 		fmt.Sprintf("the appliance checked build %s's signature and age and would take it", to),
-		"put every segment into bypass for the reboots (overrides removed afterwards, whatever the outcome)",
+		fmt.Sprintf("put every segment into bypass for the reboots (overrides removed afterwards, whatever the outcome; renewed for %v at a time, so they expire if this command dies)", o.Lease),
 		fmt.Sprintf("write root %s (%d bytes) to the inactive root partition %d; the running root %d (build %s) stays as it is", to, len(root), inactive, booted, from),
 		bootStep,
 		fmt.Sprintf("test-boot %s once from slot %s (its kernel and root) and keep it if its daemons are live and its segments forward as before for %v, else return to %s on slot %s", to, bpl.slot, o.Settle, from, bp.Slots.Running),
