@@ -119,6 +119,12 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	var body io.Reader = http.MaxBytesReader(w, r.Body, MaxUpdateBytes)
 	switch name {
 	case "manifest":
+		check := r.URL.Query().Get("check") == "1"
+		if !check {
+			// A manifest starts an update anew: whatever one was
+			// pending is dropped, even when this one is cut off.
+			s.Updates.drop()
+		}
 		b, err := io.ReadAll(io.LimitReader(r.Body, maxManifestBytes+1))
 		if err == nil && len(b) > maxManifestBytes {
 			err = fmt.Errorf("manifest larger than %d bytes", maxManifestBytes)
@@ -127,7 +133,6 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 			refuse(http.StatusBadRequest, err)
 			return
 		}
-		check := r.URL.Query().Get("check") == "1"
 		m, err := s.Updates.accept(b, r.URL.Query().Get("downgrade") == "1", check)
 		switch {
 		case errors.Is(err, signature.ErrUnsigned), errors.Is(err, signature.ErrUntrusted), errors.Is(err, signature.ErrForged):

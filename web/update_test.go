@@ -268,6 +268,14 @@ func TestUpdateThroughStatusd(t *testing.T) {
 	if r := send("PUT", "/api/v1/update/manifest?downgrade=1", string(oldJSON), auth); r.Code != 200 || !strings.Contains(r.Body, "build b0") {
 		t.Errorf("a downgrade asked for: %d %s", r.Code, r.Body)
 	}
+	// A manifest cut off starts the update anew all the same: the one
+	// pending before is dropped, and a root now is refused.
+	if r := send("PUT", "/api/v1/update/manifest?downgrade=1", string(oldJSON[:20]), map[string]string{"Authorization": goodAuth, "Content-Length": strconv.Itoa(len(oldJSON))}); r.Code != 400 {
+		t.Errorf("a manifest cut off: %d %s, want 400", r.Code, r.Body)
+	}
+	if r := send("PUT", "/api/v1/update/root", newRoot, auth); r.Code != 409 || !strings.Contains(r.Body, "no signed manifest") {
+		t.Errorf("root after a manifest cut off: %d %s, want 409", r.Code, r.Body)
+	}
 	select {
 	case g := <-got:
 		t.Fatalf("a refused request reached gokrazy: %q", g)
@@ -307,7 +315,7 @@ func TestUpdateThroughStatusd(t *testing.T) {
 		}
 	}
 	// Newest first: every step, refused or passed on, is an event.
-	if strings.Join(steps, ",") != "root,manifest,manifest,manifest,root,manifest,manifest,root,manifest,manifest,manifest,manifest,manifest,switch,switch,kernel,testboot,kernel,kernel,kernel,testboot,testboot,root,root,root,root,root,testboot,manifest,root" {
+	if strings.Join(steps, ",") != "root,manifest,manifest,root,manifest,manifest,root,manifest,manifest,root,manifest,manifest,manifest,manifest,manifest,switch,switch,kernel,testboot,kernel,kernel,kernel,testboot,testboot,root,root,root,root,root,testboot,manifest,root" {
 		t.Errorf("update events for steps %v", steps)
 	}
 }

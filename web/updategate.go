@@ -82,6 +82,13 @@ func (g *UpdateGate) accept(data []byte, downgrade, check bool) (*signature.Mani
 	return m, nil
 }
 
+// drop forgets the pending update.
+func (g *UpdateGate) drop() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pending, g.rootOK = nil, false
+}
+
 // root is the pending update's root, or why there is none.
 func (g *UpdateGate) root() (signature.Blob, error) {
 	g.mu.Lock()
