@@ -52,8 +52,8 @@ func (m *Monitor) observeLastGood(now time.Time, snap *Snapshot) {
 	wrote, err := l.Keep()
 	switch {
 	case err != nil:
-		m.event(events.Warning, events.KindConfig, nil, "could not keep the configuration as the last good one: %v", err)
+		m.event(events.Warning, events.KindConfig, []string{"action", "keep_last_good"}, "could not keep the configuration as the last good one: %v", err)
 	case wrote:
-		m.event(events.Notice, events.KindConfig, nil, "configuration kept as the last good one: live and forwarding for %v", l.After)
+		m.event(events.Notice, events.KindConfig, []string{"action", "keep_last_good"}, "configuration kept as the last good one: live and forwarding for %v", l.After)
 	}
 }

@@ -32,7 +32,7 @@ func TestLastGood(t *testing.T) {
 			t.Fatalf("at %v: kept %d times, want %d", step.at, kept, step.want)
 		}
 	}
-	if len(m.Events.Recent(0)) != 1 {
-		t.Errorf("events %+v, want one", m.Events.Recent(0))
+	if ev := m.Events.Recent(0); len(ev) != 1 || ev[0].Kind != events.KindConfig || ev[0].Fields["action"] != "keep_last_good" {
+		t.Errorf("events %+v, want one, of the last good configuration kept", ev)
 	}
 }
