@@ -51,6 +51,7 @@ func TestUpdateKernelPanicRollsBack(t *testing.T) {
 	if s := bootPartition(t, v).Slots; s.Firmware != "uefi" || s.Running != "a" || s.Default != "a" || s.Once != "" {
 		t.Errorf("slots after the panic: %+v, want a running and the default under uefi, no one-shot left", s)
 	}
+	noOverride(t, v, "after the panic")
 }
 
 // TestUpdateKilledInKernelWrite cuts the power (kills QEMU) while the box

@@ -27,12 +27,17 @@ import (
 
 // TestUpdateRefused offers a box builds it must not take: unsigned, signed
 // by a key it does not trust, forged (the manifest altered after signing)
-// and older than the one it runs. Each is refused with a clear error
-// before anything is written: the boot and both root partitions hash the
-// same before and after (after a reboot, so that nothing the guest wrote
-// is still in its caches). Then the older build is taken when a downgrade
-// is asked for, which shows the refusal was the box's check; a dry run
-// before all this says what that update would do.
+// and older than the one it runs, and uploads cut off mid-way (the
+// connection dropped). Each is refused with a clear error before anything
+// is written: /perm's files read the same before and after (read from the
+// disk with the guest paused), and the boot and both root partitions hash
+// the same (after a reboot, so that nothing the guest wrote is still in
+// its caches). Then `ncpos update` itself is killed mid-upload, at several
+// points of the root and of the kernel: the box stays on its build, with
+// no test boot set and the update's bypass overrides on a short lease.
+// Last, the older build is taken when a downgrade is asked for, which
+// shows the refusals were the box's checks and the box is updatable
+// again; a dry run before all this says what that update would do.
 func TestUpdateRefused(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
@@ -82,6 +87,17 @@ func TestUpdateRefused(t *testing.T) {
 	for _, l := range res.Plan {
 		t.Logf("dry run: %s", l)
 	}
+	// /perm before the refusals, once the box has kept its
+	// configuration as the last good one (two minutes live and
+	// forwarding) and its page cache has gone to the disk.
+	waitLastGood(t, v, 6*time.Minute)
+	time.Sleep(writeback)
+	permBefore := permFiles(t, v, disk)
+	wrote, _, err := v.DiskWrites()
+	if err != nil {
+		t.Fatal(err)
+	}
+	offered := 0
 	for name, img := range bad {
 		_, err := update.Run(context.Background(), updateClient(v), openImage(t, img), update.Options{Timeout: time.Minute, Logf: t.Logf})
 		t.Logf("a build %s: %v", name, err)
@@ -94,12 +110,27 @@ func TestUpdateRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ask for a downgrade") {
 		t.Errorf("update to an older build: %v, want a refusal of the downgrade", err)
 	}
-	cutUploads(t, v, openImage(t, withKernel(t, a, filepath.Join(dir, "kernel.img"), 2)))
+	killable := withKernel(t, a, filepath.Join(dir, "kernel.img"), 2)
+	offered += cutUploads(t, v, openImage(t, killable))
+	time.Sleep(writeback)
+	wroteAfter, _, err := v.DiskWrites()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, journal := permChanges(permBefore, permFiles(t, v, disk))
+	for _, c := range changes {
+		t.Errorf("/perm after the refused updates: %s", c)
+	}
+	if journal != "" {
+		t.Logf("the relay journal on /perm grew meanwhile (the box's own record): %s", journal)
+	}
+	t.Logf("/perm: %d files read the same after the refusals; the disk took %d bytes meanwhile, while %d bytes of uploads were refused", len(permBefore)-len(changes), wroteAfter-wrote, offered)
 	rebooted := time.Now()
 	if err := updateClient(v).Reboot(context.Background(), "vm test: flush before hashing"); err != nil {
 		t.Fatal(err)
 	}
-	if s, _ := waitReboot(t, v, rebooted, 3*time.Minute); s.BuildID != running {
+	s, _ := waitReboot(t, v, rebooted, 3*time.Minute)
+	if s.BuildID != running {
 		t.Fatalf("after the refusals the box runs %s, want %s", s.BuildID, running)
 	}
 	after := partitionHashes(t, disk)
@@ -111,8 +142,33 @@ func TestUpdateRefused(t *testing.T) {
 	if t.Failed() {
 		return
 	}
+	// The client killed mid-upload: the root's upload (the first) and
+	// the kernel's (the second, after the root was received and
+	// written to the inactive partition), each early and at its end.
+	up := time.Now().Add(-time.Duration(s.UptimeSeconds * float64(time.Second)))
+	im := openImage(t, killable)
+	root, err := im.RootSquashfs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel, err := im.Kernel(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		name   string
+		upload int
+		size   int
+		share  float64
+	}{{"root", 1, len(root), 0.1}, {"root", 1, len(root), 0.999}, {"kernel", 2, len(kernel), 0.1}, {"kernel", 2, len(kernel), 0.999}} {
+		at := int64(k.share * float64(k.size))
+		out := killedUpdate(t, v, killable, k.upload, at)
+		t.Logf("ncpos update killed %d bytes into the %s's upload of %d: it said:\n%s", at, k.name, k.size, out)
+		checkAfterKill(t, v, running, "a", up)
+	}
 	// The same older build, with the downgrade asked for, is taken: the
-	// refusals above were the box's checks, not a broken path.
+	// refusals above were the box's checks, not a broken path, and the
+	// box is updatable after all of them.
 	res, err = update.Run(context.Background(), updateClient(v), openImage(t, a), update.Options{
 		Timeout: 4 * time.Minute, Settle: 5 * time.Second, Downgrade: true, Logf: t.Logf})
 	if err != nil {
@@ -124,10 +180,11 @@ func TestUpdateRefused(t *testing.T) {
 	t.Logf("downgrade %s -> %s took %v", res.From, res.To, res.Duration.Round(100*time.Millisecond))
 }
 
-// cutUploads sends the signed manifest of im and then its root, and its
-// kernel, cut off at several points (the connection dropped mid-upload):
-// the box must refuse each, having written nothing.
-func cutUploads(t *testing.T, v *VM, im *image.Image) {
+// cutUploads sends the signed manifest of im cut off, then whole and its
+// root, and its kernel, cut off at several points (the connection dropped
+// mid-upload): the box must refuse each, having written nothing. It
+// returns the bytes it sent.
+func cutUploads(t *testing.T, v *VM, im *image.Image) (sent int) {
 	t.Helper()
 	ctx := context.Background()
 	manifest, err := im.Manifest(ctx)
@@ -161,12 +218,15 @@ func cutUploads(t *testing.T, v *VM, im *image.Image) {
 	for _, up := range []struct {
 		step string
 		data []byte
-	}{{"root", root}, {"kernel", kernel}} {
+	}{{"manifest?downgrade=1", manifest}, {"root", root}, {"kernel", kernel}} {
 		for _, share := range []float64{0.01, 0.5, 0.999} {
-			if code, said, err := put("manifest?downgrade=1", bytes.NewReader(manifest), int64(len(manifest))); err != nil || code != http.StatusOK {
-				t.Fatalf("manifest: %d %s %v", code, said, err)
+			if up.step != "manifest?downgrade=1" {
+				if code, said, err := put("manifest?downgrade=1", bytes.NewReader(manifest), int64(len(manifest))); err != nil || code != http.StatusOK {
+					t.Fatalf("manifest: %d %s %v", code, said, err)
+				}
 			}
 			n := int64(share * float64(len(up.data)))
+			sent += int(n)
 			code, said, err := put(up.step, io.MultiReader(bytes.NewReader(up.data[:n]), failingReader{}), int64(len(up.data)))
 			t.Logf("%s cut off after %d of %d bytes: %d %q %v", up.step, n, len(up.data), code, strings.TrimSpace(said), err)
 			if err == nil && code == http.StatusOK {
@@ -174,6 +234,15 @@ func cutUploads(t *testing.T, v *VM, im *image.Image) {
 			}
 		}
 	}
+	// After a manifest cut off, the box holds no update: a root sent
+	// now is refused for want of a manifest, not taken.
+	if code, said, err := put("manifest?downgrade=1", io.MultiReader(bytes.NewReader(manifest[:len(manifest)/2]), failingReader{}), int64(len(manifest))); err == nil && code == http.StatusOK {
+		t.Errorf("a manifest cut off in half was taken: %s", said)
+	}
+	if code, said, err := put("root", bytes.NewReader(root), int64(len(root))); err != nil || code != http.StatusConflict || !strings.Contains(said, "no signed manifest") {
+		t.Errorf("a root after a cut-off manifest: %d %q %v, want 409 for want of a manifest", code, strings.TrimSpace(said), err)
+	}
+	return sent + len(manifest)/2 + len(root)
 }
 
 // failingReader is a connection that drops.
