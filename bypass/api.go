@@ -39,7 +39,7 @@ func (s *Supervisor) Handler() *http.ServeMux {
 			fail(w, http.StatusBadRequest, fmt.Errorf("override: %w", err))
 			return
 		}
-		o := Override{State: req.State, Reason: strings.TrimSpace(req.Reason), By: req.By}
+		o := Override{State: req.State, Reason: strings.TrimSpace(req.Reason), By: req.By, Update: req.Update}
 		if req.For != "" {
 			d, err := time.ParseDuration(req.For)
 			if err != nil || d <= 0 {

@@ -455,13 +455,13 @@ func TestSupervisorAPI(t *testing.T) {
 	if code, body := post("/override", `{"pair":"pair9","state":"bypass","reason":"x"}`); code != 400 || !strings.Contains(body, `unknown pair "pair9"`) {
 		t.Errorf("override of an unknown pair: %d %s", code, body)
 	}
-	code, body := post("/override", `{"pair":"pair1","state":"bypass","reason":"replacing the switch","for":"10m","by":"admin"}`)
+	code, body := post("/override", `{"pair":"pair1","state":"bypass","reason":"replacing the switch","for":"10m","by":"admin","update":true}`)
 	if code != 200 || r.state() != Bypass {
 		t.Fatalf("override: %d %s, state %s", code, body, r.state())
 	}
 	var st Status
 	json.Unmarshal([]byte(body), &st)
-	if o := st.Pairs[0].Override; o == nil || o.Reason != "replacing the switch" || o.By != "admin" || !o.Expires.Equal(r.c.at(10*time.Minute)) {
+	if o := st.Pairs[0].Override; o == nil || o.Reason != "replacing the switch" || o.By != "admin" || !o.Update || !o.Expires.Equal(r.c.at(10*time.Minute)) {
 		t.Errorf("status override %+v", st.Pairs[0].Override)
 	}
 	if e := r.lastTransition(t); !strings.Contains(e.Cause, "manual override: replacing the switch") {

@@ -242,6 +242,10 @@ type Override struct {
 	By      string     `json:"by,omitempty"`
 	Set     time.Time  `json:"set,omitzero"`
 	Expires time.Time  `json:"expires,omitzero"` // zero: until cleared
+	// Update marks an override that ncpos update set for its reboots:
+	// one still in force when the next update starts is a leftover of
+	// an update whose client died, which that update ends first.
+	Update bool `json:"update,omitempty"`
 }
 
 // Planned is a planned shutdown, reboot or update: bypass first.
@@ -258,6 +262,7 @@ type OverrideRequest struct {
 	Reason string     `json:"reason"`
 	For    string     `json:"for,omitempty"` // Go duration; "" until cleared
 	By     string     `json:"by,omitempty"`  // who asked (statusd passes the user)
+	Update bool       `json:"update,omitempty"` // set by ncpos update (Override.Update)
 }
 
 // PlanRequest is the body of POST /planned.

@@ -32,6 +32,9 @@ type BypassRequest struct {
 	// ExpiresIn ends the override after this long (Go duration, e.g.
 	// "30m"); "" keeps it until "auto".
 	ExpiresIn string `json:"expires_in,omitempty"`
+	// Update marks an override ncpos update sets for its reboots
+	// (ipc.Override.Update).
+	Update bool `json:"update,omitempty"`
 }
 
 // BypassOverride is an override as statusd hands it to bypassd.
@@ -42,6 +45,7 @@ type BypassOverride struct {
 	Reason    string
 	ExpiresIn time.Duration // 0: until ended
 	By        string        // who asked: user@address
+	Update    bool          // set by ncpos update
 }
 
 // BypassController carries out overrides; the default asks bypassd.
@@ -64,7 +68,7 @@ func (b ipcBypass) Override(ctx context.Context, o BypassOverride) (*BypassState
 	if o.State == "auto" {
 		err = c.Delete(ctx, "/override?"+url.Values{"pair": {o.Pair}, "by": {o.By}}.Encode(), &st)
 	} else {
-		req := ipc.OverrideRequest{Pair: o.Pair, State: ipc.RelayState(o.State), Reason: o.Reason, By: o.By}
+		req := ipc.OverrideRequest{Pair: o.Pair, State: ipc.RelayState(o.State), Reason: o.Reason, By: o.By, Update: o.Update}
 		if o.ExpiresIn > 0 {
 			req.For = o.ExpiresIn.String()
 		}
@@ -151,7 +155,7 @@ func (s *Server) handleBypass(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusConflict, fmt.Sprintf("segment %q has no bypass relay pair", req.Segment))
 		return
 	}
-	o := BypassOverride{Segment: req.Segment, Pair: pair, State: req.State, Reason: req.Reason, By: who(r)}
+	o := BypassOverride{Segment: req.Segment, Pair: pair, State: req.State, Reason: req.Reason, By: who(r), Update: req.Update && req.State != "auto"}
 	if req.ExpiresIn != "" {
 		d, err := time.ParseDuration(req.ExpiresIn)
 		if err != nil || d <= 0 || d > MaxOverride {

@@ -144,6 +144,28 @@ func TestControlBypass(t *testing.T) {
 	}
 }
 
+// ncpos update marks the overrides it sets for its reboots; the mark
+// reaches bypassd and shows in the segment's relay, and an ending ("auto")
+// carries none.
+func TestControlBypassUpdateMark(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	h := map[string]string{"Authorization": goodAuth, "Content-Type": "application/json"}
+	r := f.do(newRequest("POST", "/api/v1/control/bypass", `{"segment":"seg1","state":"bypass","reason":"ncpos update to b2","expires_in":"10m","update":true}`, h))
+	var st BypassState
+	if err := json.Unmarshal([]byte(r.Body), &st); r.Code != 200 || err != nil || st.Override == nil || !st.Override.Update {
+		t.Fatalf("= %d %s, want the relay's override marked as an update's", r.Code, r.Body)
+	}
+	if r := f.do(newRequest("POST", "/api/v1/control/bypass", `{"segment":"seg1","state":"auto","update":true}`, h)); r.Code != 200 {
+		t.Fatalf("ending it: %d %s", r.Code, r.Body)
+	}
+	if o := f.bypassd.requests; len(o) != 2 || !o[0].Update || o[0].For != "10m0s" || o[1].Method != "DELETE" {
+		t.Fatalf("bypassd got %+v", o)
+	}
+	if r := f.do(newRequest("POST", "/api/v1/control/bypass", `{"segment":"seg1","state":"bypass","reason":"x","update":"yes"}`, h)); r.Code != 400 {
+		t.Errorf("update not a boolean: %d %s, want 400", r.Code, r.Body)
+	}
+}
+
 func TestControlBypassdAbsent(t *testing.T) {
 	f := newFixture(t, fixtureOpts{noDaemons: true})
 	r := f.do(newRequest("POST", "/api/v1/control/bypass", `{"segment":"seg1","state":"bypass","reason":"x"}`,

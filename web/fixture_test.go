@@ -339,6 +339,7 @@ type fakeOverrideReq struct {
 	Reason string `json:"reason"`
 	For    string `json:"for"`
 	By     string `json:"by"`
+	Update bool   `json:"update"`
 }
 
 func (b *fakeBypassd) status() any {
@@ -381,7 +382,7 @@ func startFakeBypassd(ctx context.Context, t *testing.T, run string, now func() 
 			return
 		}
 		b.requests = append(b.requests, req)
-		o := &Override{State: ipc.RelayState(req.State), Reason: req.Reason, By: req.By, Set: b.now()}
+		o := &Override{State: ipc.RelayState(req.State), Reason: req.Reason, By: req.By, Set: b.now(), Update: req.Update}
 		if req.For != "" {
 			d, _ := time.ParseDuration(req.For)
 			o.Expires = b.now().Add(d)
