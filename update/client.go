@@ -17,6 +17,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -37,6 +38,8 @@ type Client struct {
 	// Progress, when set, shows each upload's progress (bytes, rate,
 	// time left) as a bar.
 	Progress io.Writer
+
+	unmarked atomic.Bool // the box refuses overrides marked as an update's
 }
 
 func (c *Client) http() *http.Client {

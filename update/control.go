@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // Reboot asks statusd for a planned reboot (a full reboot through the
@@ -63,11 +66,73 @@ func (c *Client) Bypass(ctx context.Context, reason string, lease time.Duration)
 	return done, nil
 }
 
+// override sets segment's relay into bypass for lease, marked as an
+// update's. A build from before that mark refuses the field it does not
+// know (400): its overrides go unmarked from then on.
 func (c *Client) override(ctx context.Context, segment, reason string, lease time.Duration) error {
-	body, _ := json.Marshal(map[string]string{
-		"segment": segment, "state": "bypass", "reason": reason, "expires_in": lease.String(),
-	})
-	return c.postJSON(ctx, "api/v1/control/bypass", body)
+	req := map[string]any{"segment": segment, "state": "bypass", "reason": reason, "expires_in": lease.String(), "update": true}
+	for {
+		if c.unmarked.Load() {
+			delete(req, "update")
+		}
+		body, _ := json.Marshal(req)
+		err := c.postJSON(ctx, "api/v1/control/bypass", body)
+		var se *StatusError
+		if errors.As(err, &se) && se.Code == http.StatusBadRequest && req["update"] == true {
+			c.unmarked.Store(true)
+			continue
+		}
+		return err
+	}
+}
+
+// Leftovers are the segments whose relays an earlier update left in
+// bypass: its client died before it could end its overrides.
+func Leftovers(segs []api.Segment) []string {
+	var out []string
+	for _, s := range segs {
+		if s.Bypass != nil && s.Bypass.Override != nil && s.Bypass.Override.Update {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+// endLeftovers ends the overrides an earlier update left on segments and
+// waits up to patience for them to forward again, so that the new
+// update's baseline is what they do rather than what its relay's bypass
+// makes of them (a relay that cuts the links shows them down). It
+// returns the segments as they are then.
+func (c *Client) endLeftovers(ctx context.Context, segments []string, patience time.Duration, logf func(string, ...any)) ([]api.Segment, error) {
+	logf("segments %s are in bypass by an earlier update that did not end (its client stopped); ending those overrides first", strings.Join(segments, ", "))
+	if err := c.EndBypass(ctx, segments); err != nil {
+		return nil, fmt.Errorf("ending an earlier update's bypass overrides: %w", err)
+	}
+	deadline := time.Now().Add(patience)
+	for {
+		segs, err := c.Segments(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var waiting []string
+		for _, s := range segs {
+			if slices.Contains(segments, s.Name) && (s.Forwarding == nil || !s.Forwarding.Healthy) {
+				waiting = append(waiting, s.Name)
+			}
+		}
+		if len(waiting) == 0 {
+			return segs, nil
+		}
+		if time.Now().After(deadline) {
+			logf("segments %s do not forward %v after the earlier update's overrides ended; taking them as they are", strings.Join(waiting, ", "), patience)
+			return segs, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // RenewBypass sets the overrides of segments again, for lease, every
@@ -159,7 +224,19 @@ func (c *Client) postJSON(ctx context.Context, path string, body []byte) error {
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("POST %s: %s: %s", path, resp.Status, strings.TrimSpace(string(msg)))
+		return &StatusError{Method: "POST", Path: path, Code: resp.StatusCode, Status: resp.Status, Message: apiMessage(msg)}
 	}
 	return nil
+}
+
+// StatusError is a request the box refused: its status and what it said.
+type StatusError struct {
+	Method, Path string
+	Code         int
+	Status       string
+	Message      string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s %s: %s: %s", e.Method, e.Path, e.Status, e.Message)
 }

@@ -10,37 +10,67 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
 )
 
 // overrideBox is a statusd that records the bypass overrides it is asked
-// for: two segments with a relay, one without.
+// for: two segments with a relay, one without. Old, it refuses fields it
+// does not know, as statusd does, and does not know the update mark.
 type overrideBox struct {
+	old  bool
 	mu   sync.Mutex
-	sets []map[string]string // every POST /api/v1/control/bypass, in order
+	sets []map[string]any // every POST /api/v1/control/bypass taken, in order
+	// overrides in force, by segment; forwarding says a segment
+	// without one forwards.
+	overrides  map[string]*ipc.Override
+	forwarding bool
 }
 
 func (b *overrideBox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	switch r.URL.Path {
 	case "/api/v1/segments":
-		json.NewEncoder(w).Encode(map[string]any{"segments": []api.Segment{
-			{Name: "seg1", BypassPair: "pair1"}, {Name: "seg2", BypassPair: "pair2"}, {Name: "seg3"},
-		}})
+		var segs []api.Segment
+		for _, s := range []api.Segment{{Name: "seg1", BypassPair: "pair1"}, {Name: "seg2", BypassPair: "pair2"}, {Name: "seg3"}} {
+			if s.BypassPair != "" {
+				o := b.overrides[s.Name]
+				s.Bypass = &api.BypassState{Segment: s.Name, Pair: s.BypassPair, State: "normal", Override: o}
+				s.Forwarding = &api.SegmentForwarding{Healthy: o == nil && b.forwarding}
+				if o != nil {
+					s.Bypass.State = "bypass"
+				}
+			}
+			segs = append(segs, s)
+		}
+		json.NewEncoder(w).Encode(map[string]any{"segments": segs})
 	case "/api/v1/control/bypass":
-		var req map[string]string
+		var req map[string]any
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			http.Error(w, err.Error(), 400)
 			return
 		}
-		b.mu.Lock()
+		if _, ok := req["update"]; ok && b.old {
+			http.Error(w, `{"error": "bad JSON: json: unknown field \"update\""}`, 400)
+			return
+		}
 		b.sets = append(b.sets, req)
-		b.mu.Unlock()
+		seg, _ := req["segment"].(string)
+		if req["state"] == "auto" {
+			delete(b.overrides, seg)
+		} else {
+			if b.overrides == nil {
+				b.overrides = map[string]*ipc.Override{}
+			}
+			b.overrides[seg] = &ipc.Override{State: "bypass", Reason: req["reason"].(string), Update: req["update"] == true}
+		}
 	default:
 		http.NotFound(w, r)
 	}
 }
 
-func (b *overrideBox) taken() []map[string]string {
+func (b *overrideBox) taken() []map[string]any {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.sets)
@@ -60,8 +90,8 @@ func TestBypassLease(t *testing.T) {
 		t.Fatalf("Bypass: %v, %v; want seg1 and seg2 overridden and seg3 reported", done, err)
 	}
 	for _, set := range box.taken() {
-		if set["state"] != "bypass" || set["expires_in"] != lease.String() || set["reason"] != "ncpos update to b" {
-			t.Errorf("override %v, want bypass for %v", set, lease)
+		if set["state"] != "bypass" || set["expires_in"] != lease.String() || set["reason"] != "ncpos update to b" || set["update"] != true {
+			t.Errorf("override %v, want bypass for %v, marked as an update's", set, lease)
 		}
 	}
 	stop := c.RenewBypass(context.Background(), done, "ncpos update to b", lease, t.Logf)
@@ -89,5 +119,72 @@ func TestBypassLease(t *testing.T) {
 		if set["state"] != "auto" {
 			t.Errorf("ending the overrides sent %v, want state auto", set)
 		}
+	}
+}
+
+// A box on a build from before the update mark refuses the field: the
+// overrides are set unmarked instead, and stay so.
+func TestBypassOnOldBox(t *testing.T) {
+	box := &overrideBox{old: true}
+	srv := httptest.NewServer(box)
+	defer srv.Close()
+	c := &Client{StatusURL: srv.URL + "/"}
+	for range 2 {
+		if done, _ := c.Bypass(context.Background(), "ncpos update to b", time.Minute); !slices.Equal(done, []string{"seg1", "seg2"}) {
+			t.Fatalf("Bypass on an old box: %v, want seg1 and seg2 overridden", done)
+		}
+	}
+	for _, set := range box.taken() {
+		if _, ok := set["update"]; ok || set["state"] != "bypass" {
+			t.Errorf("override %v on an old box, want bypass unmarked", set)
+		}
+	}
+	if n := len(box.taken()); n != 4 {
+		t.Errorf("%d overrides taken, want 4", n)
+	}
+}
+
+// An update that finds the overrides of an earlier one in force (its
+// client died) ends them and takes the segments' state once they forward
+// again; an operator's own override it leaves to the update's usual
+// course.
+func TestLeftovers(t *testing.T) {
+	box := &overrideBox{forwarding: true, overrides: map[string]*ipc.Override{
+		"seg1": {State: "bypass", Reason: "ncpos update to a", Update: true},
+		"seg2": {State: "bypass", Reason: "maintenance"},
+	}}
+	srv := httptest.NewServer(box)
+	defer srv.Close()
+	c := &Client{StatusURL: srv.URL + "/"}
+	segs, err := c.Segments(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := Leftovers(segs)
+	if !slices.Equal(left, []string{"seg1"}) {
+		t.Fatalf("leftovers %v, want seg1 only", left)
+	}
+	if segs, err = c.endLeftovers(context.Background(), left, time.Minute, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	b := BaselineOf(segs)
+	if !b["seg1"].Forwarding || b["seg2"].Forwarding {
+		t.Errorf("baseline after ending the leftovers: %v, want seg1 forwarding and seg2 still in its operator's bypass", b)
+	}
+	if sets := box.taken(); len(sets) != 1 || sets[0]["segment"] != "seg1" || sets[0]["state"] != "auto" {
+		t.Errorf("overrides sent %v, want seg1's ended only", sets)
+	}
+	// A segment that does not forward once its override ends (a cable
+	// out) is taken as it is after the patience.
+	box.mu.Lock()
+	box.forwarding = false
+	box.overrides["seg1"] = &ipc.Override{State: "bypass", Reason: "ncpos update to a", Update: true}
+	box.mu.Unlock()
+	start := time.Now()
+	if segs, err = c.endLeftovers(context.Background(), []string{"seg1"}, 2*time.Second, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 2*time.Second || BaselineOf(segs)["seg1"].Forwarding {
+		t.Errorf("a segment that does not forward: waited %v, baseline %v", d, BaselineOf(segs))
 	}
 }

@@ -50,6 +50,11 @@ type Result struct {
 	Duration time.Duration
 	// Plan is what a dry run would do, line by line.
 	Plan []string
+	// Leftovers are the segments whose overrides of an earlier update
+	// (its client died) this one ended first; Before is every segment's
+	// state the new build was held to.
+	Leftovers []string
+	Before    Baseline
 }
 
 // ImageBuildID reads the build ID from the image's root file system.
@@ -153,9 +158,16 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	if err != nil {
 		return nil, fmt.Errorf("reading the segments before the update: %w", err)
 	}
+	leftovers := Leftovers(segs)
+	if len(leftovers) > 0 && !o.DryRun {
+		if segs, err = c.endLeftovers(ctx, leftovers, leftoverPatience, logf); err != nil {
+			return nil, err
+		}
+	}
 	before := BaselineOf(segs)
+	res.Leftovers, res.Before = leftovers, before
 	if o.DryRun {
-		res.Plan, err = plan(ctx, im, sys.BuildID, to, sig, booted, bp, before, o)
+		res.Plan, err = plan(ctx, im, sys.BuildID, to, sig, booted, bp, before, leftovers, o)
 		res.Duration = time.Since(start)
 		return res, err
 	}
@@ -313,8 +325,13 @@ func planBoot(ctx context.Context, im *image.Image, sig uint32, booted int, bp *
 	return p, err
 }
 
+// leftoverPatience is how long an update waits for segments to forward
+// again once it has ended an earlier update's overrides on them: the
+// relay's hold-down and its links coming up.
+const leftoverPatience = 90 * time.Second
+
 // plan is what Run would do, for a dry run.
-func plan(ctx context.Context, im *image.Image, from, to string, sig uint32, booted int, bp *BootPartition, before Baseline, o Options) ([]string, error) {
+func plan(ctx context.Context, im *image.Image, from, to string, sig uint32, booted int, bp *BootPartition, before Baseline, leftovers []string, o Options) ([]string, error) {
 	root, err := im.RootSquashfs()
 	if err != nil {
 		return nil, err
@@ -333,11 +350,16 @@ func plan(ctx context.Context, im *image.Image, from, to string, sig uint32, boo
 	inactive := partition.RootA + partition.RootB - booted
 	p := []string{
 		fmt.Sprintf("the appliance checked build %s's signature and age and would take it", to),
+	}
+	if len(leftovers) > 0 {
+		p = append(p, fmt.Sprintf("end the bypass overrides an earlier update left on %s (its client stopped) and take those segments' state once they forward again", strings.Join(leftovers, ", ")))
+	}
+	p = append(p,
 		fmt.Sprintf("put every segment into bypass for the reboots (overrides removed afterwards, whatever the outcome; renewed for %v at a time, so they expire if this command dies)", o.Lease),
 		fmt.Sprintf("write root %s (%d bytes) to the inactive root partition %d; the running root %d (build %s) stays as it is", to, len(root), inactive, booted, from),
 		bootStep,
 		fmt.Sprintf("test-boot %s once from slot %s (its kernel and root) and keep it if its daemons are live and its segments forward as before for %v, else return to %s on slot %s", to, bpl.slot, o.Settle, from, bp.Slots.Running),
-	}
+	)
 	for _, name := range slices.Sorted(maps.Keys(before)) {
 		st := before[name]
 		want := "forwarding"
