@@ -166,6 +166,9 @@ func TestUpdateRefused(t *testing.T) {
 		t.Logf("ncpos update killed %d bytes into the %s's upload of %d: it said:\n%s", at, k.name, k.size, out)
 		checkAfterKill(t, v, running, "a", up)
 	}
+	// The last killed update's override is left in force: the next
+	// update ends it and holds the new build to seg1 forwarding, not to
+	// the links the relay's bypass cuts.
 	// The same older build, with the downgrade asked for, is taken: the
 	// refusals above were the box's checks, not a broken path, and the
 	// box is updatable after all of them.
@@ -177,6 +180,10 @@ func TestUpdateRefused(t *testing.T) {
 	if !res.Permanent || system(t, v).BuildID != res.To {
 		t.Fatalf("after the downgrade: %+v", res)
 	}
+	if len(res.Leftovers) != 1 || res.Leftovers[0] != "seg1" || !res.Before["seg1"].Forwarding {
+		t.Errorf("the update after the killed ones ended the leftover overrides of %v and held the new build to %v; want seg1's, and seg1 forwarding", res.Leftovers, res.Before)
+	}
+	noOverride(t, v, "after the downgrade")
 	t.Logf("downgrade %s -> %s took %v", res.From, res.To, res.Duration.Round(100*time.Millisecond))
 }
 
