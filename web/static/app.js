@@ -124,7 +124,7 @@ function renderSegments(s) {
     if (b) {
       row('Bypass reason', b.reason || '—', 'bypass-reason');
       row('Since', b.since ? `${utc(b.since)} (${ago(b.since, s.time)})` : '—', 'bypass-since');
-      if (b.override) row('Override', `${b.override.state} by ${b.override.by || '?'}: ${b.override.reason}` + (b.override.expires ? `, until ${utc(b.override.expires)} UTC` : ''), 'override');
+      if (b.override) row('Override', `${b.override.state} by ${b.override.by || '?'}` + (b.override.update ? ' (ncpos update, for its reboots)' : '') + `: ${b.override.reason}` + (b.override.expires ? `, until ${utc(b.override.expires)} UTC` : ''), 'override');
       if (b.desired && b.desired !== b.state) row('Wanted', b.desired, 'desired');
       if (b.problem) row('Relay problem', h('span', { class: 'bad' }, b.problem), 'relay-problem');
     } else {
