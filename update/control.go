@@ -104,7 +104,7 @@ func Leftovers(segs []api.Segment) []string {
 // makes of them (a relay that cuts the links shows them down). It
 // returns the segments as they are then.
 func (c *Client) endLeftovers(ctx context.Context, segments []string, patience time.Duration, logf func(string, ...any)) ([]api.Segment, error) {
-	logf("segments %s are in bypass by an earlier update that did not end (its client stopped); ending those overrides first", strings.Join(segments, ", "))
+	logf("an earlier update that did not end (its client stopped) left its bypass overrides on %s; ending them first", strings.Join(segments, ", "))
 	if err := c.EndBypass(ctx, segments); err != nil {
 		return nil, fmt.Errorf("ending an earlier update's bypass overrides: %w", err)
 	}

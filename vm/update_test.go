@@ -1,7 +1,10 @@
 package vm
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -71,11 +74,19 @@ func testUpdateAToB(t *testing.T, uefi bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := update.Run(context.Background(), updateClient(v), openImage(t, b), update.Options{
+	// The operator's own control password, set from the API: the update
+	// goes through with it, and the new build keeps it (it is on /perm),
+	// which setting the image's back through it shows.
+	const custom = "an operator's own password"
+	setPassword(t, v, testPassword, custom)
+	c := updateClient(v)
+	c.Password = custom
+	res, err := update.Run(context.Background(), c, openImage(t, b), update.Options{
 		Timeout: 4 * time.Minute, Settle: 15 * time.Second, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
+	setPassword(t, v, custom, testPassword)
 	if res.BootKept == uefi {
 		t.Errorf("boot partition kept %v, want %v", res.BootKept, !uefi)
 	}
@@ -149,6 +160,28 @@ func noOverride(t *testing.T, v *VM, when string) {
 	t.Helper()
 	if g := segmentOf(snapshot(t, v), "seg1"); g == nil || g.Bypass == nil || g.Bypass.Override != nil {
 		t.Errorf("seg1 %s: %+v, want its relay without an override", when, g)
+	}
+}
+
+// setPassword changes the box's control password from old to new
+// through the API.
+func setPassword(t *testing.T, v *VM, old, new string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"new_password": new})
+	req, err := http.NewRequest("POST", v.StatusURL()+"api/v1/control/password", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.SetBasicAuth("ncpos", old)
+	resp, err := v.Client(time.Minute).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(resp.Body)
+		t.Fatalf("changing the control password: %s: %s", resp.Status, msg)
 	}
 }
 
