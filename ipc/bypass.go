@@ -260,8 +260,8 @@ type OverrideRequest struct {
 	Pair   string     `json:"pair"`  // "" for every pair
 	State  RelayState `json:"state"` // normal, bypass or disconnect
 	Reason string     `json:"reason"`
-	For    string     `json:"for,omitempty"` // Go duration; "" until cleared
-	By     string     `json:"by,omitempty"`  // who asked (statusd passes the user)
+	For    string     `json:"for,omitempty"`    // Go duration; "" until cleared
+	By     string     `json:"by,omitempty"`     // who asked (statusd passes the user)
 	Update bool       `json:"update,omitempty"` // set by ncpos update (Override.Update)
 }
 
