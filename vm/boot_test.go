@@ -36,8 +36,10 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if imgDir != "" {
-		os.RemoveAll(imgDir)
+	for _, dir := range []string{imgDir, ncposBuild.dir} {
+		if dir != "" {
+			os.RemoveAll(dir)
+		}
 	}
 	os.Exit(code)
 }
