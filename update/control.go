@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -42,16 +43,25 @@ const DefaultLease = 10 * time.Minute
 // bypass before the update, for lease (RenewBypass keeps them). It returns
 // the segments it overrode and an error naming what could not be done;
 // segments without a relay are reported too, since their traffic stops
-// during the reboot.
-func (c *Client) Bypass(ctx context.Context, reason string, lease time.Duration) ([]string, error) {
+// during the reboot. A segment an operator holds by an override of their
+// own (a maintenance window) is left as it is, neither replaced nor, at
+// the end, ended: held says which, with the override.
+func (c *Client) Bypass(ctx context.Context, reason string, lease time.Duration) (done []string, held map[string]ipc.Override, err error) {
 	segs, err := c.Segments(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var problems, done []string
+	var problems []string
 	for _, s := range segs {
 		if s.BypassPair == "" {
 			problems = append(problems, fmt.Sprintf("segment %s has no bypass relay", s.Name))
+			continue
+		}
+		if o := operatorOverride(s); o != nil {
+			if held == nil {
+				held = map[string]ipc.Override{}
+			}
+			held[s.Name] = *o
 			continue
 		}
 		if err := c.override(ctx, s.Name, reason, lease); err != nil {
@@ -61,9 +71,9 @@ func (c *Client) Bypass(ctx context.Context, reason string, lease time.Duration)
 		done = append(done, s.Name)
 	}
 	if len(problems) > 0 {
-		return done, errors.New(strings.Join(problems, "; "))
+		return done, held, errors.New(strings.Join(problems, "; "))
 	}
-	return done, nil
+	return done, held, nil
 }
 
 // override sets segment's relay into bypass for lease, marked as an
@@ -84,6 +94,15 @@ func (c *Client) override(ctx context.Context, segment, reason string, lease tim
 		}
 		return err
 	}
+}
+
+// operatorOverride is the override an operator holds segment s by, one
+// that no update set, or nil.
+func operatorOverride(s api.Segment) *ipc.Override {
+	if s.Bypass != nil && s.Bypass.Override != nil && !s.Bypass.Override.Update {
+		return s.Bypass.Override
+	}
+	return nil
 }
 
 // Leftovers are the segments whose relays an earlier update left in

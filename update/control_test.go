@@ -85,7 +85,7 @@ func TestBypassLease(t *testing.T) {
 	defer srv.Close()
 	c := &Client{StatusURL: srv.URL + "/"}
 	const lease = time.Second
-	done, err := c.Bypass(context.Background(), "ncpos update to b", lease)
+	done, _, err := c.Bypass(context.Background(), "ncpos update to b", lease)
 	if !slices.Equal(done, []string{"seg1", "seg2"}) || err == nil || err.Error() != "segment seg3 has no bypass relay" {
 		t.Fatalf("Bypass: %v, %v; want seg1 and seg2 overridden and seg3 reported", done, err)
 	}
@@ -129,9 +129,13 @@ func TestBypassOnOldBox(t *testing.T) {
 	srv := httptest.NewServer(box)
 	defer srv.Close()
 	c := &Client{StatusURL: srv.URL + "/"}
-	for range 2 {
-		if done, _ := c.Bypass(context.Background(), "ncpos update to b", time.Minute); !slices.Equal(done, []string{"seg1", "seg2"}) {
-			t.Fatalf("Bypass on an old box: %v, want seg1 and seg2 overridden", done)
+	if done, _, _ := c.Bypass(context.Background(), "ncpos update to b", time.Minute); !slices.Equal(done, []string{"seg1", "seg2"}) {
+		t.Fatalf("Bypass on an old box: %v, want seg1 and seg2 overridden", done)
+	}
+	// Renewals go unmarked at once.
+	for _, seg := range []string{"seg1", "seg2"} {
+		if err := c.override(context.Background(), seg, "ncpos update to b", time.Minute); err != nil {
+			t.Fatal(err)
 		}
 	}
 	for _, set := range box.taken() {
@@ -186,5 +190,33 @@ func TestLeftovers(t *testing.T) {
 	}
 	if d := time.Since(start); d < 2*time.Second || BaselineOf(segs)["seg1"].Forwarding {
 		t.Errorf("a segment that does not forward: waited %v, baseline %v", d, BaselineOf(segs))
+	}
+}
+
+// A segment an operator holds by an override of their own (a maintenance
+// window) is left as it is: the update neither replaces its override nor,
+// at the end, ends it; one an earlier update left is the update's to set.
+func TestBypassLeavesOperatorOverrides(t *testing.T) {
+	box := &overrideBox{forwarding: true, overrides: map[string]*ipc.Override{
+		"seg1": {State: "bypass", Reason: "ncpos update to a", Update: true},
+		"seg2": {State: "disconnect", Reason: "switch replaced", By: "ncpos@192.0.2.9"},
+	}}
+	srv := httptest.NewServer(box)
+	defer srv.Close()
+	c := &Client{StatusURL: srv.URL + "/"}
+	done, held, err := c.Bypass(context.Background(), "ncpos update to b", time.Minute)
+	if !slices.Equal(done, []string{"seg1"}) || len(held) != 1 || held["seg2"].Reason != "switch replaced" || err == nil || err.Error() != "segment seg3 has no bypass relay" {
+		t.Fatalf("Bypass: done %v, held %v, %v; want seg1 overridden, seg2 held by its operator, seg3 reported", done, held, err)
+	}
+	if err := c.EndBypass(context.Background(), done); err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range box.taken() {
+		if set["segment"] != "seg1" {
+			t.Errorf("the update sent %v, want nothing for seg2", set)
+		}
+	}
+	if o := box.overrides["seg2"]; o == nil || o.State != "disconnect" {
+		t.Errorf("seg2's override after the update: %+v, want its operator's", o)
 	}
 }

@@ -167,7 +167,7 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	before := BaselineOf(segs)
 	res.Leftovers, res.Before = leftovers, before
 	if o.DryRun {
-		res.Plan, err = plan(ctx, im, sys.BuildID, to, sig, booted, bp, before, leftovers, o)
+		res.Plan, err = plan(ctx, im, sys.BuildID, to, sig, booted, bp, segs, leftovers, o)
 		res.Duration = time.Since(start)
 		return res, err
 	}
@@ -176,9 +176,13 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	}
 
 	reason := "ncpos update to " + to
-	overridden, err := c.Bypass(ctx, reason, o.Lease)
+	overridden, held, err := c.Bypass(ctx, reason, o.Lease)
 	if err != nil {
 		logf("WARNING: could not put the segments into bypass (%v); traffic may stop during the reboot", err)
+	}
+	for _, name := range slices.Sorted(maps.Keys(held)) {
+		h := held[name]
+		logf("segment %s stays %s by the override of %s (%s): the update leaves it as it is", name, h.State, h.By, h.Reason)
 	}
 	// The overrides are kept on /perm across the reboot, for a lease the
 	// client renews while it runs; whatever the outcome, they go once the
@@ -331,7 +335,7 @@ func planBoot(ctx context.Context, im *image.Image, sig uint32, booted int, bp *
 const leftoverPatience = 90 * time.Second
 
 // plan is what Run would do, for a dry run.
-func plan(ctx context.Context, im *image.Image, from, to string, sig uint32, booted int, bp *BootPartition, before Baseline, leftovers []string, o Options) ([]string, error) {
+func plan(ctx context.Context, im *image.Image, from, to string, sig uint32, booted int, bp *BootPartition, segs []api.Segment, leftovers []string, o Options) ([]string, error) {
 	root, err := im.RootSquashfs()
 	if err != nil {
 		return nil, err
@@ -355,18 +359,23 @@ func plan(ctx context.Context, im *image.Image, from, to string, sig uint32, boo
 		p = append(p, fmt.Sprintf("end the bypass overrides an earlier update left on %s (its client stopped) and take those segments' state once they forward again", strings.Join(leftovers, ", ")))
 	}
 	p = append(p,
-		fmt.Sprintf("put every segment into bypass for the reboots (overrides removed afterwards, whatever the outcome; renewed for %v at a time, so they expire if this command dies)", o.Lease),
+		fmt.Sprintf("put every segment into bypass for the reboots, but those an operator holds by an override of their own (overrides removed afterwards, whatever the outcome; renewed for %v at a time, so they expire if this command dies)", o.Lease),
 		fmt.Sprintf("write root %s (%d bytes) to the inactive root partition %d; the running root %d (build %s) stays as it is", to, len(root), inactive, booted, from),
 		bootStep,
 		fmt.Sprintf("test-boot %s once from slot %s (its kernel and root) and keep it if its daemons are live and its segments forward as before for %v, else return to %s on slot %s", to, bpl.slot, o.Settle, from, bp.Slots.Running),
 	)
-	for _, name := range slices.Sorted(maps.Keys(before)) {
-		st := before[name]
+	before := BaselineOf(segs)
+	for _, s := range segs {
+		st := before[s.Name]
 		want := "forwarding"
 		if !st.Forwarding {
 			want = "forwarding, or " + st.String() + " as now"
 		}
-		p = append(p, fmt.Sprintf("  segment %s: %s now; the new build is kept when it is %s", name, st, want))
+		line := fmt.Sprintf("  segment %s: %s now; the new build is kept when it is %s", s.Name, st, want)
+		if h := operatorOverride(s); h != nil {
+			line += fmt.Sprintf("; its relay stays %s by the override of %s (%s), which the update leaves as it is", h.State, h.By, h.Reason)
+		}
+		p = append(p, line)
 	}
 	return p, nil
 }
