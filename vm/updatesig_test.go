@@ -242,14 +242,16 @@ func cutUploads(t *testing.T, v *VM, im *image.Image) (sent int) {
 		}
 	}
 	// After a manifest cut off, the box holds no update: a root sent
-	// now is refused for want of a manifest, not taken.
+	// now is refused for want of a manifest, before any of it is read
+	// (so a byte of it is enough: with all of it, the box's early
+	// answer races the client's sending).
 	if code, said, err := put("manifest?downgrade=1", io.MultiReader(bytes.NewReader(manifest[:len(manifest)/2]), failingReader{}), int64(len(manifest))); err == nil && code == http.StatusOK {
 		t.Errorf("a manifest cut off in half was taken: %s", said)
 	}
-	if code, said, err := put("root", bytes.NewReader(root), int64(len(root))); err != nil || code != http.StatusConflict || !strings.Contains(said, "no signed manifest") {
+	if code, said, err := put("root", bytes.NewReader(root[:1]), 1); err != nil || code != http.StatusConflict || !strings.Contains(said, "no signed manifest") {
 		t.Errorf("a root after a cut-off manifest: %d %q %v, want 409 for want of a manifest", code, strings.TrimSpace(said), err)
 	}
-	return sent + len(manifest)/2 + len(root)
+	return sent + len(manifest)/2 + 1
 }
 
 // failingReader is a connection that drops.
