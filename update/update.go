@@ -37,7 +37,11 @@ type Options struct {
 	// Lease is how long the update's bypass overrides outlast the
 	// client's last renewal of them (0: DefaultLease).
 	Lease time.Duration
-	Logf  func(format string, args ...any)
+	// BootSettle: on a box that booted less than this ago, the update
+	// first waits, until the box has been up this long, for segments that
+	// do not forward yet (0: DefaultBootSettle; negative: no wait).
+	BootSettle time.Duration
+	Logf       func(format string, args ...any)
 }
 
 // Result says how an update ended.
@@ -91,6 +95,9 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	if o.Lease == 0 {
 		o.Lease = DefaultLease
 	}
+	if o.BootSettle == 0 {
+		o.BootSettle = DefaultBootSettle
+	}
 	// A box on a bad link, or busy right after its boot, may miss one
 	// request: three tries before giving up.
 	var sys *api.System
@@ -109,6 +116,7 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 		logf("appliance not answering (%v), trying again", err)
 		time.Sleep(2 * time.Second)
 	}
+	bootedAt := time.Now().Add(-time.Duration(sys.UptimeSeconds * float64(time.Second)))
 	sig, booted, err := bootpart.Root(sys.Cmdline)
 	if err != nil {
 		return nil, err
@@ -164,10 +172,15 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 			return nil, err
 		}
 	}
+	if !o.DryRun {
+		if segs, err = c.settledSegments(ctx, segs, bootedAt, o.BootSettle, logf); err != nil {
+			return nil, err
+		}
+	}
 	before := BaselineOf(segs)
 	res.Leftovers, res.Before = leftovers, before
 	if o.DryRun {
-		res.Plan, err = plan(ctx, im, sys.BuildID, to, sig, booted, bp, segs, leftovers, o)
+		res.Plan, err = plan(ctx, im, sys.BuildID, to, sig, booted, bp, segs, leftovers, time.Since(bootedAt), o)
 		res.Duration = time.Since(start)
 		return res, err
 	}
@@ -335,7 +348,7 @@ func planBoot(ctx context.Context, im *image.Image, sig uint32, booted int, bp *
 const leftoverPatience = 90 * time.Second
 
 // plan is what Run would do, for a dry run.
-func plan(ctx context.Context, im *image.Image, from, to string, sig uint32, booted int, bp *BootPartition, segs []api.Segment, leftovers []string, o Options) ([]string, error) {
+func plan(ctx context.Context, im *image.Image, from, to string, sig uint32, booted int, bp *BootPartition, segs []api.Segment, leftovers []string, uptime time.Duration, o Options) ([]string, error) {
 	root, err := im.RootSquashfs()
 	if err != nil {
 		return nil, err
@@ -357,6 +370,9 @@ func plan(ctx context.Context, im *image.Image, from, to string, sig uint32, boo
 	}
 	if len(leftovers) > 0 {
 		p = append(p, fmt.Sprintf("end the bypass overrides an earlier update left on %s (its client stopped) and take those segments' state once they forward again", strings.Join(leftovers, ", ")))
+	}
+	if waiting, left := settling(segs, uptime, o.BootSettle); len(waiting) > 0 {
+		p = append(p, fmt.Sprintf("wait up to %v for %s to forward: the appliance booted %v ago and may still be bringing its segments up", left.Round(time.Second), segmentNames(waiting), uptime.Round(time.Second)))
 	}
 	p = append(p,
 		fmt.Sprintf("put every segment into bypass for the reboots, but those an operator holds by an override of their own (overrides removed afterwards, whatever the outcome; renewed for %v at a time, so they expire if this command dies)", o.Lease),

@@ -34,6 +34,7 @@ func runUpdate(ctx context.Context, args []string) error {
 		quiet      = fs.Bool("q", false, "no progress bars")
 		timeout    = fs.Duration("timeout", 5*time.Minute, "how long to wait for the new build to come up healthy")
 		settle     = fs.Duration("settle", 10*time.Second, "how long the new build must stay healthy before it is made permanent")
+		bootSettle = fs.Duration("boot-settle", update.DefaultBootSettle, "on an appliance that booted less than this ago, first wait (until it has been up this long) for segments that do not forward yet; 0: no wait")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -75,7 +76,7 @@ func runUpdate(ctx context.Context, args []string) error {
 		c.Progress = os.Stderr
 	}
 	log.SetFlags(log.Ltime)
-	res, err := update.Run(ctx, c, im, update.Options{Timeout: *timeout, Settle: *settle, Downgrade: *downgrade, DryRun: *dryRun, Logf: log.Printf})
+	res, err := update.Run(ctx, c, im, update.Options{Timeout: *timeout, Settle: *settle, BootSettle: noWaitIfZero(*bootSettle), Downgrade: *downgrade, DryRun: *dryRun, Logf: log.Printf})
 	if err != nil {
 		return err
 	}
@@ -92,4 +93,13 @@ func runUpdate(ctx context.Context, args []string) error {
 		log.Printf("the update is done, but recording it in the inventory failed: %v", err)
 	}
 	return nil
+}
+
+// noWaitIfZero turns the flag's 0 (no wait) into update.Options' word for
+// it, where 0 means the default.
+func noWaitIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
