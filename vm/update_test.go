@@ -87,6 +87,12 @@ func testUpdateAToB(t *testing.T, uefi bool) {
 		t.Fatal(err)
 	}
 	setPassword(t, v, custom, testPassword)
+	// The update started right after the box's boot: it waited for seg1
+	// to come up and held the new build to forwarding, not to the
+	// link_down of a box still starting.
+	if !res.Before["seg1"].Forwarding {
+		t.Errorf("the update held the new build to seg1 %s, want forwarding", res.Before["seg1"])
+	}
 	if res.BootKept == uefi {
 		t.Errorf("boot partition kept %v, want %v", res.BootKept, !uefi)
 	}
