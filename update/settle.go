@@ -17,13 +17,23 @@ import (
 const DefaultBootSettle = 2 * time.Minute
 
 // settling lists the segments an update waits for on a box that has been
-// up for uptime: while the box is younger than settle, those that neither
-// forward nor are held by an override (an operator's bypass is meant to
-// last); and how much longer the box may take to settle.
+// up for uptime: while the box is younger than settle, those that do not
+// forward yet (see notForwarding); and how much longer the box may take
+// to settle.
 func settling(segs []api.Segment, uptime, settle time.Duration) (waiting []string, left time.Duration) {
 	if uptime >= settle {
 		return nil, 0
 	}
+	if waiting = notForwarding(segs); len(waiting) == 0 {
+		return nil, 0
+	}
+	return waiting, settle - uptime
+}
+
+// notForwarding lists the segments that neither forward nor are held by
+// an override (an operator's bypass is meant to last).
+func notForwarding(segs []api.Segment) []string {
+	var out []string
 	for _, s := range segs {
 		if s.Forwarding != nil && s.Forwarding.Healthy {
 			continue
@@ -31,12 +41,9 @@ func settling(segs []api.Segment, uptime, settle time.Duration) (waiting []strin
 		if s.Bypass != nil && s.Bypass.Override != nil {
 			continue
 		}
-		waiting = append(waiting, s.Name)
+		out = append(out, s.Name)
 	}
-	if len(waiting) == 0 {
-		return nil, 0
-	}
-	return waiting, settle - uptime
+	return out
 }
 
 // settledSegments waits, on a box that booted at booted, less than settle
@@ -52,6 +59,7 @@ func (c *Client) settledSegments(ctx context.Context, segs []api.Segment, booted
 	}
 	logf("the appliance booted %v ago: waiting up to %v for %s to forward before taking the segments as the update's baseline",
 		time.Since(booted).Round(time.Second), left.Round(time.Second), segmentNames(waiting))
+	settled := booted.Add(settle)
 	for failed := 0; ; {
 		select {
 		case <-ctx.Done():
@@ -68,10 +76,12 @@ func (c *Client) settledSegments(ctx context.Context, segs []api.Segment, booted
 			continue
 		}
 		failed, segs = 0, now
-		if waiting, _ := settling(segs, time.Since(booted), settle); len(waiting) == 0 {
-			if still, _ := settling(segs, 0, settle); len(still) > 0 {
-				logf("%s not forwarding %v after the appliance's boot: the new build is held to the state it is in", segmentNames(still), settle)
-			}
+		waiting = notForwarding(segs)
+		if len(waiting) == 0 {
+			return segs, nil
+		}
+		if time.Now().After(settled) {
+			logf("%s not forwarding %v after the appliance's boot: the new build is held to the state it is in", segmentNames(waiting), settle)
 			return segs, nil
 		}
 	}

@@ -116,7 +116,7 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 		logf("appliance not answering (%v), trying again", err)
 		time.Sleep(2 * time.Second)
 	}
-	bootedAt := time.Now().Add(-time.Duration(sys.UptimeSeconds * float64(time.Second)))
+	bootedAt := bootTime(sys)
 	sig, booted, err := bootpart.Root(sys.Cmdline)
 	if err != nil {
 		return nil, err
@@ -396,7 +396,13 @@ func plan(ctx context.Context, im *image.Image, from, to string, sig uint32, boo
 	return p, nil
 }
 
+// bootTime is when the box that gave the snapshot booted, by this host's
+// clock.
+func bootTime(s *api.System) time.Time {
+	return time.Now().Add(-time.Duration(s.UptimeSeconds * float64(time.Second)))
+}
+
 // bootedSince says whether the snapshot comes from a boot after t.
 func bootedSince(s *api.System, t time.Time) bool {
-	return time.Now().Add(-time.Duration(s.UptimeSeconds * float64(time.Second))).After(t)
+	return bootTime(s).After(t)
 }
