@@ -150,9 +150,8 @@ type BackToBack struct {
 
 // Runner runs the procedures of RFC 2544 against a Trial.
 type Runner struct {
-	T     Trial
-	O     Options
-	trial uint16
+	T Trial
+	O Options
 }
 
 func (r *Runner) record(sr *SizeResult, test string, spec TrialSpec, res TrialResult, passed bool) TrialRecord {

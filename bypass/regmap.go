@@ -1,7 +1,6 @@
 package bypass
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -287,5 +286,3 @@ func outb(io portIO, port int, v byte) error {
 	}
 	return nil
 }
-
-var errClosed = errors.New("device closed")

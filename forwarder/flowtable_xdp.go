@@ -227,14 +227,3 @@ func (r *rateMeter) update(v uint64, now time.Time) float64 {
 	}
 	return r.rate
 }
-
-// flowKeyToBPF is the inverse of flowKeyFromBPF.
-func flowKeyToBPF(fk FlowKey) bpf.DatapathFlowKey {
-	k := bpf.DatapathFlowKey{Port: fk.Port, Proto: fk.Proto, Family: fk.Family,
-		Sport: bits.ReverseBytes16(fk.SrcPort), Dport: bits.ReverseBytes16(fk.DstPort)}
-	for i := 0; i < 4; i++ {
-		k.Src[i] = binary.LittleEndian.Uint32(fk.Src[4*i:])
-		k.Dst[i] = binary.LittleEndian.Uint32(fk.Dst[4*i:])
-	}
-	return k
-}

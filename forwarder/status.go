@@ -185,9 +185,7 @@ func (f *Forwarder) check(now time.Time) (health.Liveness, []health.Condition) {
 				Detail: fmt.Sprintf("port %s (%s): the driver keeps %s on, so VLAN tags would be lost", p.label, p.ifname, strings.Join(strips, ", "))})
 		}
 	}
-	for _, sp := range progressProblems(f.ports, f.history, f.opts.ProgressWindow) {
-		conds = append(conds, sp)
-	}
+	conds = append(conds, progressProblems(f.ports, f.history, f.opts.ProgressWindow)...)
 	for _, a := range f.opts.Absent {
 		for _, label := range a.Missing {
 			conds = append(conds, health.Condition{Kind: health.PortAbsent, Segment: a.Name, Port: label,

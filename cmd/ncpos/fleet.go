@@ -32,6 +32,7 @@ ncpos install and ncpos update add the boxes they deal with.`
 
 func runFleet(ctx context.Context, args []string) error {
 	if len(args) == 0 {
+		//lint:ignore ST1005 the usage text is shown as it is written, full stop included
 		return errors.New(fleetUsage)
 	}
 	sub := map[string]func(context.Context, *fleetFlags, []string) error{
