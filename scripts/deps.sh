@@ -4,11 +4,13 @@
 set -euo pipefail
 pkgs=(squashfs-tools dosfstools mtools syslinux syslinux-common systemd-boot-efi
       e2fsprogs fdisk qemu-system-x86 ovmf util-linux iproute2 ca-certificates prometheus chromium fonts-dejavu-core
-      snmp snmptrapd smitools curl prometheus-alertmanager)
+      snmp snmptrapd smitools curl prometheus-alertmanager
+      clang llvm libbpf-dev gcc libc6-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
   echo "installing: ${missing[*]}"
@@ -19,15 +21,26 @@ command -v go >/dev/null || { echo "Go is missing: install Go 1.26 (https://go.d
 
 # The IETF MIBs that NCPOS-MIB imports, for smilint and the net-snmp tools
 # (Debian ships them only in non-free): the copies in the net-snmp npm
-# package, checked against their hash.
+# package, fetched by npm from the registry the host is set up for and
+# checked against their hash.
 mibs="${XDG_CACHE_HOME:-$HOME/.cache}/ncpos/mibs"
 if [ ! -f "$mibs/SNMPv2-SMI.txt" ]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
-  curl -sSfo "$tmp/mibs.tgz" https://registry.npmjs.org/net-snmp/-/net-snmp-3.29.2.tgz
-  echo "a89a7a7e29638b5353aa246563821172754ff1980bfc4b5dbd09dc1b217c6f04  $tmp/mibs.tgz" | sha256sum -c --quiet
-  tar xzf "$tmp/mibs.tgz" -C "$tmp" package/lib/mibs
+  (cd "$tmp" && npm pack --silent net-snmp@3.29.2 >/dev/null)
+  echo "a89a7a7e29638b5353aa246563821172754ff1980bfc4b5dbd09dc1b217c6f04  $tmp/net-snmp-3.29.2.tgz" | sha256sum -c --quiet
+  tar xzf "$tmp/net-snmp-3.29.2.tgz" -C "$tmp" package/lib/mibs
   mkdir -p "$mibs.new"
   for f in "$tmp"/package/lib/mibs/*.mib; do cp "$f" "$mibs.new/$(basename "$f" .mib).txt"; done
   rm -rf "$mibs" && mv "$mibs.new" "$mibs"
+fi
+
+# The Go tools the test script runs, at pinned versions, from the Go module
+# proxy: staticcheck, and gotestsum to rerun a failed boot test once.
+bin="${XDG_CACHE_HOME:-$HOME/.cache}/ncpos/bin"
+want="staticcheck@v0.8.2 gotestsum@v1.13.0"
+if [ "$(cat "$bin/.versions" 2>/dev/null)" != "$want" ]; then
+  GOBIN="$bin" go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+  GOBIN="$bin" go install gotest.tools/gotestsum@v1.13.0
+  echo "$want" > "$bin/.versions"
 fi
