@@ -145,6 +145,7 @@ func boot(t *testing.T, img string, uefi bool, opts ...func(*Options)) (*VM, str
 			cancel()
 			v.Kill()
 			if t.Failed() {
+				t.Logf("the waits of this test were scaled by the guest's %v", v.Pace())
 				b, _ := os.ReadFile(serial)
 				if len(b) > 8000 {
 					b = b[len(b)-8000:]
@@ -155,7 +156,8 @@ func boot(t *testing.T, img string, uefi bool, opts ...func(*Options)) (*VM, str
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("boot to /healthz: %v (firmware uefi=%v)", took.Round(100*time.Millisecond), uefi)
+		v.SetFirstBoot(took)
+		t.Logf("boot to /healthz: %v (firmware uefi=%v), %v", took.Round(100*time.Millisecond), uefi, v.Pace())
 		return v, serial
 	}
 }
@@ -253,14 +255,14 @@ func checkBooted(t *testing.T, v *VM) *web.System {
 	t.Helper()
 	// watchdogd may start a moment after statusd answers.
 	var s *web.System
-	for deadline := time.Now().Add(60 * time.Second); ; {
+	for deadline := time.Now().Add(v.Within(60 * time.Second)); ; {
 		s = system(t, v)
 		if s.Watchdog.Petter != nil && s.Watchdog.Petter.Pings > 0 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(2 * time.Second)
 	}
-	for deadline := time.Now().Add(60 * time.Second); ; {
+	for deadline := time.Now().Add(v.Within(60 * time.Second)); ; {
 		unhealthy := ""
 		for _, d := range s.Daemons {
 			if d.Configured && !d.Healthy {

@@ -68,7 +68,7 @@ func TestFleet(t *testing.T) {
 
 	prom := startPrometheus(t, inventoryOf(t, a, b), "")
 	builds := map[string]string{"ncpos-fleet-a": system(t, a).BuildID, "ncpos-fleet-b": system(t, b).BuildID}
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(time.Second) {
+	for deadline := time.Now().Add(Within(2*time.Minute, a, b)); ; time.Sleep(time.Second) {
 		up := prom.query(t, `up{job="ncpos"} == 1`)
 		info := prom.query(t, `ncpos_build_info`)
 		got := map[string]string{}

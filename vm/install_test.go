@@ -100,7 +100,7 @@ func TestInstallToInternalDisk(t *testing.T) {
 	}
 	// Hashing 512 MB twice in software emulation takes 5 min alone, and
 	// more with two other guests on the same two cores.
-	for deadline := time.Now().Add(40 * time.Minute); ; time.Sleep(2 * time.Second) {
+	for deadline := time.Now().Add(v.Within(40 * time.Minute)); ; time.Sleep(2 * time.Second) {
 		resp := controlRequest(t, v, "GET", "api/v1/install", nil)
 		json.NewDecoder(resp.Body).Decode(&info)
 		resp.Body.Close()

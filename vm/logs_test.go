@@ -22,7 +22,7 @@ func checkDaemonLogs(t *testing.T, v *VM, collector *syslogtest.Receiver, serial
 	// A daemon init started last may not have logged yet when /healthz
 	// first answers: wait for a line of each.
 	byName := map[string]ipc.DaemonLog{}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+	for deadline := time.Now().Add(v.Within(time.Minute)); ; time.Sleep(time.Second) {
 		var api struct{ Daemons []ipc.DaemonLog }
 		getAPI(t, v, "api/v1/logs?limit=200", &api)
 		for _, d := range api.Daemons {
@@ -50,7 +50,7 @@ func checkDaemonLogs(t *testing.T, v *VM, collector *syslogtest.Receiver, serial
 		first := d.Lines[0]
 		// RFC 5424: <daemon(3)*8+info(6)>1 time host app procid msgid - text
 		re := regexp.MustCompile(fmt.Sprintf(`^<30>1 \S+ %s %s %d log - %s$`, regexp.QuoteMeta(hostname), name, first.PID, regexp.QuoteMeta(first.Text)))
-		for deadline := time.Now().Add(time.Minute); collector.Find(re) == ""; time.Sleep(time.Second) {
+		for deadline := time.Now().Add(v.Within(time.Minute)); collector.Find(re) == ""; time.Sleep(time.Second) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%s's line %q (pid %d) did not reach the %s collector; it has %d messages", name, first.Text, first.PID, collector.Scheme, len(collector.All()))
 			}

@@ -216,7 +216,7 @@ const writeback = 40 * time.Second
 // compares.
 func waitLastGood(t *testing.T, v *VM, within time.Duration) {
 	t.Helper()
-	for deadline := time.Now().Add(within); ; time.Sleep(5 * time.Second) {
+	for deadline := time.Now().Add(v.Within(within)); ; time.Sleep(5 * time.Second) {
 		var got struct{ Events []evlog.Event }
 		getAPI(t, v, "api/v1/events?limit=500", &got)
 		for _, e := range got.Events {

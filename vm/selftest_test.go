@@ -66,7 +66,7 @@ func TestSelfTestThroughCables(t *testing.T) {
 		o.Cables = []Cable{{A: 3, B: 1}, {A: 4, B: 2}}
 	})
 	// The segment must forward before its throughput means anything.
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(v.Within(3 * time.Minute))
 	for s := snapshot(t, v); !forwardingNormally(s, "seg1"); s = snapshot(t, v) {
 		if time.Now().After(deadline) {
 			t.Fatalf("seg1 not forwarding normally: %+v", segmentOf(s, "seg1"))

@@ -158,7 +158,7 @@ func checkSNMP(t *testing.T, v *VM, udpPort int, trapd *snmptest.Trapd) {
 			t.Errorf("%s: answered: %s", r.name, out)
 		}
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Second) {
+	for deadline := time.Now().Add(v.Within(30 * time.Second)); ; time.Sleep(time.Second) {
 		now := boxMetrics(t, v)
 		missing := ""
 		for _, r := range refused {
@@ -188,7 +188,7 @@ func checkSNMP(t *testing.T, v *VM, udpPort int, trapd *snmptest.Trapd) {
 		}
 		return false
 	}
-	for deadline := time.Now().Add(30 * time.Second); !bypass(); time.Sleep(time.Second) {
+	for deadline := time.Now().Add(v.Within(30 * time.Second)); !bypass(); time.Sleep(time.Second) {
 		if time.Now().After(deadline) {
 			t.Fatalf("snmptrapd has no ncposBypassChange for seg1 in bypass:\n%s", strings.Join(trapd.Lines(), "\n"))
 		}

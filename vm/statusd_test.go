@@ -349,7 +349,7 @@ func TestStatusdEndToEnd(t *testing.T) {
 	prom := startPrometheus(t, sd, am.Addr)
 
 	t.Run("scrape", func(t *testing.T) {
-		deadline := time.Now().Add(2 * time.Minute)
+		deadline := time.Now().Add(v.Within(2 * time.Minute))
 		for {
 			up := prom.query(t, `up{job="ncpos",box="ncpos-e2e"}`)
 			info := prom.query(t, `ncpos_build_info`)
@@ -366,7 +366,7 @@ func TestStatusdEndToEnd(t *testing.T) {
 		}
 		for _, q := range []string{`ncpos_port_receive_packets_total{port="MGMT"}`, `ncpos_daemon_up{daemon="statusd"}`,
 			`ncpos_watchdog_pets_total`, `ncpos_port_info{port="LAN1",segment="seg1",role="data"}`} {
-			deadline := time.Now().Add(time.Minute)
+			deadline := time.Now().Add(v.Within(time.Minute))
 			for len(prom.query(t, q)) == 0 {
 				if time.Now().After(deadline) {
 					t.Fatalf("prometheus has no %s", q)
@@ -401,7 +401,7 @@ func TestStatusdEndToEnd(t *testing.T) {
 
 	t.Run("syslog", func(t *testing.T) {
 		re := regexp.MustCompile(`^<\d+>1 \S+ ncpos-e2e ncpos \d+ (boot|watchdog) .*appliance`)
-		deadline := time.Now().Add(time.Minute)
+		deadline := time.Now().Add(v.Within(time.Minute))
 		for collector.Find(re) == "" {
 			if time.Now().After(deadline) {
 				t.Fatalf("no boot event from the appliance at the syslog collector; got %q", collector.All())
@@ -426,7 +426,7 @@ func TestStatusdEndToEnd(t *testing.T) {
 		if code != 200 {
 			t.Fatalf("override normal = %d %s", code, body)
 		}
-		waitQuery(t, prom, `ncpos_segment_bypass_state{segment="seg1",state="normal"} == 1`, time.Minute)
+		waitQuery(t, prom, `ncpos_segment_bypass_state{segment="seg1",state="normal"} == 1`, v.Within(time.Minute))
 		prom.waitAlert(t, "NcposSegmentInBypass", map[string]string{"segment": "seg1"}, "", time.Minute)
 
 		forced := time.Now()
@@ -440,7 +440,7 @@ func TestStatusdEndToEnd(t *testing.T) {
 		// Alertmanager delivers it to the webhook within the rule's
 		// `for` and one evaluation interval of the first scrape that saw
 		// the bypass, give or take the delivery itself.
-		delivered := am.wait(t, "firing", map[string]string{"alertname": "NcposSegmentInBypass", "segment": "seg1", "box": "ncpos-e2e"}, forced, time.Minute)
+		delivered := am.wait(t, "firing", map[string]string{"alertname": "NcposSegmentInBypass", "segment": "seg1", "box": "ncpos-e2e"}, forced, v.Within(time.Minute))
 		var seen time.Time
 		for _, s := range prom.samples(t, `ncpos_segment_bypass_state{segment="seg1",state="bypass"}[5m]`) {
 			if s.Value == "1" && !s.At.Before(forced.Add(-time.Second)) {
@@ -466,7 +466,7 @@ func TestStatusdEndToEnd(t *testing.T) {
 		// statusd's monitor (fields are sorted: override, override_by,
 		// reason, segment, state).
 		re := regexp.MustCompile(`ncpos \d+ bypass \[ncpos@32473 override="e2e: forced bypass" [^]]*segment="seg1" state="bypass"\] segment seg1 in bypass`)
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(v.Within(30 * time.Second))
 		for collector.Find(re) == "" {
 			if time.Now().After(deadline) {
 				t.Fatalf("no bypass event for seg1 at the syslog collector; got %q", collector.All())
@@ -561,7 +561,7 @@ func TestStatusdEndToEnd(t *testing.T) {
 		}
 		after, booted := waitReboot(t, v, asked, 3*time.Minute)
 		t.Logf("rebooted %v after the request; shutdown on the serial console:\n%s", booted.Sub(asked).Round(time.Second), shutdownLog(serial))
-		for deadline := time.Now().Add(time.Minute); after.Watchdog.Petter == nil && time.Now().Before(deadline); time.Sleep(time.Second) {
+		for deadline := time.Now().Add(v.Within(time.Minute)); after.Watchdog.Petter == nil && time.Now().Before(deadline); time.Sleep(time.Second) {
 			after = system(t, v)
 		}
 		if p := after.Watchdog.Petter; p == nil || p.LastReset.Kind != "planned reboot" {

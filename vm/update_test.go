@@ -82,7 +82,7 @@ func testUpdateAToB(t *testing.T, uefi bool) {
 	c := updateClient(v)
 	c.Password = custom
 	res, err := update.Run(context.Background(), c, openImage(t, b), update.Options{
-		Timeout: 4 * time.Minute, Settle: 15 * time.Second, Logf: t.Logf})
+		Timeout: v.Within(4 * time.Minute), Settle: 15 * time.Second, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestUpdateFallsBack(t *testing.T) {
 	before := system(t, v)
 
 	res, err := update.Run(context.Background(), updateClient(v), openImage(t, bad), update.Options{
-		Timeout: 4 * time.Minute, Settle: 15 * time.Second, Logf: t.Logf})
+		Timeout: v.Within(4 * time.Minute), Settle: 15 * time.Second, Logf: t.Logf})
 	if err == nil || !strings.Contains(err.Error(), "returned to build "+before.BuildID) {
 		t.Fatalf("update to a sick build: %v, want a fallback to %s", err, before.BuildID)
 	}

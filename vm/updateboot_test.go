@@ -35,7 +35,7 @@ func TestUpdateKernelPanicRollsBack(t *testing.T) {
 	v, serial := boot(t, a, true)
 	before := system(t, v)
 	res, err := update.Run(context.Background(), updateClient(v), openImage(t, panics), update.Options{
-		Timeout: 4 * time.Minute, Settle: 5 * time.Second, Logf: t.Logf})
+		Timeout: v.Within(4 * time.Minute), Settle: 5 * time.Second, Logf: t.Logf})
 	if err == nil || !strings.Contains(err.Error(), "returned to build "+before.BuildID) {
 		t.Fatalf("update to a build that panics: %v, want a return to %s", err, before.BuildID)
 	}
@@ -111,7 +111,7 @@ func TestUpdateKilledInKernelWrite(t *testing.T) {
 		t.Errorf("no power cut landed in the kernel write: slot b's kernel file was never left torn")
 	}
 	res, err := update.Run(context.Background(), updateClient(v), openImage(t, b), update.Options{
-		Timeout: 4 * time.Minute, Settle: 5 * time.Second, Logf: t.Logf})
+		Timeout: v.Within(4 * time.Minute), Settle: 5 * time.Second, Logf: t.Logf})
 	if err != nil || !res.Permanent {
 		t.Fatalf("the update after the power cuts: %+v, %v", res, err)
 	}
@@ -138,7 +138,7 @@ func killInKernelWrite(t *testing.T, v *VM, img string, at uint64) (uint64, erro
 	})
 	done := make(chan error, 1)
 	go func() {
-		_, err := update.Run(context.Background(), c, openImage(t, img), update.Options{Timeout: time.Minute, Logf: t.Logf})
+		_, err := update.Run(context.Background(), c, openImage(t, img), update.Options{Timeout: v.Within(time.Minute), Logf: t.Logf})
 		done <- err
 	}()
 	select {
@@ -158,7 +158,7 @@ func killInKernelWrite(t *testing.T, v *VM, img string, at uint64) (uint64, erro
 		t.Fatal(err)
 	}
 	var written uint64
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(v.Within(3 * time.Minute)); ; time.Sleep(20 * time.Millisecond) {
 		n, _, err := v.DiskWrites()
 		if err != nil {
 			t.Fatal(err)

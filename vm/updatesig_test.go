@@ -80,7 +80,7 @@ func TestUpdateRefused(t *testing.T) {
 	// A dry run says what would change and changes nothing (the hashes
 	// below cover it): the older build, downgrade asked for.
 	res, err := update.Run(context.Background(), updateClient(v), openImage(t, a), update.Options{
-		Timeout: time.Minute, Settle: 5 * time.Second, Downgrade: true, DryRun: true, Logf: t.Logf})
+		Timeout: v.Within(time.Minute), Settle: 5 * time.Second, Downgrade: true, DryRun: true, Logf: t.Logf})
 	if err != nil || len(res.Plan) < 5 || !strings.Contains(res.Plan[0], "would take it") || !planSays(res.Plan, "inactive root partition 3") ||
 		!planSays(res.Plan, "leave the boot partition as it is") {
 		t.Errorf("dry run: %+v, %v", res, err)
@@ -105,13 +105,13 @@ func TestUpdateRefused(t *testing.T) {
 	}
 	offered := 0
 	for name, img := range bad {
-		_, err := update.Run(context.Background(), updateClient(v), openImage(t, img), update.Options{Timeout: time.Minute, Logf: t.Logf})
+		_, err := update.Run(context.Background(), updateClient(v), openImage(t, img), update.Options{Timeout: v.Within(time.Minute), Logf: t.Logf})
 		t.Logf("a build %s: %v", name, err)
 		if err == nil || !strings.Contains(err.Error(), want[name]) || !strings.Contains(err.Error(), "nothing written") {
 			t.Errorf("update to a build %s: %v, want a refusal saying %q", name, err, want[name])
 		}
 	}
-	_, err = update.Run(context.Background(), updateClient(v), openImage(t, a), update.Options{Timeout: time.Minute, Logf: t.Logf})
+	_, err = update.Run(context.Background(), updateClient(v), openImage(t, a), update.Options{Timeout: v.Within(time.Minute), Logf: t.Logf})
 	t.Logf("an older build: %v", err)
 	if err == nil || !strings.Contains(err.Error(), "ask for a downgrade") {
 		t.Errorf("update to an older build: %v, want a refusal of the downgrade", err)
@@ -179,7 +179,7 @@ func TestUpdateRefused(t *testing.T) {
 	// refusals above were the box's checks, not a broken path, and the
 	// box is updatable after all of them.
 	res, err = update.Run(context.Background(), updateClient(v), openImage(t, a), update.Options{
-		Timeout: 4 * time.Minute, Settle: 5 * time.Second, Downgrade: true, Logf: t.Logf})
+		Timeout: v.Within(4 * time.Minute), Settle: 5 * time.Second, Downgrade: true, Logf: t.Logf})
 	if err != nil {
 		t.Fatalf("a downgrade asked for: %v", err)
 	}

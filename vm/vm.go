@@ -253,6 +253,8 @@ type VM struct {
 	Options Options
 	tmp     string
 	events  events
+
+	firstHealthz time.Duration // the first boot's time to /healthz (SetFirstBoot)
 }
 
 // Start launches QEMU. Stop it with Kill; it also dies with ctx.
@@ -360,8 +362,10 @@ func (v *VM) Fingerprint() (string, error) {
 
 // Client is an HTTP client for the box's statusd that trusts only the key
 // on its serial console, read at each connection (a reinstalled box has a
-// new one). No keep-alive: the box reboots under some tests.
+// new one). No keep-alive: the box reboots under some tests. Its timeout
+// is scaled by the guest's pace.
 func (v *VM) Client(timeout time.Duration) *http.Client {
+	timeout = v.Within(timeout)
 	cfg := &tls.Config{InsecureSkipVerify: true, VerifyConnection: func(cs tls.ConnectionState) error {
 		return v.CheckKey(cs.PeerCertificates[0].Raw)
 	}}

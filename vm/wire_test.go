@@ -80,7 +80,7 @@ func TestWireOnIntelPorts(t *testing.T) {
 		o.Wires = wires
 	})
 	var s *web.Snapshot
-	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(time.Second) {
+	for deadline := time.Now().Add(v.Within(5 * time.Minute)); ; time.Sleep(time.Second) {
 		s = snapshot(t, v)
 		if forwardingNormally(s, "seg1") && forwardingNormally(s, "seg2") {
 			break
