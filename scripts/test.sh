@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
-# Runs every test: unit tests, image build tests, and the QEMU boot tests
-# (legacy BIOS and UEFI). Installs what it needs first. Tests that need
-# tools fail rather than skip here.
+# Runs every test: the tree's checks, unit and lab tests with the race
+# detector, image build tests, and the QEMU boot tests (legacy BIOS and
+# UEFI). Installs what it needs first. Tests that need tools fail rather
+# than skip here. Arguments (such as -v) go to go test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
+bash scripts/checks.sh
+export PATH="${XDG_CACHE_HOME:-$HOME/.cache}/ncpos/bin:$PATH"
 export NCPOS_REQUIRE_TOOLS=1 NCPOS_REQUIRE_QEMU=1 NCPOS_REQUIRE_LAB=1
-go vet ./...
-go vet -tags ncpos_testimage ./appliance
-test -z "$(gofmt -l $(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $(git ls-files '*.go'); exit 1; }
-# The boot tests run last, on their own: QEMU runs in software emulation
-# on 2 cores, at most 3 VMs at once, and their timings leave no room for
-# the lab's traffic tests beside them.
-go test -count=1 -timeout 30m -parallel 3 "$@" $(go list ./... | grep -v '/vm$')
-go test -count=1 -timeout 75m -parallel 3 "$@" ./vm
+cores=$(nproc)
+
+# Everything but the boot tests, with the race detector.
+go test -race -count=1 -timeout 40m -parallel "$cores" "$@" $(go list ./... | grep -v '/vm$')
+
+# The boot tests run last, on their own: QEMU runs in software emulation,
+# one guest per core at once, and their timings leave no room for the
+# lab's traffic tests beside them. Their waits follow the guests' pace
+# (vm/pace.go); a test that fails anyway is run again once, alone, and
+# every such rerun is listed at the end, with its first failure.
+events=$(mktemp --suffix=.json)
+trap 'rm -f "$events"' EXIT
+format=standard-quiet
+for a in "$@"; do [ "$a" = -v ] && format=standard-verbose; done
+rc=0
+gotestsum --format "$format" --hide-summary=output --jsonfile "$events" \
+  --rerun-fails=1 --rerun-fails-max-failures=4 --packages ./vm -- \
+  -race -count=1 -timeout 75m -parallel "$cores" "$@" || rc=$?
+go run ./internal/reruns "$events"
+exit $rc
