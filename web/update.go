@@ -117,13 +117,17 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	rc.SetReadDeadline(time.Now().Add(UpdateTimeout))
 	rc.SetWriteDeadline(time.Now().Add(UpdateTimeout))
 	var body io.Reader = http.MaxBytesReader(w, r.Body, MaxUpdateBytes)
+	rootWritten := false
 	switch name {
 	case "manifest":
 		check := r.URL.Query().Get("check") == "1"
 		if !check {
 			// A manifest starts an update anew: whatever one was
 			// pending is dropped, even when this one is cut off.
-			s.Updates.drop()
+			if err := s.Updates.drop(); err != nil {
+				refuse(http.StatusConflict, err)
+				return
+			}
 		}
 		b, err := io.ReadAll(io.LimitReader(r.Body, maxManifestBytes+1))
 		if err == nil && len(b) > maxManifestBytes {
@@ -138,7 +142,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, signature.ErrUnsigned), errors.Is(err, signature.ErrUntrusted), errors.Is(err, signature.ErrForged):
 			refuse(http.StatusForbidden, err)
 			return
-		case errors.Is(err, signature.ErrDowngrade), errors.Is(err, signature.ErrSameBuild):
+		case errors.Is(err, signature.ErrDowngrade), errors.Is(err, signature.ErrSameBuild), errors.Is(err, ErrUpdateBusy):
 			refuse(http.StatusConflict, err)
 			return
 		case err != nil:
@@ -157,11 +161,15 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		// Received in full and checked before gokrazy writes a byte:
 		// a cut-off or altered upload leaves the inactive root as it
 		// was.
-		want, err := s.Updates.root()
+		m, release, err := s.Updates.claim("root")
 		if err != nil {
 			refuse(http.StatusConflict, err)
 			return
 		}
+		// Only this manifest's root, written whole, lets its test boot
+		// go on; a new manifest waits until then.
+		defer func() { release(rootWritten) }()
+		want := m.Root
 		if r.ContentLength < 0 {
 			refuse(http.StatusLengthRequired, errors.New("root sent without a Content-Length: the signed build's is needed up front"))
 			return
@@ -216,7 +224,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	s.Updates.rootWritten(resp.StatusCode == http.StatusOK)
+	rootWritten = resp.StatusCode == http.StatusOK
 	msg := fmt.Sprintf("update %s by %s: %s", r.PathValue("step"), by, resp.Status)
 	if r.ContentLength > 0 {
 		msg += fmt.Sprintf(", %d bytes in %v", r.ContentLength, time.Since(start).Round(time.Millisecond))
@@ -239,7 +247,18 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 // answers what it did, or the status code and why it refused.
 func (s *Server) bootStep(name string, body io.Reader, length int64) (int, string, error) {
 	var m *signature.Manifest
-	if name != "switch" {
+	switch name {
+	case "switch":
+	default:
+		return http.StatusNotFound, "", fmt.Errorf("no update step %q", name)
+	case "kernel":
+		var release func(bool)
+		var err error
+		if m, release, err = s.Updates.claim("kernel"); err != nil {
+			return http.StatusConflict, "", err
+		}
+		defer release(true)
+	case "testboot":
 		var err error
 		if m, err = s.Updates.manifest(); err != nil {
 			return http.StatusConflict, "", err

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,6 +31,21 @@ type UpdateGate struct {
 	mu      sync.Mutex
 	pending *signature.Manifest // accepted, its parts not yet all written
 	rootOK  bool                // its root is on the inactive partition
+	busy    string              // the part of it being received or written, "" when none
+}
+
+// ErrUpdateBusy is a step refused while a part of the pending update is
+// being received or written: one update at a time, so that a root is
+// never taken for another build's and two uploads never hold a root in
+// memory each.
+var ErrUpdateBusy = errors.New("an update is under way")
+
+// errNoManifest is a part sent before its manifest.
+var errNoManifest = errors.New("no signed manifest accepted: send the build's manifest (PUT /api/v1/update/manifest) first")
+
+// busyErr says what holds the gate; g.mu is held.
+func (g *UpdateGate) busyErr() error {
+	return fmt.Errorf("%w: the %s of build %s is being received or written; wait until it ends", ErrUpdateBusy, g.busy, g.pending.BuildID)
 }
 
 // Files of the running build the gate reads (LoadUpdateGate).
@@ -74,6 +90,9 @@ func (g *UpdateGate) accept(data []byte, downgrade, check bool) (*signature.Mani
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.busy != "" {
+		return nil, g.busyErr()
+	}
 	g.pending, g.rootOK = nil, false
 	if err != nil {
 		return nil, err
@@ -82,22 +101,44 @@ func (g *UpdateGate) accept(data []byte, downgrade, check bool) (*signature.Mani
 	return m, nil
 }
 
-// drop forgets the pending update.
-func (g *UpdateGate) drop() {
+// drop forgets the pending update, unless a part of it is being received
+// or written.
+func (g *UpdateGate) drop() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.busy != "" {
+		return g.busyErr()
+	}
 	g.pending, g.rootOK = nil, false
+	return nil
 }
 
-// root is the pending update's root, or why there is none.
-func (g *UpdateGate) root() (signature.Blob, error) {
+// claim holds the gate while part ("root", "kernel") of the pending
+// update is received and written, and returns the manifest it belongs to.
+// Until release is called, another part, a new manifest and a test boot
+// are refused with ErrUpdateBusy. release(true) after a root records that
+// this manifest's root is on the inactive partition.
+func (g *UpdateGate) claim(part string) (m *signature.Manifest, release func(written bool), err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.pending == nil {
-		return signature.Blob{}, fmt.Errorf("no signed manifest accepted: send the build's manifest (PUT /api/v1/update/manifest) first")
+	if g.busy != "" {
+		return nil, nil, g.busyErr()
 	}
-	g.rootOK = false
-	return g.pending.Root, nil
+	if g.pending == nil {
+		return nil, nil, errNoManifest
+	}
+	m, g.busy = g.pending, part
+	if part == "root" {
+		g.rootOK = false
+	}
+	return m, func(written bool) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.busy = ""
+		if part == "root" && g.pending == m {
+			g.rootOK = written
+		}
+	}, nil
 }
 
 // manifest is the pending update's manifest, or why there is none.
@@ -105,7 +146,7 @@ func (g *UpdateGate) manifest() (*signature.Manifest, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.pending == nil {
-		return nil, fmt.Errorf("no signed manifest accepted: send the build's manifest (PUT /api/v1/update/manifest) first")
+		return nil, errNoManifest
 	}
 	return g.pending, nil
 }
@@ -126,18 +167,14 @@ func (g *UpdateGate) roomFor(n int64) error {
 	return nil
 }
 
-// rootWritten records that the pending root is on the inactive partition.
-func (g *UpdateGate) rootWritten(ok bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.rootOK = ok && g.pending != nil
-}
-
 // afterRoot says whether a step that follows the root (testboot) may go
 // on.
 func (g *UpdateGate) afterRoot(step string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.busy != "" {
+		return g.busyErr()
+	}
 	if g.pending == nil || !g.rootOK {
 		return fmt.Errorf("update step %s: no verified root written: send the signed manifest and the root it names first", step)
 	}
