@@ -9,9 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/google/renameio/v2"
-
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/internal/durable"
 )
 
 // Paths of the configuration's life on the appliance.
@@ -94,7 +93,7 @@ func WriteBootConfig(path string, text []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return renameio.WriteFile(path, text, 0o644)
+	return durable.WriteFile(path, text, 0o644)
 }
 
 // DaemonConfig is the configuration a daemon runs on: the file given with
@@ -125,7 +124,7 @@ func KeepLastGood(path string, text []byte) (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return false, fmt.Errorf("keeping the last good configuration: %w", err)
 	}
-	if err := renameio.WriteFile(path, text, 0o644); err != nil {
+	if err := durable.WriteFile(path, text, 0o644); err != nil {
 		return false, fmt.Errorf("keeping the last good configuration: %w", err)
 	}
 	return true, nil

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/google/renameio/v2"
+	"github.com/ncpos/ncpos/internal/durable"
 )
 
 // MachineIDPath is where gokrazy looks for the machine id first.
@@ -34,7 +34,7 @@ func MachineID(path string) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
-	if err := renameio.WriteFile(path, []byte(id+"\n"), 0o444); err != nil {
+	if err := durable.WriteFile(path, []byte(id+"\n"), 0o444); err != nil {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	return id, nil

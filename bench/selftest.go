@@ -12,8 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/renameio/v2"
-
+	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -139,7 +138,7 @@ func WriteSelfTest(path string, st *api.SelfTest) error {
 	if err != nil {
 		return err
 	}
-	return renameio.WriteFile(path, append(b, '\n'), 0o644)
+	return durable.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // SelfTestSegment is one segment and direction of the self-test, with

@@ -24,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/renameio/v2"
+	"github.com/ncpos/ncpos/internal/durable"
 )
 
 // File is where the identity lives in its directory: the certificate and
@@ -56,7 +56,7 @@ func Ensure(dir, hostname string, now time.Time) (*Identity, error) {
 	case errors.Is(err, os.ErrNotExist):
 	default:
 		replaced = err.Error()
-		if rerr := os.Rename(path, path+".bad"); rerr != nil {
+		if rerr := durable.Rename(path, path+".bad"); rerr != nil {
 			return nil, fmt.Errorf("%v, and keeping it aside failed: %w", err, rerr)
 		}
 	}
@@ -67,7 +67,7 @@ func Ensure(dir, hostname string, now time.Time) (*Identity, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	if err := renameio.WriteFile(path, append(certPEM, keyPEM...), 0o600); err != nil {
+	if err := durable.WriteFile(path, append(certPEM, keyPEM...), 0o600); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", path, err)
 	}
 	id, err := load(path)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/renameio/v2"
+	"github.com/ncpos/ncpos/internal/durable"
 )
 
 // Known is the host's list of pinned boxes, one "name fingerprint" line
@@ -65,7 +65,7 @@ func (k *Known) Set(box, fp string) error {
 	if err := os.MkdirAll(filepath.Dir(k.Path), 0o700); err != nil {
 		return err
 	}
-	if err := renameio.WriteFile(k.Path, b.Bytes(), 0o600); err != nil {
+	if err := durable.WriteFile(k.Path, b.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("pinning %s: %w", box, err)
 	}
 	return nil

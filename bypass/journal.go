@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+
+	"github.com/ncpos/ncpos/internal/durable"
 )
 
 // Journal keeps the transition log in memory (the last Keep entries) and
@@ -73,7 +75,7 @@ func (j *Journal) appendFile(e Entry) error {
 	}
 	line = append(line, '\n')
 	if st, err := os.Stat(j.Path); err == nil && st.Size()+int64(len(line)) > j.Cap {
-		if err := os.Rename(j.Path, j.Path+".1"); err != nil {
+		if err := durable.Rename(j.Path, j.Path+".1"); err != nil {
 			return err
 		}
 	} else if errors.Is(err, os.ErrNotExist) {
@@ -81,12 +83,8 @@ func (j *Journal) appendFile(e Entry) error {
 			return err
 		}
 	}
-	f, err := os.OpenFile(j.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(line)
-	return errors.Join(err, f.Close())
+	// Relay changes are rare; each is on disk before the next.
+	return durable.Append(j.Path, line, 0o644)
 }
 
 // Entries returns the last n entries (all with n <= 0), oldest first.

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/google/renameio/v2"
+	"github.com/ncpos/ncpos/internal/durable"
 )
 
 // DefaultOverrideFile keeps manual overrides on /perm: an override set for
@@ -59,7 +59,7 @@ func (s *Supervisor) saveOverrides(now time.Time) {
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err == nil {
 		if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
-			err = renameio.WriteFile(path, append(b, '\n'), 0o644)
+			err = durable.WriteFile(path, append(b, '\n'), 0o644)
 		}
 	}
 	if err != nil {

@@ -12,12 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/renameio/v2"
-
 	"github.com/ncpos/ncpos/bypass/ixgbe"
 	"github.com/ncpos/ncpos/bypass/lanner"
 	"github.com/ncpos/ncpos/bypass/sio"
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/internal/kmsg"
 	"github.com/ncpos/ncpos/ipc"
 )
@@ -392,7 +391,7 @@ func ProbeOnce(runDir string, env ProbeEnv, kmsgPath string) (ipc.HardwareProbe,
 	if err := os.MkdirAll(runDir, 0o755); err != nil {
 		return r, fmt.Errorf("keeping the probe: %w", err)
 	}
-	if err := renameio.WriteFile(path, b, 0o644); err != nil {
+	if err := durable.WriteFile(path, b, 0o644); err != nil {
 		return r, fmt.Errorf("keeping the probe: %w", err)
 	}
 	return r, nil

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/renameio/v2"
+	"github.com/ncpos/ncpos/internal/durable"
 	"golang.org/x/sys/unix"
 )
 
@@ -160,7 +160,7 @@ func (inv *Inventory) locked(change func(*file) error) error {
 	if err != nil {
 		return err
 	}
-	if err := renameio.WriteFile(inv.Path, append(b, '\n'), 0o600); err != nil {
+	if err := durable.WriteFile(inv.Path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("writing %s: %w", inv.Path, err)
 	}
 	return nil

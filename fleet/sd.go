@@ -9,9 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/google/renameio/v2"
-
 	"github.com/ncpos/ncpos/boxtls"
+	"github.com/ncpos/ncpos/internal/durable"
 )
 
 // Prometheus file-based service discovery: TargetsFile lists every box
@@ -73,10 +72,10 @@ func ExportSD(inv *Inventory, dir string) (*Export, error) {
 		return nil, err
 	}
 	// The CA file first: a target never appears before its certificate.
-	if err := renameio.WriteFile(ex.CA, pems, 0o644); err != nil {
+	if err := durable.WriteFile(ex.CA, pems, 0o644); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", ex.CA, err)
 	}
-	if err := renameio.WriteFile(ex.Targets, append(js, '\n'), 0o644); err != nil {
+	if err := durable.WriteFile(ex.Targets, append(js, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", ex.Targets, err)
 	}
 	return ex, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/passwd"
 )
 
@@ -246,7 +247,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if err := out.Close(); err != nil {
 		return nil, err
 	}
-	if err := os.Rename(out.Name(), o.Output); err != nil {
+	if err := durable.Rename(out.Name(), o.Output); err != nil {
 		return nil, err
 	}
 	done = true

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/renameio/v2"
 	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/bootpart"
+	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/passwd"
 	"github.com/ncpos/ncpos/sysinfo"
 )
@@ -138,7 +138,7 @@ func personalize(target string, cleanPerm bool) (string, error) {
 		if err := os.MkdirAll(filepath.Dir(pwFile), 0o700); err != nil {
 			return err
 		}
-		return renameio.WriteFile(pwFile, append(hash, '\n'), 0o600)
+		return durable.WriteFile(pwFile, append(hash, '\n'), 0o600)
 	})
 }
 

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/google/renameio/v2"
+	"github.com/ncpos/ncpos/internal/durable"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,20 +47,10 @@ func (r Records) write(name string, v any) error {
 	if err != nil {
 		return err
 	}
-	// renameio fsyncs and renames: after a reset the record is whole or
-	// absent, never half-written.
-	if err := renameio.WriteFile(r.path(name), b, 0o644); err != nil {
+	// After a reset, which may be seconds away, the record is whole or
+	// absent, never half-written, and the rename is on disk.
+	if err := durable.WriteFile(r.path(name), b, 0o644); err != nil {
 		return fmt.Errorf("watchdog records: %w", err)
-	}
-	// The rename itself must reach the disk before the hardware resets
-	// the box, which may be seconds away: sync the directory too.
-	d, err := os.Open(r.Dir)
-	if err != nil {
-		return fmt.Errorf("watchdog records: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("watchdog records: syncing %s: %w", r.Dir, err)
 	}
 	return nil
 }

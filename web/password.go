@@ -11,10 +11,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/google/renameio/v2"
-
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/passwd"
 )
@@ -144,7 +143,7 @@ func (p *Password) Change(pw string) error {
 	if err := os.MkdirAll(filepath.Dir(file), 0o700); err != nil {
 		return fmt.Errorf("keeping the new password: %w", err)
 	}
-	if err := renameio.WriteFile(file, append(h, '\n'), 0o600); err != nil {
+	if err := durable.WriteFile(file, append(h, '\n'), 0o600); err != nil {
 		return fmt.Errorf("keeping the new password: %w", err)
 	}
 	p.mu.Lock()

@@ -14,10 +14,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/google/renameio/v2"
-
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web"
 )
@@ -60,7 +59,7 @@ func loadEngine(file string) (id []byte, boots uint32, note string, err error) {
 	st.EngineID, st.Boots = hex.EncodeToString(id), st.Boots+1
 	out, _ := json.Marshal(st)
 	if werr := os.MkdirAll(filepath.Dir(file), 0o700); werr == nil {
-		werr = renameio.WriteFile(file, append(out, '\n'), 0o600)
+		werr = durable.WriteFile(file, append(out, '\n'), 0o600)
 		if werr != nil {
 			note = fmt.Sprintf("keeping the SNMP engine on %s: %v (managers must discover it again after a reboot)", file, werr)
 		}

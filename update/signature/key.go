@@ -11,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/google/renameio/v2"
+	"github.com/ncpos/ncpos/internal/durable"
 )
 
 // LoadOrCreateKey reads the Ed25519 signing key at path (PKCS #8, PEM),
@@ -33,7 +33,7 @@ func LoadOrCreateKey(path string) (ed25519.PrivateKey, bool, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, false, fmt.Errorf("signing key: %w", err)
 	}
-	if err := renameio.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	if err := durable.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		return nil, false, fmt.Errorf("signing key: %w", err)
 	}
 	return k, true, nil

@@ -1,0 +1,82 @@
+// Package durable writes files that must survive a power cut once the
+// write returns: /perm on the box (passwords, keys, the SNMP boots
+// counter, the last good configuration, overrides, records) and the build
+// host's keys and inventories. A rename or a new file is on disk only once
+// its directory is synced too, which renameio alone does not do: without
+// it, a cut right after an acknowledged change can bring back the old
+// file (a rotated password, a boots counter that repeats).
+package durable
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/google/renameio/v2"
+)
+
+// syncDir is replaced by tests to see which directories are synced.
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// SyncDir makes the entries of dir (renames, new and removed files)
+// durable.
+func SyncDir(dir string) error {
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("syncing %s: %w", dir, err)
+	}
+	return nil
+}
+
+// WriteFile replaces path with data: after it returns, path holds data
+// whatever happens next; before, the old content or the new one, never a
+// mix.
+func WriteFile(path string, data []byte, perm fs.FileMode) error {
+	if err := renameio.WriteFile(path, data, perm); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// Rename renames oldpath to newpath, durably.
+func Rename(oldpath, newpath string) error {
+	if err := os.Rename(oldpath, newpath); err != nil {
+		return err
+	}
+	if err := SyncDir(filepath.Dir(newpath)); err != nil {
+		return err
+	}
+	if filepath.Dir(oldpath) != filepath.Dir(newpath) {
+		return SyncDir(filepath.Dir(oldpath))
+	}
+	return nil
+}
+
+// Append adds data at the end of path, creating it with perm, and returns
+// once it is on disk.
+func Append(path string, data []byte, perm fs.FileMode) error {
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		return err
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		return SyncDir(filepath.Dir(path))
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package durable
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// synced records the directories synced during f.
+func synced(t *testing.T, f func()) []string {
+	t.Helper()
+	var dirs []string
+	real := syncDir
+	syncDir = func(dir string) error { dirs = append(dirs, dir); return real(dir) }
+	defer func() { syncDir = real }()
+	f()
+	return dirs
+}
+
+func TestWriteFileSyncsItsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "password")
+	dirs := synced(t, func() {
+		if err := WriteFile(p, []byte("one\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !slices.Equal(dirs, []string{dir}) {
+		t.Errorf("synced %v, want %s", dirs, dir)
+	}
+	b, _ := os.ReadFile(p)
+	fi, _ := os.Stat(p)
+	if string(b) != "one\n" || fi.Mode().Perm() != 0o600 {
+		t.Errorf("%q %v", b, fi.Mode())
+	}
+	left, _ := os.ReadDir(dir)
+	if len(left) != 1 {
+		t.Errorf("left in %s: %v", dir, left)
+	}
+}
+
+func TestRenameSyncsBothDirectories(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(a, "key"), []byte("k"), 0o600)
+	dirs := synced(t, func() {
+		if err := Rename(filepath.Join(a, "key"), filepath.Join(b, "key.bad")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !slices.Equal(dirs, []string{b, a}) {
+		t.Errorf("synced %v, want %s and %s", dirs, b, a)
+	}
+	if err := Rename(filepath.Join(a, "missing"), filepath.Join(a, "x")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("renaming a missing file: %v", err)
+	}
+}
+
+func TestAppend(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "journal")
+	dirs := synced(t, func() {
+		for _, line := range []string{"a\n", "b\n"} {
+			if err := Append(p, []byte(line), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	// The directory once, for the new file.
+	if !slices.Equal(dirs, []string{dir}) {
+		t.Errorf("synced %v, want %s once", dirs, dir)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "a\nb\n" {
+		t.Errorf("journal %q", b)
+	}
+}
+
+func TestWriteFileSyncError(t *testing.T) {
+	real := syncDir
+	syncDir = func(string) error { return errors.New("EIO") }
+	defer func() { syncDir = real }()
+	if err := WriteFile(filepath.Join(t.TempDir(), "f"), []byte("x"), 0o644); err == nil || err.Error() == "EIO" {
+		t.Errorf("a failed directory sync: %v, want it reported with the directory", err)
+	}
+}
