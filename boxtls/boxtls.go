@@ -44,9 +44,15 @@ type Identity struct {
 	Path     string
 }
 
+// ErrDamaged is a kept identity that reads but does not parse.
+var ErrDamaged = errors.New("damaged")
+
 // Ensure loads the identity kept in dir, or makes one there when dir has
 // none or only a damaged one: a box far away must stay reachable, and its
-// new fingerprint is on its console.
+// new fingerprint is on its console. A file that cannot be read (EIO,
+// EMFILE, a loop of links) is no damaged one: after a few tries Ensure
+// returns the error and leaves the file as it is, since every host that
+// pinned its key would refuse a new one.
 func Ensure(dir, hostname string, now time.Time) (*Identity, error) {
 	path := filepath.Join(dir, File)
 	var replaced string
@@ -54,6 +60,8 @@ func Ensure(dir, hostname string, now time.Time) (*Identity, error) {
 	case err == nil:
 		return id, nil
 	case errors.Is(err, os.ErrNotExist):
+	case !errors.Is(err, ErrDamaged):
+		return nil, fmt.Errorf("reading the TLS identity: %w (left as it is)", err)
 	default:
 		replaced = err.Error()
 		if rerr := durable.Rename(path, path+".bad"); rerr != nil {
@@ -79,17 +87,17 @@ func Ensure(dir, hostname string, now time.Time) (*Identity, error) {
 }
 
 func load(path string) (*Identity, error) {
-	b, err := os.ReadFile(path)
+	b, err := durable.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	cert, err := tls.X509KeyPair(b, b)
 	if err != nil {
-		return nil, fmt.Errorf("the TLS identity %s: %w", path, err)
+		return nil, fmt.Errorf("the TLS identity %s is %w: %v", path, ErrDamaged, err)
 	}
 	fp, err := Fingerprint(cert.Certificate[0])
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the TLS identity %s is %w: %v", path, ErrDamaged, err)
 	}
 	return &Identity{Cert: cert, Fingerprint: fp, Path: path}, nil
 }

@@ -174,3 +174,23 @@ func TestKnownFile(t *testing.T) {
 		t.Errorf("damaged known file: %v, want its line named", err)
 	}
 }
+
+// An identity that cannot be read is not a damaged one: Ensure says so
+// and leaves it, and nothing is moved aside or made. A loop of links
+// stands for any read error (EIO, EMFILE) that root cannot be denied.
+func TestEnsureLeavesUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, File)
+	if err := os.Symlink(File, path); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := Ensure(dir, "fw1", time.Now()); err == nil || !strings.Contains(err.Error(), "left as it is") {
+		t.Fatalf("an unreadable identity: %v; want an error that leaves it (got identity %v)", err, id != nil)
+	}
+	if fi, err := os.Lstat(path); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("%s was replaced: %v %v", path, fi, err)
+	}
+	if _, err := os.Lstat(path + ".bad"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s.bad exists: %v", path, err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/google/renameio/v2"
 )
@@ -79,4 +80,33 @@ func Append(path string, data []byte, perm fs.FileMode) error {
 		return SyncDir(filepath.Dir(path))
 	}
 	return nil
+}
+
+// readFile is replaced by tests to fail a read now and then.
+var readFile = os.ReadFile
+
+// ReadTries and ReadPause are how often ReadFile tries and how long it
+// waits between tries.
+const (
+	ReadTries = 3
+	ReadPause = 200 * time.Millisecond
+)
+
+// ReadFile reads a kept file, trying again when the read fails for any
+// reason but the file's absence (EIO on a tired card, EMFILE, ENOMEM): a
+// read that fails is no sign of a damaged file, and whoever replaced a
+// kept identity on such an error would lose it for good. The error of the
+// last try is returned, fs.ErrNotExist at once.
+func ReadFile(path string) ([]byte, error) {
+	var err error
+	for try := 1; try <= ReadTries; try++ {
+		var b []byte
+		if b, err = readFile(path); err == nil || errors.Is(err, fs.ErrNotExist) {
+			return b, err
+		}
+		if try < ReadTries {
+			time.Sleep(ReadPause)
+		}
+	}
+	return nil, fmt.Errorf("%w (tried %d times)", err, ReadTries)
 }

@@ -2,9 +2,12 @@ package durable
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -82,5 +85,30 @@ func TestWriteFileSyncError(t *testing.T) {
 	defer func() { syncDir = real }()
 	if err := WriteFile(filepath.Join(t.TempDir(), "f"), []byte("x"), 0o644); err == nil || err.Error() == "EIO" {
 		t.Errorf("a failed directory sync: %v, want it reported with the directory", err)
+	}
+}
+
+func TestReadFileTriesAgain(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "engine.json")
+	os.WriteFile(p, []byte("kept"), 0o600)
+	fails := 0
+	readFile = func(name string) ([]byte, error) {
+		if fails < 2 {
+			fails++
+			return nil, &os.PathError{Op: "read", Path: name, Err: syscall.EIO}
+		}
+		return os.ReadFile(name)
+	}
+	defer func() { readFile = os.ReadFile }()
+	if b, err := ReadFile(p); err != nil || string(b) != "kept" {
+		t.Errorf("two EIO, then the file: %q %v", b, err)
+	}
+	fails = -10
+	if _, err := ReadFile(p); !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "tried 3 times") {
+		t.Errorf("EIO every time: %v", err)
+	}
+	readFile = os.ReadFile
+	if _, err := ReadFile(filepath.Join(t.TempDir(), "none")); !errors.Is(err, fs.ErrNotExist) || strings.Contains(err.Error(), "tried") {
+		t.Errorf("absent: %v, want fs.ErrNotExist at once", err)
 	}
 }

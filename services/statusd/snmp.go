@@ -34,10 +34,13 @@ type engineState struct {
 
 // loadEngine reads the engine's state, making it on first use, and counts
 // this start. Without a writable /perm the engine works for this boot with
-// what it could read, and says so.
+// what it could read, and says so. A file that reads and does not parse is
+// replaced; one that cannot be read (after a few tries) is left as it is,
+// and the engine runs this boot with an ID of its own, since a new kept ID
+// would change every user's localized keys for good (RFC 3414).
 func loadEngine(file string) (id []byte, boots uint32, note string, err error) {
 	var st engineState
-	b, err := os.ReadFile(file)
+	b, err := durable.ReadFile(file)
 	switch {
 	case err == nil:
 		if jerr := json.Unmarshal(b, &st); jerr != nil {
@@ -48,7 +51,10 @@ func loadEngine(file string) (id []byte, boots uint32, note string, err error) {
 			st, id = engineState{}, nil
 		}
 	case !errors.Is(err, fs.ErrNotExist):
-		note = fmt.Sprintf("reading %s: %v", file, err)
+		if id, err = snmp.NewEngineID(32473); err != nil {
+			return nil, 0, "", err
+		}
+		return id, 1, fmt.Sprintf("reading %s: %v: an engine ID for this boot only, the kept one is left as it is (managers must discover it again)", file, err), nil
 	}
 	if id == nil {
 		if id, err = snmp.NewEngineID(32473); err != nil {

@@ -33,3 +33,24 @@ func TestEngineKeptAcrossStarts(t *testing.T) {
 		}
 	}
 }
+
+// An engine file that cannot be read is left as it is: the engine runs
+// this boot with an ID of its own and keeps none. A loop of links stands
+// for any read error (EIO, EMFILE) that root cannot be denied.
+func TestEngineLeavesUnreadable(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "engine.json")
+	if err := os.Symlink("engine.json", file); err != nil {
+		t.Fatal(err)
+	}
+	id, boots, note, err := loadEngine(file)
+	if err != nil || len(id) == 0 || boots != 1 || !strings.Contains(note, "left as it is") {
+		t.Fatalf("unreadable: %x boots %d note %q err %v", id, boots, note, err)
+	}
+	if fi, err := os.Lstat(file); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("%s was replaced: %v %v", file, fi, err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 1 {
+		t.Errorf("left in %s: %v", dir, left)
+	}
+}
