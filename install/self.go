@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,7 +47,8 @@ type SelfOptions struct {
 // makes the copy a box of its own: a new disk signature (with the old one,
 // root=PARTUUID= could find the stick's partitions when both are present),
 // the boot command lines following it, and, when /perm was copied rather
-// than kept, no machine id, TLS key or reset records of the stick's.
+// than kept, only the stick's configuration on it (CopyKeeps) and a
+// control password of its own.
 func SelfInstall(ctx context.Context, o SelfOptions) (*Result, error) {
 	src, err := BootDisk("/")
 	if err != nil {
@@ -73,9 +75,9 @@ func SelfInstall(ctx context.Context, o SelfOptions) (*Result, error) {
 }
 
 // personalize gives the freshly written disk its own disk signature and,
-// with cleanPerm, replaces the source's identity on the copied /perm: no
-// machine id, TLS key or records of the source's, and a control password
-// of its own, which it returns.
+// with cleanPerm, leaves only the source's configuration on the copied
+// /perm (CopyKeeps) and gives it a control password of its own, which it
+// returns.
 func personalize(target string, cleanPerm bool) (string, error) {
 	f, err := os.OpenFile(target, os.O_RDWR, 0)
 	if err != nil {
@@ -127,12 +129,8 @@ func personalize(target string, cleanPerm bool) (string, error) {
 		return "", err
 	}
 	return pw, withMount(partitionPath(target, 4), "ext4", func(dir string) error {
-		// The TLS key is the source box's: the copy makes its own at its
-		// first boot.
-		for _, name := range []string{"machine-id", "ncpos/watchdog", "ncpos/bypass.log", "ncpos/tls"} {
-			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
-				return err
-			}
+		if err := keepOnlyConfig(dir); err != nil {
+			return err
 		}
 		pwFile := filepath.Join(dir, passwd.File)
 		if err := os.MkdirAll(filepath.Dir(pwFile), 0o700); err != nil {
@@ -140,6 +138,52 @@ func personalize(target string, cleanPerm bool) (string, error) {
 		}
 		return durable.WriteFile(pwFile, append(hash, '\n'), 0o600)
 	})
+}
+
+// CopyKeeps is what a copied /perm keeps of the source box's: the
+// operator's configuration and bypass profiles. Everything else is the
+// source's own and is left out: its machine ID, TLS key, SNMP engine ID
+// (two boxes with one engine ID and the same users share localized keys,
+// against RFC 3411), control password (the copy gets its own), watchdog
+// records, relay journal, overrides and self-test report (of runs the copy
+// never made), and whatever a later build keeps there.
+var CopyKeeps = []string{"ncpos/ncpos.toml", "ncpos/last-good.toml", "ncpos/profiles"}
+
+// keepOnlyConfig removes from a copied /perm at dir everything but
+// CopyKeeps (and the file system's lost+found).
+func keepOnlyConfig(dir string) error {
+	keep := map[string]bool{}
+	for _, k := range CopyKeeps {
+		for p := k; p != "."; p = filepath.Dir(p) {
+			keep[p] = true
+		}
+	}
+	var walk func(rel string) error
+	walk = func(rel string) error {
+		entries, err := os.ReadDir(filepath.Join(dir, rel))
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			p := filepath.Join(rel, e.Name())
+			switch {
+			case slices.Contains(CopyKeeps, p), p == "lost+found":
+			case keep[p] && e.IsDir():
+				if err := walk(p); err != nil {
+					return err
+				}
+			default:
+				if err := os.RemoveAll(filepath.Join(dir, p)); err != nil {
+					return fmt.Errorf("leaving the source's %s out of the copy: %w", p, err)
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk("."); err != nil {
+		return err
+	}
+	return durable.SyncDir(dir)
 }
 
 // replaceInFile replaces old by neu (of the same length) in place, so the
