@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/BurntSushi/toml"
 
@@ -196,12 +197,16 @@ func Parse(filename string, data []byte) (*Config, error) {
 
 func parse(src *source) (*Config, error) {
 	c := defaults()
-	md, errs, decoded := src.decodeStrict(c)
+	md, errs, pruned, decoded := src.decodeAll(c)
 	if !decoded {
 		return nil, &ValidationError{Errors: errs}
 	}
 	c.fillDependentDefaults(md)
-	errs = append(errs, c.validate(src)...)
+	for _, e := range c.validate(src) {
+		if !slices.ContainsFunc(pruned, func(p string) bool { return within(e.Field, p) }) {
+			errs = append(errs, e)
+		}
+	}
 	if len(errs) > 0 {
 		sortByLine(errs)
 		return nil, &ValidationError{Errors: errs}

@@ -170,9 +170,20 @@ func TestDecodeErrors(t *testing.T) {
 			`ncpos.toml:2: segment: got integer 3, want an array`,
 			`ncpos.toml:3: services: got string "statusd", want an array`}},
 		{"value where table expected", "management = 1\n", []string{
-			`ncpos.toml:1: management: got integer 1, want a table`}},
+			`ncpos.toml:1: management: got integer 1, want a table`,
+			`ncpos.toml:1: segment: no segments, want at least one [[segment]] with two ports for forwarderd to bridge`}},
 		{"float for integer", "[status]\nport = 80.0\n", []string{
+			`ncpos.toml:1: segment: no segments, want at least one [[segment]] with two ports for forwarderd to bridge`,
 			`ncpos.toml:2: status.port: got float 80, want an integer`}},
+		{"a type error hides no other problem", "[status]\nport = \"x\"\nhttp_port = -5\n" +
+			"[watchdog]\ntimeout = 30\ninterval = \"1h\"\n" + seg, []string{
+			`ncpos.toml:2: status.port: got string "x", want an integer`,
+			`ncpos.toml:3: status.http_port: -5 is out of range, want 1..65535, or 0 for no plain HTTP redirect`,
+			`ncpos.toml:5: watchdog.timeout: got integer 30, want a duration string such as "30s"`,
+			`ncpos.toml:6: watchdog.interval: "3600s" is too long for timeout "30s", want less than 15s (half the timeout)`}},
+		{"a type error and an unknown key", "[status]\nport = \"x\"\nprot = 1\n" + seg, []string{
+			`ncpos.toml:2: status.port: got string "x", want an integer`,
+			`ncpos.toml:3: status.prot: unknown key, want one of port, http_port, auth_read, password, password_hash, names`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,5 +238,14 @@ func TestLoad(t *testing.T) {
 	_, err = Load(filepath.Join(dir, "missing.toml"))
 	if !errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "missing.toml") {
 		t.Errorf("Load(missing) = %v, want a not-exist error naming the file", err)
+	}
+}
+
+// A password hash cheaper than the ones ncpos makes is refused.
+func TestCheapPasswordHash(t *testing.T) {
+	got := problems(t, "[status]\npassword_hash = \"$2a$04$abcdefghijklmnopqrstuu5KYKLKWWBONSvQGdJf0zwnwPFZkv7wC\"\n"+seg)
+	want := []string{`ncpos.toml:2: status.password_hash: a bcrypt hash of cost 4, want at least 10, the cost ncpos hashes with`}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

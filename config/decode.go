@@ -1,10 +1,12 @@
 package config
 
 import (
+	"bytes"
 	"encoding"
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -326,4 +328,108 @@ func fieldKey(f reflect.StructField) string {
 		return ""
 	}
 	return name
+}
+
+// decodeAll is decodeStrict that goes on past type errors, so that one
+// wrong value does not hide the problems of the rest of the file: the
+// values with a type error are left out (their fields keep their
+// defaults), the rest is decoded, and pruned lists the fields left out,
+// whose validation would only repeat the type error in other words.
+// A file that is not TOML, or whose keys cannot be left out, is decoded
+// no further.
+func (s *source) decodeAll(v any) (md toml.MetaData, errs []FieldError, pruned []string, decoded bool) {
+	t := reflect.TypeOf(v).Elem()
+	// Tried on a scratch value first: a failed decode may have filled
+	// part of v.
+	if _, err := toml.Decode(string(s.data), reflect.New(t).Interface()); err == nil {
+		md, errs, decoded = s.decodeStrict(v)
+		return md, errs, nil, decoded
+	} else if errs = s.decodeErrors(err, t); strings.HasPrefix(errs[0].Msg, "invalid TOML") {
+		return md, errs, nil, false
+	}
+	var m map[string]any
+	if _, err := toml.Decode(string(s.data), &m); err != nil {
+		return md, errs, nil, false
+	}
+	for _, e := range errs {
+		p := fieldOf(e.Field)
+		if p == "" || !removePath(m, p) {
+			return md, errs, nil, false
+		}
+		pruned = append(pruned, p)
+	}
+	var rest bytes.Buffer
+	if err := toml.NewEncoder(&rest).Encode(m); err != nil {
+		return md, errs, nil, false
+	}
+	md2, err := toml.Decode(rest.String(), v)
+	if err != nil {
+		return md, errs, nil, false
+	}
+	unknown, folded := s.unknownKeys(md2, t)
+	return md2, append(errs, unknown...), pruned, !folded
+}
+
+// fieldOf is the field a path's value belongs to: an element's type error
+// (segment[0].ports[1]) leaves out the whole array (segment[0].ports).
+func fieldOf(path string) string {
+	for strings.HasSuffix(path, "]") {
+		i := strings.LastIndexByte(path, '[')
+		if i < 0 {
+			return ""
+		}
+		path = path[:i]
+	}
+	return path
+}
+
+// within says whether path is field or lies inside it.
+func within(path, field string) bool {
+	return path == field || strings.HasPrefix(path, field+".") || strings.HasPrefix(path, field+"[")
+}
+
+// removePath deletes the value at a path of bare keys and indices
+// (segment[0].ports) from decoded TOML, and says whether it was there.
+func removePath(m map[string]any, path string) bool {
+	keys := strings.Split(path, ".")
+	var cur any = m
+	for i, k := range keys {
+		name, idx, _ := strings.Cut(k, "[")
+		if !isBareKey(name) {
+			return false
+		}
+		table, ok := cur.(map[string]any)
+		if !ok {
+			return false
+		}
+		if i == len(keys)-1 && idx == "" {
+			_, there := table[name]
+			delete(table, name)
+			return there
+		}
+		cur = table[name]
+		for idx != "" {
+			n, after, ok := strings.Cut(idx, "]")
+			j, err := strconv.Atoi(n)
+			if !ok || err != nil {
+				return false
+			}
+			switch arr := cur.(type) {
+			case []map[string]any:
+				if j >= len(arr) {
+					return false
+				}
+				cur = arr[j]
+			case []any:
+				if j >= len(arr) {
+					return false
+				}
+				cur = arr[j]
+			default:
+				return false
+			}
+			idx = strings.TrimPrefix(after, "[")
+		}
+	}
+	return false
 }

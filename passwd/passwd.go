@@ -65,10 +65,16 @@ func Hash(pw string) ([]byte, error) {
 	return bcrypt.GenerateFromPassword([]byte(pw), Cost)
 }
 
-// CheckHash says whether h is a bcrypt hash this package can check.
+// CheckHash says whether h is a bcrypt hash this package can check, of at
+// least the cost ncpos hashes with: a cheaper hash ($2a$04$) that leaks
+// from a configuration file is guessed a hundred times faster.
 func CheckHash(h []byte) error {
-	if _, err := bcrypt.Cost(h); err != nil {
+	cost, err := bcrypt.Cost(h)
+	if err != nil {
 		return fmt.Errorf("not a bcrypt hash ($2a$/$2b$…): %w", err)
+	}
+	if cost < Cost {
+		return fmt.Errorf("a bcrypt hash of cost %d, want at least %d, the cost ncpos hashes with", cost, Cost)
 	}
 	return nil
 }

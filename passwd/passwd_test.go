@@ -3,6 +3,8 @@ package passwd
 import (
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 func TestStrength(t *testing.T) {
@@ -48,5 +50,25 @@ func TestHashAndRandom(t *testing.T) {
 	}
 	if _, err := Hash("short"); err == nil {
 		t.Fatal("a weak password was hashed")
+	}
+}
+
+func TestCheckHashCost(t *testing.T) {
+	cheap, err := bcrypt.GenerateFromPassword([]byte("correct horse battery"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckHash(cheap); err == nil || !strings.Contains(err.Error(), "cost 4, want at least 10") {
+		t.Errorf("a hash of cost 4: %v, want it refused", err)
+	}
+	ours, err := Hash("correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckHash(ours); err != nil {
+		t.Errorf("ncpos's own hash: %v", err)
+	}
+	if err := CheckHash([]byte("$1$md5crypt")); err == nil {
+		t.Error("an md5-crypt hash taken")
 	}
 }
