@@ -78,6 +78,7 @@ func NewSelfTest(reps []SegmentReport, expect Expect, runErr error) *api.SelfTes
 			}
 		}
 	}
+	st.Verdict = testVerdict(st, runErr)
 	st.Summary = "RFC 2544 throughput on " + strings.Join(names, ", ")
 	if len(failed) > 0 {
 		st.Summary += "; not reached: " + strings.Join(failed, ", ")
@@ -86,6 +87,23 @@ func NewSelfTest(reps []SegmentReport, expect Expect, runErr error) *api.SelfTes
 		st.Summary += ": " + runErr.Error()
 	}
 	return st
+}
+
+// testVerdict is the whole test's verdict: inconclusive when nothing
+// failed but something could not be measured.
+func testVerdict(st *api.SelfTest, runErr error) string {
+	if st.Passed {
+		return api.VerdictPassed
+	}
+	if runErr != nil || len(st.Results) == 0 {
+		return api.VerdictFailed
+	}
+	for _, r := range st.Results {
+		if r.Verdict == api.VerdictFailed {
+			return api.VerdictFailed
+		}
+	}
+	return api.VerdictInconclusive
 }
 
 // selfTestRow is one size of one segment and direction (stream k of the

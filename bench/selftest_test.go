@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -229,6 +230,36 @@ func TestSelfTestRowsPerDirection(t *testing.T) {
 		}
 		if r.LossPercent != 0 || r.ThroughputPPS > 200000 || r.ThroughputPPS < 190000 {
 			t.Errorf("%s: %.0f frames/s, loss %.3f %%, want just under 200000 without loss", r.Direction, r.ThroughputPPS, r.LossPercent)
+		}
+	}
+}
+
+// A test whose sizes the tester's own generator limited is inconclusive,
+// not failed; one below the expected rate at any size has failed.
+func TestSelfTestVerdict(t *testing.T) {
+	expect := func(int) (float64, string) { return 1000, "1000 pps" }
+	report := func(sizes ...*SizeResult) []SegmentReport {
+		return []SegmentReport{{Name: "seg1", Direction: "LAN1 → LAN2", Report: &Report{Results: sizes}}}
+	}
+	passed := &SizeResult{Size: 1518, ThroughputPPS: 1200}
+	limited := &SizeResult{Size: 64, ThroughputPPS: 400, GeneratorLimited: true}
+	low := &SizeResult{Size: 512, ThroughputPPS: 400}
+	for _, tc := range []struct {
+		name   string
+		reps   []SegmentReport
+		runErr error
+		want   string
+	}{
+		{"all passed", report(passed), nil, api.VerdictPassed},
+		{"every size generator-limited", report(limited, limited), nil, api.VerdictInconclusive},
+		{"limited and passed", report(limited, passed), nil, api.VerdictInconclusive},
+		{"one size too slow", report(limited, low, passed), nil, api.VerdictFailed},
+		{"a run that broke off", report(limited), errors.New("carrier lost"), api.VerdictFailed},
+		{"no results", report(), nil, api.VerdictFailed},
+	} {
+		st := NewSelfTest(tc.reps, expect, tc.runErr)
+		if st.Verdict != tc.want || st.Passed != (tc.want == api.VerdictPassed) {
+			t.Errorf("%s: verdict %s (passed %v), want %s: %s", tc.name, st.Verdict, st.Passed, tc.want, st.Summary)
 		}
 	}
 }

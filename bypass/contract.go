@@ -46,6 +46,3 @@ var (
 	// Events are all events, in a fixed order.
 	Events = ipc.RelayEvents
 )
-
-// ParseState parses a state name.
-func ParseState(s string) (State, error) { return ipc.ParseRelayState(s) }

@@ -108,7 +108,7 @@ func (p *ForwarderProber) Probe(ctx context.Context) Verdict {
 	r, err := p.client.Report(ctx)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("forwarderd did not answer within %v", p.Timeout)
+			err = fmt.Errorf("forwarderd did not answer within %v", p.Timeout.Round(time.Millisecond))
 		}
 		return Verdict{Err: err.Error()}
 	}

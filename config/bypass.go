@@ -29,12 +29,6 @@ var (
 	registerMaps = []string{"vendor", "operator", "missing"}
 )
 
-// BypassStates lists the relay states a profile may name.
-func BypassStates() []string { return slices.Clone(bypassStates) }
-
-// BypassBackends lists the relay drivers a profile may name.
-func BypassBackends() []string { return slices.Clone(bypassBackends) }
-
 // RegBits is one read-modify-write of a register: the bits under Mask are
 // set to Value, the others are kept. For superio the register is a
 // configuration register of the logical device, for smbus an SMBus command
@@ -511,9 +505,6 @@ func validateExec(add addFunc, f string, e *Exec, missing bool) {
 		add(f+".match", "want patterns for at least normal and bypass to read the state back from get")
 	}
 }
-
-// BypassEvents lists the events whose relay default a profile may set.
-func BypassEvents() []string { return slices.Clone(bypassEvents) }
 
 // DecodeProfile is ParseProfile for a caller that must still act safely on
 // a profile that fails validation: it returns what decoded (nil when the

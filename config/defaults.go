@@ -6,10 +6,6 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// GokrazyHTTPPort is where gokrazy's own web UI and update endpoints
-// listen on the appliance, so that statusd can have port 80.
-const GokrazyHTTPPort = "8080"
-
 // serviceNames are the appliance daemons init can supervise, in start
 // order: the one list of them (statusd reports on these, the image builder
 // compiles those a configuration names).

@@ -17,8 +17,11 @@ import (
 
 // Agent answers GET, GETNEXT and GETBULK from its view; SET gets
 // notWritable. Anything it does not accept (a bad packet, a wrong
-// community, an unknown user, a wrong key, a replay outside the time
-// window) is dropped without an answer and counted.
+// community, an unknown user, a wrong key) is dropped without an answer
+// and counted. An authentic SNMPv3 request outside the time window is
+// counted too, and answered with a Report (usmStatsNotInTimeWindows)
+// when it is reportable, as RFC 3414 3.2 says, so that the manager can
+// resynchronize; one that is not reportable is dropped.
 type Agent struct {
 	community []byte // empty: SNMPv2c off
 	users     map[string]*gosnmp.UsmSecurityParameters

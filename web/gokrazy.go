@@ -9,8 +9,9 @@ import (
 
 // GokrazySocket is gokrazy's HTTP server on the box. Images carry no
 // gokrazy password, so gokrazy serves only this socket (root only, mode
-// 0600) and nothing on the network: its update, reboot and divert
-// endpoints are reached only through statusd's authenticated ones.
+// 0600) and nothing on the network: its root update and reboot are
+// reached only through statusd's authenticated endpoints, and its other
+// endpoints (divert among them) not at all.
 const GokrazySocket = "/run/gokrazy-http.sock"
 
 // gokrazyClient talks to gokrazy over its socket (sock "" = the default).

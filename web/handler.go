@@ -102,12 +102,6 @@ func (s *Server) guard() *guards {
 	return s.guards
 }
 
-// NewHandler serves c read-only with the default monitor: no password,
-// so control is refused. statusd itself builds a Server.
-func NewHandler(c *Collector) http.Handler {
-	return (&Server{Monitor: &Monitor{Collector: c}}).Handler()
-}
-
 // maxHistory is the most chart points an API answer carries per port.
 const maxHistory = 600
 

@@ -238,7 +238,11 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 		if !t.Finished.Equal(st.selfTest) {
 			st.selfTest = t.Finished
 			sev, verdict := events.Notice, "passed"
-			if !t.Passed {
+			switch {
+			case t.Passed:
+			case t.Verdict == api.VerdictInconclusive:
+				sev, verdict = events.Warning, "INCONCLUSIVE"
+			default:
 				sev, verdict = events.Warning, "FAILED"
 			}
 			m.event(sev, events.KindSelfTest, []string{"result", verdict}, "self-test %s: %s", verdict, t.Summary)

@@ -109,11 +109,17 @@ type BypassState struct {
 // SelfTest is the latest self-test (RFC 2544) report as the dashboard shows
 // it. The self-test writes it to SelfTestFile; see API.md.
 type SelfTest struct {
-	Started  time.Time        `json:"started,omitzero"`
-	Finished time.Time        `json:"finished"`
-	Passed   bool             `json:"passed"`
-	Summary  string           `json:"summary"`
-	Results  []SelfTestResult `json:"results,omitempty"`
+	Started  time.Time `json:"started,omitzero"`
+	Finished time.Time `json:"finished"`
+	Passed   bool      `json:"passed"`
+	// Verdict is the whole test's: VerdictPassed when every result
+	// passed, VerdictInconclusive when none failed but some could not be
+	// offered at the expected rate (the tester's limit, not the box's),
+	// VerdictFailed otherwise (a result below what is expected, or a run
+	// that did not finish). Empty in reports of older builds.
+	Verdict string           `json:"verdict,omitempty"`
+	Summary string           `json:"summary"`
+	Results []SelfTestResult `json:"results,omitempty"`
 }
 
 // SelfTestResult is one frame size of a self-test.
