@@ -18,6 +18,7 @@ import (
 	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/passwd"
+	"github.com/ncpos/ncpos/update/signature"
 )
 
 // Options says what to build.
@@ -41,6 +42,9 @@ type Options struct {
 	// without one the manifest is unsigned, and an appliance refuses it
 	// as an update.
 	SigningKey ed25519.PrivateKey
+	// SecurityVersion is the build's anti-rollback index, in its signed
+	// manifest and its root (/etc/ncpos/security-version).
+	SecurityVersion uint32
 	// TrustedKeys are the keys the appliance takes updates from
 	// (/etc/ncpos/update-keys); the signing key's is always among them.
 	TrustedKeys []ed25519.PublicKey
@@ -176,7 +180,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	}
 	if err := stageRoot(rootDir, RootFiles{
 		Hostname: o.Config.Hostname, ConfigTOML: o.ConfigTOML, BuildID: o.BuildID, CACerts: string(ca),
-		Built: built, TrustedKeys: trusted,
+		Built: built, TrustedKeys: trusted, SecurityVersion: o.SecurityVersion,
 	}); err != nil {
 		return nil, fmt.Errorf("staging root: %w", err)
 	}
@@ -186,7 +190,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 
-	manifest, err := buildManifest(rootImg, kernel, o.BuildID, built, o.SigningKey)
+	manifest, err := buildManifest(rootImg, kernel, signature.Manifest{BuildID: o.BuildID, Built: built, SecurityVersion: o.SecurityVersion}, o.SigningKey)
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/update/signature"
@@ -21,8 +20,9 @@ const ManifestFile = "ncpos-manifest.json"
 
 // Paths in the root of what the appliance checks an update against.
 const (
-	TrustedKeysPath = "/etc/ncpos/update-keys"
-	BuiltPath       = "/etc/ncpos/built"
+	TrustedKeysPath     = "/etc/ncpos/update-keys"
+	BuiltPath           = "/etc/ncpos/built"
+	SecurityVersionPath = "/etc/ncpos/security-version"
 )
 
 // trustedKeysFile is /etc/ncpos/update-keys.
@@ -49,9 +49,9 @@ func squashfsPayload(b []byte) ([]byte, error) {
 	return append(b, make([]byte, used-int64(len(b)))...), nil
 }
 
-// buildManifest describes the build's root and kernel, signed with key
-// when there is one.
-func buildManifest(rootImg string, kernel []byte, buildID string, built time.Time, key ed25519.PrivateKey) ([]byte, error) {
+// buildManifest describes the build (m's ID, time and security version)
+// with its root and kernel, signed with key when there is one.
+func buildManifest(rootImg string, kernel []byte, m signature.Manifest, key ed25519.PrivateKey) ([]byte, error) {
 	b, err := os.ReadFile(rootImg)
 	if err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func buildManifest(rootImg string, kernel []byte, buildID string, built time.Tim
 	if err != nil {
 		return nil, fmt.Errorf("root %s: %w", rootImg, err)
 	}
-	m := signature.Manifest{BuildID: buildID, Built: built, Root: signature.BlobOf(root), Kernel: signature.BlobOf(kernel)}
+	m.Root, m.Kernel = signature.BlobOf(root), signature.BlobOf(kernel)
 	if key == nil {
 		return signature.Unsigned(m)
 	}

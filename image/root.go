@@ -22,6 +22,9 @@ type RootFiles struct {
 	// TrustedKeys are the keys it takes updates from
 	// (/etc/ncpos/update-keys).
 	TrustedKeys []ed25519.PublicKey
+	// SecurityVersion is the build's anti-rollback index
+	// (/etc/ncpos/security-version).
+	SecurityVersion uint32
 }
 
 // stageRoot lays out in dir the tree gokrazy's init expects (see gokrazy's
@@ -56,6 +59,7 @@ func stageRoot(dir string, f RootFiles) error {
 		{"etc/ncpos/build-id", []byte(f.BuildID + "\n"), 0o644},
 		{"etc/ncpos/built", []byte(f.Built.UTC().Format(time.RFC3339) + "\n"), 0o644},
 		{"etc/ncpos/update-keys", trustedKeysFile(f.TrustedKeys), 0o644},
+		{"etc/ncpos/security-version", []byte(strconv.FormatUint(uint64(f.SecurityVersion), 10) + "\n"), 0o644},
 	}
 	if f.CACerts != "" {
 		files = append(files, struct {

@@ -137,9 +137,18 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 			refuse(http.StatusBadRequest, err)
 			return
 		}
-		m, err := s.Updates.accept(b, r.URL.Query().Get("downgrade") == "1", check)
+		permanent := true
+		if s.Boot != nil {
+			st, err := s.Boot.Read()
+			if err != nil {
+				refuse(http.StatusInternalServerError, fmt.Errorf("reading the boot partition: %w", err))
+				return
+			}
+			permanent = !st.TestBoot()
+		}
+		m, err := s.Updates.accept(b, r.URL.Query().Get("downgrade") == "1", check, permanent)
 		switch {
-		case errors.Is(err, signature.ErrUnsigned), errors.Is(err, signature.ErrUntrusted), errors.Is(err, signature.ErrForged):
+		case errors.Is(err, signature.ErrUnsigned), errors.Is(err, signature.ErrUntrusted), errors.Is(err, signature.ErrForged), errors.Is(err, signature.ErrRollback):
 			refuse(http.StatusForbidden, err)
 			return
 		case errors.Is(err, signature.ErrDowngrade), errors.Is(err, signature.ErrSameBuild), errors.Is(err, ErrUpdateBusy):
@@ -285,7 +294,10 @@ func (s *Server) bootStep(name string, body io.Reader, length int64) (int, strin
 		if err := s.Boot.SetDefault(st.Running); err != nil {
 			return http.StatusInternalServerError, "", err
 		}
-		return 0, fmt.Sprintf("slot %s (root partition %d) boots from now on", st.Running, st.Running.Partition()), nil
+		if err := s.Updates.raiseFloor(); err != nil {
+			return http.StatusInternalServerError, "", fmt.Errorf("slot %s boots from now on, but its security version %d was not recorded as the floor: %w", st.Running, s.Updates.SecurityVersion, err)
+		}
+		return 0, fmt.Sprintf("slot %s (root partition %d) boots from now on; no build below security version %d is taken", st.Running, st.Running.Partition(), s.Updates.SecurityVersion), nil
 	case "kernel":
 		if st.TestBoot() {
 			return http.StatusConflict, "", fmt.Errorf("the box test-boots slot %s and boots slot %s by default: make the test boot permanent or reboot first", st.Running, st.Default)

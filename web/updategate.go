@@ -4,12 +4,15 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/update/signature"
 )
@@ -23,6 +26,12 @@ type UpdateGate struct {
 	Trusted []ed25519.PublicKey
 	Running string    // the running build's ID
 	Built   time.Time // and its build time; zero: unknown (any build is newer)
+	// SecurityVersion is the running build's anti-rollback index, and
+	// FloorFile where the box keeps the highest one it has made
+	// permanent (/perm/ncpos/security-floor): no build below that floor
+	// is taken, downgrade or not.
+	SecurityVersion uint32
+	FloorFile       string
 	// Meminfo is the /proc/meminfo the root is received against: it
 	// must fit in memory with a quarter of it left, well clear of the
 	// watchdog's memory check.
@@ -50,9 +59,12 @@ func (g *UpdateGate) busyErr() error {
 
 // Files of the running build the gate reads (LoadUpdateGate).
 const (
-	trustedKeysFile = "etc/ncpos/update-keys"
-	builtFile       = "etc/ncpos/built"
-	buildIDFile     = "etc/ncpos/build-id"
+	trustedKeysFile     = "etc/ncpos/update-keys"
+	builtFile           = "etc/ncpos/built"
+	buildIDFile         = "etc/ncpos/build-id"
+	securityVersionFile = "etc/ncpos/security-version"
+	// floorFile is under the root given, on /perm.
+	floorFile = "perm/ncpos/security-floor"
 )
 
 // LoadUpdateGate reads the running build's trusted keys, ID and build
@@ -66,7 +78,14 @@ func LoadUpdateGate(root string) (*UpdateGate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("update keys %s: %w", filepath.Join(root, trustedKeysFile), err)
 	}
-	g := &UpdateGate{Trusted: keys, Meminfo: filepath.Join(root, "proc/meminfo")}
+	g := &UpdateGate{Trusted: keys, Meminfo: filepath.Join(root, "proc/meminfo"), FloorFile: filepath.Join(root, floorFile)}
+	if b, err := os.ReadFile(filepath.Join(root, securityVersionFile)); err == nil {
+		v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("security version %s: %w", filepath.Join(root, securityVersionFile), err)
+		}
+		g.SecurityVersion = uint32(v)
+	}
 	if b, err := os.ReadFile(filepath.Join(root, buildIDFile)); err == nil {
 		g.Running = strings.TrimSpace(string(b))
 	}
@@ -80,8 +99,17 @@ func LoadUpdateGate(root string) (*UpdateGate, error) {
 
 // accept checks a signed manifest and makes it the pending update, unless
 // only asked to check it (a dry run), which leaves the pending one alone.
-func (g *UpdateGate) accept(data []byte, downgrade, check bool) (*signature.Manifest, error) {
+// permanent says whether the running build is the one the box boots by
+// default (not a test boot): its security version is then part of the
+// floor.
+func (g *UpdateGate) accept(data []byte, downgrade, check, permanent bool) (*signature.Manifest, error) {
 	m, err := signature.Verify(data, g.Trusted)
+	if err == nil {
+		var floor uint32
+		if floor, err = g.Floor(permanent); err == nil {
+			err = signature.CheckFloor(m, floor)
+		}
+	}
 	if err == nil {
 		err = signature.CheckOrder(g.Running, g.Built, m, downgrade)
 	}
@@ -99,6 +127,46 @@ func (g *UpdateGate) accept(data []byte, downgrade, check bool) (*signature.Mani
 	}
 	g.pending = m
 	return m, nil
+}
+
+// Floor is the lowest security version the box takes: the highest it
+// has recorded as made permanent, and the running build's when it runs
+// permanently (a box installed with it, or one whose records were lost).
+// A floor file that cannot be read or parsed is an error, never a floor
+// of 0.
+func (g *UpdateGate) Floor(permanent bool) (uint32, error) {
+	floor := uint32(0)
+	if permanent {
+		floor = g.SecurityVersion
+	}
+	if g.FloorFile == "" {
+		return floor, nil
+	}
+	b, err := durable.ReadFile(g.FloorFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return floor, nil
+	case err != nil:
+		return 0, fmt.Errorf("reading the security floor: %w", err)
+	}
+	v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("the security floor %s is damaged (%q): %w; the box takes no update until it is mended", g.FloorFile, b, err)
+	}
+	return max(floor, uint32(v)), nil
+}
+
+// raiseFloor records that the running build is made permanent: the floor
+// becomes its security version when that is higher.
+func (g *UpdateGate) raiseFloor() error {
+	floor, err := g.Floor(false)
+	if err != nil || g.FloorFile == "" || g.SecurityVersion <= floor {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(g.FloorFile), 0o755); err != nil {
+		return err
+	}
+	return durable.WriteFile(g.FloorFile, []byte(strconv.FormatUint(uint64(g.SecurityVersion), 10)+"\n"), 0o644)
 }
 
 // drop forgets the pending update, unless a part of it is being received

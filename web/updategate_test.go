@@ -108,3 +108,79 @@ func TestUpdateOneAtATime(t *testing.T) {
 		t.Errorf("slot %s set to boot once", slots.state.Once)
 	}
 }
+
+// An anti-rollback floor: a downgrade may go back to an older build of
+// the same security version, never below the highest the box has made
+// permanent; a test boot of a newer one raises the floor only once it is
+// made permanent.
+func TestUpdateSecurityFloor(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	sock, _ := fakeGokrazy(t)
+	f.srv.GokrazySocket = sock
+	auth := map[string]string{"Authorization": goodAuth}
+	key := testGate(t, f, "b5", time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC))
+	// The running build's security version, read as statusd reads it.
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "etc/ncpos"), 0o755)
+	os.WriteFile(filepath.Join(root, trustedKeysFile), []byte("# none\n"), 0o644)
+	os.WriteFile(filepath.Join(root, securityVersionFile), []byte("2\n"), 0o644)
+	g, err := LoadUpdateGate(root)
+	if err != nil || g.SecurityVersion != 2 || g.FloorFile != filepath.Join(root, "perm/ncpos/security-floor") {
+		t.Fatalf("gate %+v, %v; want security version 2", g, err)
+	}
+	f.srv.Updates.SecurityVersion, f.srv.Updates.FloorFile = 2, g.FloorFile
+	slots := &fakeSlots{state: bootpart.State{Firmware: "bios", Running: "a", Default: "a"},
+		kernels: map[bootpart.Slot][]byte{"a": []byte("k"), "b": []byte("k")}}
+	f.srv.Boot = slots
+	manifest := func(id string, day, sv int) string {
+		signed, err := signature.Sign(key, signature.Manifest{BuildID: id, Built: time.Date(2026, 12, day, 0, 0, 0, 0, time.UTC),
+			SecurityVersion: uint32(sv), Root: signature.BlobOf([]byte("root")), Kernel: signature.BlobOf([]byte("kernel"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(signed)
+	}
+	put := func(body, query string) *httpResult {
+		return f.do(newRequest("PUT", "/api/v1/update/manifest"+query, body, auth))
+	}
+	for _, tc := range []struct {
+		name, body, query string
+		code              int
+		says              string
+	}{
+		{"older, lower security version, downgrade asked", manifest("b3", 3, 1), "?downgrade=1", 403, "security version 1, the appliance runs nothing below 2"},
+		{"the same, checked only", manifest("b3", 3, 1), "?check=1&downgrade=1", 403, "below 2"},
+		{"older, same security version, downgrade asked", manifest("b4", 4, 2), "?downgrade=1", 200, "accepted"},
+		{"older, same security version, no downgrade", manifest("b4", 4, 2), "", 409, "ask for a downgrade"},
+		{"newer, higher", manifest("b6", 6, 3), "", 200, "accepted"},
+	} {
+		if r := put(tc.body, tc.query); r.Code != tc.code || !strings.Contains(r.Body, tc.says) {
+			t.Errorf("%s: %d %s, want %d saying %q", tc.name, r.Code, r.Body, tc.code, tc.says)
+		}
+	}
+
+	// Test-booting build b6 (security version 3) from slot b: until it
+	// is made permanent, the box may still go back to version 1.
+	slots.state.Running, slots.state.Once = "b", ""
+	f.srv.Updates.Running, f.srv.Updates.SecurityVersion = "b6", 3
+	if r := put(manifest("b3", 3, 1), "?check=1&downgrade=1"); r.Code != 200 {
+		t.Errorf("version 1 during the test boot of 3: %d %s, want it taken", r.Code, r.Body)
+	}
+	if r := f.do(newRequest("POST", "/api/v1/update/switch", "", auth)); r.Code != 200 || !strings.Contains(r.Body, "no build below security version 3") {
+		t.Fatalf("switch: %d %s", r.Code, r.Body)
+	}
+	if b, _ := os.ReadFile(g.FloorFile); string(b) != "3\n" {
+		t.Errorf("floor file %q, want 3", b)
+	}
+	// The floor holds even if the box then runs a build of a lower
+	// version (the fallback slot, say).
+	f.srv.Updates.SecurityVersion = 2
+	if r := put(manifest("b4", 4, 2), "?check=1&downgrade=1"); r.Code != 403 || !strings.Contains(r.Body, "below 3") {
+		t.Errorf("version 2 after 3 was made permanent: %d %s, want 403", r.Code, r.Body)
+	}
+	// A damaged floor is no floor of 0.
+	os.WriteFile(g.FloorFile, []byte("x\n"), 0o644)
+	if r := put(manifest("b7", 7, 9), ""); r.Code == 200 || !strings.Contains(r.Body, "damaged") {
+		t.Errorf("a damaged floor: %d %s, want a refusal that says so", r.Code, r.Body)
+	}
+}

@@ -26,6 +26,7 @@ func runBuild(ctx context.Context, args []string) error {
 		pwFile  = fs.String("password-file", "", "file whose first line is the control password to give the image (default: a new random one, recorded in ~/.config/ncpos/passwords/<build ID>)")
 		signKey = fs.String("sign-key", "", "Ed25519 key (PKCS #8 PEM) that signs the build (default: ~/.config/ncpos/signing-key.pem, created on first use)")
 		trust   = fs.String("trust", "", "file of further keys the appliance takes updates from, one \"ncpos-ed25519 <base64>\" per line (the signing key's is always trusted)")
+		secVer  = fs.Uint64("security-version", 0, "the build's anti-rollback index: boxes refuse builds below the highest they made permanent, even as a downgrade (default: the highest this host has built with, ~/.config/ncpos/security-version; never lower)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -33,8 +34,14 @@ func runBuild(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	var asked *uint64
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "security-version" {
+			asked = secVer
+		}
+	})
 	return buildImage(ctx, buildOptions{config: *cfgPath, size: *size, out: *out, buildID: *buildID, passwordFile: *pwFile,
-		signingKey: *signKey, trustFile: *trust})
+		signingKey: *signKey, trustFile: *trust, securityVersion: asked})
 }
 
 // buildOptions are what `ncpos build` takes, and what install and update
@@ -47,6 +54,9 @@ type buildOptions struct {
 	passwordFile string // "": a new random password, recorded on the host
 	signingKey   string // "": ~/.config/ncpos/signing-key.pem, created on first use
 	trustFile    string // "": only the signing key is trusted
+	// securityVersion nil: the highest the host has used (as when
+	// install and update build the image they write).
+	securityVersion *uint64
 }
 
 // signingKey reads the build host's signing key, creating the default one
@@ -117,6 +127,14 @@ func buildImage(ctx context.Context, o buildOptions) error {
 	if err != nil {
 		return err
 	}
+	svFile, err := securityVersionFile()
+	if err != nil {
+		return err
+	}
+	sv, err := securityVersion(svFile, o.securityVersion)
+	if err != nil {
+		return err
+	}
 	pw, pwPath, err := controlPassword(o.passwordFile, id)
 	if err != nil {
 		return err
@@ -132,6 +150,7 @@ func buildImage(ctx context.Context, o buildOptions) error {
 		ControlPassword: pw,
 		SigningKey:      key,
 		TrustedKeys:     trusted,
+		SecurityVersion: sv,
 		Logf:            func(f string, a ...any) { log.Printf("  "+f, a...) },
 	})
 	if err != nil {
@@ -141,7 +160,7 @@ func buildImage(ctx context.Context, o buildOptions) error {
 	fmt.Printf("  image %d bytes (%d MiB), %d bytes allocated; root squashfs %d bytes\n",
 		res.Size, res.Size>>20, res.BytesUsed, res.RootBytes)
 	fmt.Printf("  built in %v; control password (user ncpos) in %s\n", res.Duration.Round(time.Millisecond), pwPath)
-	fmt.Printf("  signed by %s\n", signature.FormatKey(key.Public().(ed25519.PublicKey)))
+	fmt.Printf("  signed by %s, security version %d\n", signature.FormatKey(key.Public().(ed25519.PublicKey)), sv)
 	return nil
 }
 

@@ -47,8 +47,13 @@ func (bl Blob) Check(what string, b []byte) error {
 type Manifest struct {
 	BuildID string    `json:"build_id"`
 	Built   time.Time `json:"built"` // orders builds: a later one is newer
-	Root    Blob      `json:"root"`  // the root squashfs as sent
-	Kernel  Blob      `json:"kernel"`
+	// SecurityVersion is the build's anti-rollback index, as verified
+	// boot's rollback index: a box refuses any build below the highest
+	// security version it has made permanent, downgrade or not. Raised
+	// by the builder when a release fixes a vulnerability.
+	SecurityVersion uint32 `json:"security_version,omitempty"`
+	Root            Blob   `json:"root"` // the root squashfs as sent
+	Kernel          Blob   `json:"kernel"`
 }
 
 // Signed is a manifest with its signature, as it is stored in an image and
@@ -67,6 +72,7 @@ var (
 	ErrForged     = errors.New("the build's signature does not match its manifest (forged or altered)")
 	ErrDowngrade  = errors.New("the build is older than the one the appliance runs")
 	ErrSameBuild  = errors.New("the appliance already runs this build")
+	ErrRollback   = errors.New("the build's security version is below the appliance's floor")
 	errNoManifest = errors.New("no manifest")
 )
 
@@ -144,6 +150,22 @@ func CheckOrder(running string, runningBuilt time.Time, m *Manifest, downgrade b
 	if m.BuildID == running {
 		return fmt.Errorf("%w (%s)", ErrSameBuild, running)
 	}
+	return checkDate(running, runningBuilt, m, downgrade)
+}
+
+// CheckFloor refuses a build whose security version is below floor, the
+// highest one the appliance has made permanent, whatever downgrade says:
+// a downgrade may return to an older build of the same security version,
+// never to one a later release fixed a vulnerability of.
+func CheckFloor(m *Manifest, floor uint32) error {
+	if m.SecurityVersion < floor {
+		return fmt.Errorf("%w: %s has security version %d, the appliance runs nothing below %d since it made a build of %d permanent (a downgrade does not lower it)",
+			ErrRollback, m.BuildID, m.SecurityVersion, floor, floor)
+	}
+	return nil
+}
+
+func checkDate(running string, runningBuilt time.Time, m *Manifest, downgrade bool) error {
 	if runningBuilt.IsZero() || m.Built.After(runningBuilt) || downgrade {
 		return nil
 	}
