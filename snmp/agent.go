@@ -31,6 +31,7 @@ type Agent struct {
 	view      func() *View
 	Stats     Stats
 	now       func() time.Time
+	limit     *limiter
 }
 
 // Config is what an agent serves and whom it trusts.
@@ -50,6 +51,7 @@ func NewAgent(c Config) (*Agent, error) {
 	}
 	a := &Agent{community: []byte(c.Community), users: map[string]*gosnmp.UsmSecurityParameters{},
 		engineID: c.EngineID, boots: c.Boots, start: time.Now(), view: c.View, now: time.Now}
+	a.limit = newLimiter(PerSourceRate, PerSourceBurst, TotalRate, TotalBurst, a.clock)
 	for _, u := range c.Users {
 		if _, dup := a.users[u.Name]; dup {
 			return nil, fmt.Errorf("SNMPv3 user %q configured twice", u.Name)
@@ -63,6 +65,9 @@ func NewAgent(c Config) (*Agent, error) {
 	return a, nil
 }
 
+// clock is a.now, read late so that tests can replace it.
+func (a *Agent) clock() time.Time { return a.now() }
+
 // EngineID is the agent's snmpEngineID, which SNMPv3 trap receivers must
 // be told.
 func (a *Agent) EngineID() []byte { return a.engineID }
@@ -74,6 +79,7 @@ type Stats struct {
 	UnsupportedSecLevels, NotInTimeWindows, UnknownUserNames      atomic.Uint64
 	UnknownEngineIDs, WrongDigests, DecryptionErrors, UnknownPDUs atomic.Uint64
 	Sets                                                          atomic.Uint64 // refused: the agent is read-only
+	RateLimited                                                   atomic.Uint64 // not answered: over a source's or the total rate
 }
 
 // maxResponse bounds an answer: a GETBULK is cut to fit, as RFC 3416 4.2.3
@@ -104,6 +110,10 @@ func (a *Agent) Serve(ctx context.Context, conn net.PacketConn) error {
 		}
 		resp := a.Handle(buf[:n])
 		if resp == nil {
+			continue
+		}
+		if !a.limit.allow(from, len(resp)) {
+			a.Stats.RateLimited.Add(1)
 			continue
 		}
 		if _, err := conn.WriteTo(resp, from); err == nil {

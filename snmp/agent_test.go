@@ -59,6 +59,13 @@ func newAgent(t testing.TB) *Agent {
 func startAgent(t *testing.T) (*Agent, string) {
 	t.Helper()
 	a := newAgent(t)
+	return a, serve(t, a)
+}
+
+// serve runs a on a loopback port until the test ends, and returns its
+// address.
+func serve(t *testing.T, a *Agent) string {
+	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +79,7 @@ func startAgent(t *testing.T) (*Agent, string) {
 			t.Error(err)
 		}
 	})
-	return a, "udp:" + pc.LocalAddr().String()
+	return "udp:" + pc.LocalAddr().String()
 }
 
 func v3Args(auth, priv string) []string {

@@ -63,5 +63,6 @@ func (s *Stats) Counters() map[string]uint64 {
 		"wrong_digest":          s.WrongDigests.Load(),
 		"decryption_error":      s.DecryptionErrors.Load(),
 		"unknown_pdu":           s.UnknownPDUs.Load(),
+		"rate_limited":          s.RateLimited.Load(),
 	}
 }
