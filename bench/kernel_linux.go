@@ -73,9 +73,12 @@ func (k *kernelAnalyzer) stats() (xdptraffic.Stream, error) {
 	return streams[k.stream], err
 }
 
-func (k *kernelAnalyzer) received() (uint64, error) {
-	st, err := k.stats()
-	return st.Frames, err
+func (k *kernelAnalyzer) received() (arrivals, error) {
+	streams, other, notTest, err := k.a.Streams()
+	if err != nil {
+		return arrivals{}, err
+	}
+	return kernelArrivals(streams, other, notTest, k.stream), nil
 }
 
 // drops: the analyzer is the port's XDP program, it cannot fall behind.

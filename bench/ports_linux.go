@@ -154,7 +154,7 @@ func NewPorts(streams []PortStream, flows int) (_ *PortTarget, err error) {
 // frames cannot go.
 func newAFXDPStream(s *portStream) error {
 	// Analyzer first, as in the lab.
-	an, err := newPortAnalyzer(s.Receiver, s.rxIndex)
+	an, err := newPortAnalyzer(s.Receiver, s.rxIndex, s.spec.Stream)
 	if err != nil {
 		return fmt.Errorf("analyzer on %s: %w", s.Receiver.Ifname, err)
 	}
@@ -193,8 +193,8 @@ func macOr(hw net.HardwareAddr, def []byte) []byte {
 // attaches its redirect program through a BPF link (not asavie's netlink
 // attach, so that the program goes with the process): native XDP when the
 // driver has it (veth in the lab), generic XDP otherwise.
-func newPortAnalyzer(e PortEnd, ifindex int) (a *analyzer, err error) {
-	a = &analyzer{}
+func newPortAnalyzer(e PortEnd, ifindex int, stream uint16) (a *analyzer, err error) {
+	a = &analyzer{tally: tally{stream: stream}}
 	err = e.do(func() error {
 		if a.xsk, err = newXSK(ifindex, &analyzerOptions); err != nil {
 			return err

@@ -107,6 +107,10 @@ type TrialRecord struct {
 	// TxDropped are frames the generator made that its port did not
 	// transmit; they are not counted as sent.
 	TxDropped uint64 `json:"tx_dropped,omitempty"`
+	// Duplicates and Foreign are frames that arrived again and frames
+	// of other streams or trials: not in Received.
+	Duplicates uint64 `json:"duplicates,omitempty"`
+	Foreign    uint64 `json:"foreign,omitempty"`
 	// Invalid says why the trial does not measure the device: the rate
 	// offered was off the rate asked, or the sending port dropped.
 	Invalid string `json:"invalid,omitempty"`
@@ -159,7 +163,7 @@ func (r *Runner) record(sr *SizeResult, test string, spec TrialSpec, res TrialRe
 		Test: test, RatePPS: spec.RatePPS, OfferedPPS: res.OfferedPPS(r.O.Streams), Burst: spec.Burst,
 		RatePercent: PercentOfLine(spec.RatePPS, spec.Size, r.O.LineBPS),
 		Sent:        res.Sent, Received: res.Received, LossPercent: res.LossPercent(), Passed: passed,
-		TesterDrops: res.TesterDrops, TxDropped: res.TxDropped,
+		TesterDrops: res.TesterDrops, TxDropped: res.TxDropped, Duplicates: res.Duplicates, Foreign: res.Foreign,
 	}
 	if off := 100 * (rec.OfferedPPS/spec.RatePPS - 1); spec.Burst == 0 && spec.RatePPS > 0 && math.Abs(off) > r.O.GeneratorTolerance {
 		rec.Invalid = fmt.Sprintf("offered %+.2f%% off the rate asked", off)

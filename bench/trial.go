@@ -29,9 +29,13 @@ type TrialSpec struct {
 
 // TrialResult is what a trial counted, over all streams.
 type TrialResult struct {
-	Sent     uint64        // frames the generator handed to the port
-	Received uint64        // frames of this trial the analyzer got back
-	Elapsed  time.Duration // from the first frame sent to the last
+	Sent     uint64 // frames the generator handed to the port
+	Received uint64 // distinct frames of this trial's streams the analyzers got back
+	// Duplicates are frames of the trial that arrived again, Foreign
+	// frames of other streams or trials and no test frames: reported,
+	// never counted as received, so that neither can hide a loss.
+	Duplicates, Foreign uint64
+	Elapsed             time.Duration // from the first frame sent to the last
 	// Independent is a second count of the frames that arrived, by
 	// other means than the analyzer (the receiving interface's kernel
 	// counters, an XDP counter); negative when there is none.

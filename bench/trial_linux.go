@@ -33,7 +33,9 @@ type streamGenerator interface {
 // streamAnalyzer counts a stream's frames where they arrive.
 type streamAnalyzer interface {
 	reset(trial uint16, latency bool) error
-	received() (uint64, error)
+	// received is what arrived of the stream in the trial: only its
+	// distinct frames count as received.
+	received() (arrivals, error)
 	drops() uint64 // frames the tester itself could not take
 	// latency is what the analyzer keeps of the latencies: samples, or
 	// a histogram of all of them.
@@ -93,8 +95,10 @@ func runTrial(ctx context.Context, trial uint16, spec TrialSpec, streams []trial
 		if err != nil {
 			return res, err
 		}
-		res.Received += got
-		count := StreamCount{Sent: gens[i].sent, Received: got}
+		res.Received += got.Distinct
+		res.Duplicates += got.Duplicates
+		res.Foreign += got.Foreign
+		count := StreamCount{Sent: gens[i].sent, Received: got.Distinct}
 		rx, err := s.rx()
 		if err != nil {
 			return res, err

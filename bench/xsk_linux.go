@@ -163,11 +163,9 @@ type analyzer struct {
 	prog *xdp.Program
 	lk   link.Link
 
-	trial   atomic.Uint32 // the trial being counted; others are ignored
-	count   atomic.Uint64
-	foreign atomic.Uint64 // not test frames, or of another trial
 	keepLat atomic.Bool
 	mu      sync.Mutex
+	tally   tally // this stream's frames of the trial being counted
 	lat     []time.Duration
 	buf     []time.Duration // the loop's, reused
 	stop    atomic.Bool
@@ -195,30 +193,19 @@ func (a *analyzer) loop() (err error) {
 			continue
 		}
 		descs := a.xsk.Receive(n)
-		trial := uint16(a.trial.Load())
 		keep := a.keepLat.Load()
 		now := nanotime()
-		var got uint64
 		lats := a.buf[:0]
+		a.mu.Lock()
 		for _, d := range descs {
-			st, err := ParseStamp(a.xsk.GetFrame(d))
-			if err != nil || st.Trial != trial {
-				a.foreign.Add(1)
-				continue
-			}
-			got++
-			if keep {
+			if st, ok := a.tally.add(a.xsk.GetFrame(d)); ok && keep {
 				lats = append(lats, time.Duration(now-st.Time))
 			}
 		}
-		a.count.Add(got)
-		if len(lats) > 0 {
-			a.mu.Lock()
-			if len(a.lat) < maxLatencySamples {
-				a.lat = append(a.lat, lats...)
-			}
-			a.mu.Unlock()
+		if len(lats) > 0 && len(a.lat) < maxLatencySamples {
+			a.lat = append(a.lat, lats...)
 		}
+		a.mu.Unlock()
 		// Give the frames just read back to the kernel (asavie's
 		// GetDescs scans the whole UMEM).
 		for i := range descs {
@@ -232,17 +219,19 @@ func (a *analyzer) loop() (err error) {
 
 // reset starts counting trial.
 func (a *analyzer) reset(trial uint16, latency bool) error {
-	a.trial.Store(uint32(trial))
-	a.count.Store(0)
-	a.foreign.Store(0)
 	a.keepLat.Store(latency)
 	a.mu.Lock()
+	a.tally.reset(trial)
 	a.lat = nil
 	a.mu.Unlock()
 	return nil
 }
 
-func (a *analyzer) received() (uint64, error) { return a.count.Load(), nil }
+func (a *analyzer) received() (arrivals, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.tally.arrivals, nil
+}
 
 // drops is what the analyzer's socket could not take (its RX ring full,
 // no fill descriptor): frames lost by the tester, not the device.

@@ -258,8 +258,6 @@ func (s *Server) bootStep(name string, body io.Reader, length int64) (int, strin
 	var m *signature.Manifest
 	switch name {
 	case "switch":
-	default:
-		return http.StatusNotFound, "", fmt.Errorf("no update step %q", name)
 	case "kernel":
 		var release func(bool)
 		var err error
@@ -272,6 +270,8 @@ func (s *Server) bootStep(name string, body io.Reader, length int64) (int, strin
 		if m, err = s.Updates.manifest(); err != nil {
 			return http.StatusConflict, "", err
 		}
+	default:
+		return http.StatusNotFound, "", fmt.Errorf("no update step %q", name)
 	}
 	if name == "testboot" {
 		if err := s.Updates.afterRoot(name); err != nil {
