@@ -208,19 +208,35 @@ func TestSenderTLS(t *testing.T) {
 	}
 	go s2.Run(ctx)
 	s2.Send(Event{Kind: KindLink, Message: "secret"})
+	// What the collector saw of each connection: the handshake's
+	// outcome, and any bytes that came after it.
+	attempts := make(chan string, 10)
 	go func() {
 		for {
 			c, err := ln2.Accept()
 			if err != nil {
 				return
 			}
-			// The handshake runs, and fails on the sender's side.
-			c.SetReadDeadline(time.Now().Add(2 * time.Second))
-			c.Read(make([]byte, 512))
+			c.SetDeadline(time.Now().Add(2 * time.Second))
+			if err := c.(*tls.Conn).Handshake(); err != nil {
+				attempts <- "refused: " + err.Error()
+			} else {
+				b := make([]byte, 512)
+				n, _ := c.Read(b)
+				attempts <- fmt.Sprintf("accepted, then read %q", b[:n])
+			}
 			c.Close()
 		}
 	}()
-	time.Sleep(1500 * time.Millisecond)
+	// The sender must have tried, and its handshake must have failed.
+	select {
+	case a := <-attempts:
+		if !strings.HasPrefix(a, "refused: ") {
+			t.Fatalf("the sender took a collector with a certificate the CA did not sign: %s", a)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the sender did not try the collector within 10 s")
+	}
 	if sent, _ := s2.Stats(); sent != 0 {
 		t.Fatalf("sent %d messages to a collector with a certificate the CA did not sign", sent)
 	}

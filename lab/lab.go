@@ -23,7 +23,6 @@
 //	go test ./forwarder/... ./lab/... ./services/forwarderd/...
 //	NCPOS_LAB_RACE=1 go test ./lab/...         # forwarderd built with -race
 //	go run ./cmd/ncpos lab bench               # the benchmark, about 2 minutes
-//	NCPOS_LAB_BENCH=1 go test ./lab -run TestBench -v   # the same, as a test
 //	go run ./cmd/ncpos lab up [-engine afxdp] [-mode service] [-segments 2]
 //	go run ./cmd/ncpos lab down
 package lab

@@ -40,6 +40,10 @@ type Client struct {
 	Progress io.Writer
 
 	unmarked atomic.Bool // the box refuses overrides marked as an update's
+	// ticker makes RenewBypass's ticker (a channel and its stop); nil:
+	// time.NewTicker's. Tests tick by hand.
+	ticker func(period time.Duration) (<-chan time.Time, func())
+	clk    clock // nil: the real one
 }
 
 func (c *Client) http() *http.Client {

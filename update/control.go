@@ -163,13 +163,20 @@ func (c *Client) RenewBypass(ctx context.Context, segments []string, reason stri
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(lease / 5)
-		defer t.Stop()
+		ticker := c.ticker
+		if ticker == nil {
+			ticker = func(d time.Duration) (<-chan time.Time, func()) {
+				t := time.NewTicker(d)
+				return t.C, t.Stop
+			}
+		}
+		tick, stopTicker := ticker(lease / 5)
+		defer stopTicker()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-tick:
 			}
 			for _, s := range segments {
 				if err := c.override(ctx, s, reason, lease); err != nil && ctx.Err() == nil {

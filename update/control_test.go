@@ -94,23 +94,34 @@ func TestBypassLease(t *testing.T) {
 			t.Errorf("override %v, want bypass for %v, marked as an update's", set, lease)
 		}
 	}
+	// The ticks come by hand: five renewals of each segment.
+	ticks := make(chan time.Time)
+	var period time.Duration
+	c.ticker = func(d time.Duration) (<-chan time.Time, func()) { period = d; return ticks, func() {} }
 	stop := c.RenewBypass(context.Background(), done, "ncpos update to b", lease, t.Logf)
-	time.Sleep(lease + lease/10) // five renewals of each, give or take one
+	for range 5 {
+		ticks <- time.Time{} // taken only once the renewal before it is done
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(box.taken()) < 12 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	}
 	stop()
 	stop() // a second stop does nothing
+	if period != lease/5 {
+		t.Errorf("renewed every %v, want a fifth of the lease (%v)", period, lease/5)
+	}
 	n := len(box.taken())
-	renewals := n - 2
-	if renewals < 4 || renewals > 12 {
-		t.Errorf("%d renewals of two segments in %v, want about five each", renewals, lease+lease/10)
+	if renewals := n - 2; renewals != 10 {
+		t.Errorf("%d renewals of two segments after five ticks, want 10", renewals)
+	}
+	select {
+	case ticks <- time.Time{}:
+		t.Error("a tick was taken after the renewal stopped")
+	default:
 	}
 	for _, set := range box.taken()[2:] {
 		if set["state"] != "bypass" || set["expires_in"] != lease.String() || (set["segment"] != "seg1" && set["segment"] != "seg2") {
 			t.Errorf("renewal %v, want seg1 or seg2 in bypass for %v", set, lease)
 		}
-	}
-	time.Sleep(lease / 2)
-	if m := len(box.taken()); m != n {
-		t.Errorf("%d more overrides after the renewal stopped", m-n)
 	}
 	if err := c.EndBypass(context.Background(), done); err != nil {
 		t.Fatal(err)

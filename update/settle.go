@@ -53,18 +53,19 @@ func notForwarding(segs []api.Segment) []string {
 // be held to a weaker "as before"). It returns the segments as they are
 // then; a segment still not forwarding is taken as it is.
 func (c *Client) settledSegments(ctx context.Context, segs []api.Segment, booted time.Time, settle time.Duration, logf func(string, ...any)) ([]api.Segment, error) {
-	waiting, left := settling(segs, time.Since(booted), settle)
+	clk := c.clock()
+	waiting, left := settling(segs, clk.Now().Sub(booted), settle)
 	if len(waiting) == 0 {
 		return segs, nil
 	}
 	logf("the appliance booted %v ago: waiting up to %v for %s to forward before taking the segments as the update's baseline",
-		time.Since(booted).Round(time.Second), left.Round(time.Second), segmentNames(waiting))
+		clk.Now().Sub(booted).Round(time.Second), left.Round(time.Second), segmentNames(waiting))
 	settled := booted.Add(settle)
 	for failed := 0; ; {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(time.Second):
+		case <-clk.After(time.Second):
 		}
 		// A box busy with its start may miss a request: three in a row
 		// end the update, before it has changed anything.
@@ -80,7 +81,7 @@ func (c *Client) settledSegments(ctx context.Context, segs []api.Segment, booted
 		if len(waiting) == 0 {
 			return segs, nil
 		}
-		if time.Now().After(settled) {
+		if clk.Now().After(settled) {
 			logf("%s not forwarding %v after the appliance's boot: the new build is held to the state it is in", segmentNames(waiting), settle)
 			return segs, nil
 		}

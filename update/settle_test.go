@@ -80,49 +80,51 @@ func TestSettledSegments(t *testing.T) {
 	ctx := context.Background()
 	down := []api.Segment{fwd("seg1", false, health.LinkDown), fwd("seg2", true)}
 	for _, tt := range []struct {
-		name        string
-		from        int64
-		bootedAgo   time.Duration
-		settle      time.Duration
-		forwarding  bool
-		requests    int64
-		least, most time.Duration
+		name       string
+		from       int64
+		bootedAgo  time.Duration
+		settle     time.Duration
+		forwarding bool
+		requests   int64
+		took       time.Duration // on the clock, which moves only when waited on
 	}{
-		// seg1's link comes up at the third look: the baseline is taken then.
-		{"comes up", 3, 10 * time.Second, time.Minute, true, 3, 3 * time.Second, 10 * time.Second},
+		// seg1's link comes up at the third look, a second apart: the
+		// baseline is taken then.
+		{"comes up", 3, 10 * time.Second, time.Minute, true, 3, 3 * time.Second},
 		// seg1 never comes up: taken as it is once the box has been up for
 		// the settle time.
-		{"cable out", 0, 58 * time.Second, time.Minute, false, 2, 2 * time.Second, 10 * time.Second},
+		{"cable out", 0, 58*time.Second + 500*time.Millisecond, time.Minute, false, 2, 2 * time.Second},
 		// a box up for longer is not waited for.
-		{"long up", 0, time.Hour, time.Minute, false, 0, 0, time.Second},
+		{"long up", 0, time.Hour, time.Minute, false, 0, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			box := &settleBox{from: tt.from}
 			srv := httptest.NewServer(box)
 			defer srv.Close()
-			c := &Client{StatusURL: srv.URL + "/"}
-			start := time.Now()
+			clk := &fakeClock{now: time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)}
+			c := &Client{StatusURL: srv.URL + "/", clk: clk}
+			start := clk.Now()
 			segs, err := c.settledSegments(ctx, down, start.Add(-tt.bootedAgo), tt.settle, t.Logf)
 			if err != nil {
 				t.Fatal(err)
 			}
-			took := time.Since(start)
+			took := clk.Now().Sub(start)
 			b := BaselineOf(segs)
 			if b["seg1"].Forwarding != tt.forwarding || !b["seg2"].Forwarding {
 				t.Errorf("baseline %v, want seg1 forwarding %v and seg2 forwarding", b, tt.forwarding)
 			}
-			if n := box.requests.Load(); n < tt.requests || tt.requests == 0 && n > 0 {
+			if n := box.requests.Load(); n != tt.requests {
 				t.Errorf("%d requests, want %d", n, tt.requests)
 			}
-			if took < tt.least || took > tt.most {
-				t.Errorf("took %v, want between %v and %v", took, tt.least, tt.most)
+			if took != tt.took {
+				t.Errorf("waited %v, want %v", took, tt.took)
 			}
 		})
 	}
 	// A box that stops answering ends the wait with an error that says so.
 	srv := httptest.NewServer(http.NotFoundHandler())
 	srv.Close()
-	c := &Client{StatusURL: srv.URL + "/"}
+	c := &Client{StatusURL: srv.URL + "/", clk: &fakeClock{now: time.Now()}}
 	if _, err := c.settledSegments(ctx, down, time.Now(), time.Minute, t.Logf); err == nil {
 		t.Error("settledSegments on a box that does not answer: no error")
 	}
