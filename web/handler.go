@@ -151,7 +151,14 @@ func (s *Server) Handler() http.Handler {
 		ipc.WriteJSON(w, map[string]any{"hardware": s.Monitor.Latest(r.Context()).Hardware})
 	})
 	read("GET /api/v1/selftest", func(w http.ResponseWriter, r *http.Request) {
-		ipc.WriteJSON(w, map[string]any{"self_test": s.Monitor.Latest(r.Context()).SelfTest})
+		// The report as it is now, not the latest snapshot's: a client
+		// that saw the self-test's job end reads that run's report.
+		st, err := readSelfTest(s.Monitor.selfTestFile())
+		if err != nil {
+			apiError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		ipc.WriteJSON(w, map[string]any{"self_test": st})
 	})
 	control("POST /api/v1/control/bypass", s.handleBypass)
 	control("POST /api/v1/control/reboot", s.handleReboot)
