@@ -108,10 +108,11 @@ var testSigningKey = func() ed25519.PrivateKey {
 	return k
 }()
 
-// boot starts the test image and waits for /healthz through the forwarded
-// management port.
+// boot starts the test image, once the test holds a guest slot, and waits
+// for /healthz through the forwarded management port.
 func boot(t *testing.T, img string, uefi bool, opts ...func(*Options)) (*VM, string) {
 	t.Helper()
+	needGuests(t, 1)
 	ports := make([]int, 3)
 	for i := range ports {
 		p, err := FreePort()
@@ -366,6 +367,7 @@ func TestBootLegacyBIOS(t *testing.T) {
 
 func TestBootUEFI(t *testing.T) {
 	requireQEMU(t)
+	t.Parallel()
 	v, _ := boot(t, testImage(t, "default", nil), true)
 	checkBooted(t, v)
 }
