@@ -52,26 +52,33 @@ func testGate(t *testing.T, f *fixture, running string, built time.Time) ed25519
 // gokrazy does on a box without a gokrazy password.
 func fakeGokrazy(t *testing.T) (sock string, got chan string) {
 	t.Helper()
+	got = make(chan string, 10)
+	return gokrazySocket(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r.Method + " " + r.URL.Path + " " + string(b)
+		sum := sha256.Sum256(b)
+		w.Write([]byte(hex.EncodeToString(sum[:])))
+	}), got
+}
+
+// gokrazySocket serves h where gokrazy serves, on a unix socket of its
+// own, until the test ends.
+func gokrazySocket(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "ncpt-gk-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock = filepath.Join(dir, "gokrazy-http.sock")
+	sock := filepath.Join(dir, "gokrazy-http.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got = make(chan string, 10)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		got <- r.Method + " " + r.URL.Path + " " + string(b)
-		sum := sha256.Sum256(b)
-		w.Write([]byte(hex.EncodeToString(sum[:])))
-	})}
+	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return sock, got
+	return sock
 }
 
 // fakeSlots is a boot partition with a kernel per slot, in memory.

@@ -2,7 +2,6 @@ package web
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,25 +17,12 @@ import (
 // until release is closed, as a slow card does.
 func blockingGokrazy(t *testing.T) (sock string, arrived chan string, release chan struct{}) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "ncpt-gk-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock = filepath.Join(dir, "gokrazy-http.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
 	arrived, release = make(chan string, 10), make(chan struct{})
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return gokrazySocket(t, func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		arrived <- string(b)
 		<-release
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return sock, arrived, release
+	}), arrived, release
 }
 
 // While one build's root is being written, another build's manifest and
