@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 )
 
 func main() {
@@ -30,6 +31,20 @@ func main() {
 	if err := run(f, os.Stdout, *lines); err != nil {
 		fmt.Fprintln(os.Stderr, "reruns:", err)
 		os.Exit(1)
+	}
+}
+
+// testMessage is a line a test logged itself (t.Log, t.Error, t.Fatal):
+// "    file_test.go:12: ...", a subtest's indented further.
+var testMessage = regexp.MustCompile(`^\s+[\w.-]+_test\.go:\d+: `)
+
+func printTail(w io.Writer, what string, lines []string, n int) {
+	fmt.Fprintf(w, "--- %s:\n", what)
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	for _, l := range lines {
+		fmt.Fprint(w, "    ", l)
 	}
 }
 
@@ -60,14 +75,17 @@ func run(r io.Reader, w io.Writer, lines int) error {
 		case t.Passes == 0:
 			verdict = "failed, and was not run again"
 		}
-		fmt.Fprintf(w, "\n=== %s %s: %s\n--- its first failure, last %d lines:\n", t.Package, t.Name, verdict, lines)
-		out := t.FirstFailure
-		if len(out) > lines {
-			out = out[len(out)-lines:]
+		fmt.Fprintf(w, "\n=== %s %s: %s\n", t.Package, t.Name, verdict)
+		// The test's own messages first (a console dump it logs would
+		// push them out of the last lines), then the output's end.
+		var msgs []string
+		for _, l := range t.FirstFailure {
+			if testMessage.MatchString(l) {
+				msgs = append(msgs, l)
+			}
 		}
-		for _, l := range out {
-			fmt.Fprint(w, "    ", l)
-		}
+		printTail(w, fmt.Sprintf("its first failure's messages, the last %d", lines), msgs, lines)
+		printTail(w, fmt.Sprintf("its first failure's output, the last %d lines", lines/4), t.FirstFailure, lines/4)
 	}
 	return nil
 }

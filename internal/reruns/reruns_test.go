@@ -68,16 +68,20 @@ func TestRunNone(t *testing.T) {
 func TestRunLastLines(t *testing.T) {
 	var in strings.Builder
 	in.WriteString(`{"Action":"run","Package":"p","Test":"TestL"}` + "\n")
+	in.WriteString(`{"Action":"output","Package":"p","Test":"TestL","Output":"    l_test.go:4: the failure\n"}` + "\n")
 	for i := range 10 {
 		in.WriteString(`{"Action":"output","Package":"p","Test":"TestL","Output":"line ` + string(rune('0'+i)) + `\n"}` + "\n")
 	}
 	in.WriteString(`{"Action":"fail","Package":"p","Test":"TestL"}` + "\n")
 	var out bytes.Buffer
-	if err := run(strings.NewReader(in.String()), &out, 3); err != nil {
+	if err := run(strings.NewReader(in.String()), &out, 12); err != nil {
 		t.Fatal(err)
 	}
 	if s := out.String(); !strings.Contains(s, "line 7\n    line 8\n    line 9\n") || strings.Contains(s, "line 6") {
 		t.Errorf("want the last 3 lines:\n%s", s)
+	}
+	if s := out.String(); !strings.Contains(s, "    l_test.go:4: the failure\n") {
+		t.Errorf("want the test's own message, however far up:\n%s", s)
 	}
 	if !strings.Contains(out.String(), "failed, and was not run again") {
 		t.Errorf("got %q", out.String())
