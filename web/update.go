@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,6 +119,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	rc.SetWriteDeadline(time.Now().Add(UpdateTimeout))
 	var body io.Reader = http.MaxBytesReader(w, r.Body, MaxUpdateBytes)
 	rootWritten := false
+	var ctx context.Context // the root upload's, which a new manifest aborts
 	switch name {
 	case "manifest":
 		check := r.URL.Query().Get("check") == "1"
@@ -170,11 +172,19 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		// Received in full and checked before gokrazy writes a byte:
 		// a cut-off or altered upload leaves the inactive root as it
 		// was.
-		m, release, err := s.Updates.claim("root")
+		// A new manifest aborts this upload: the read of its body
+		// and the write through gokrazy end at once.
+		upload, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		m, release, err := s.Updates.claim("root", func() {
+			rc.SetReadDeadline(time.Now())
+			cancel()
+		})
 		if err != nil {
 			refuse(http.StatusConflict, err)
 			return
 		}
+		ctx = upload
 		// Only this manifest's root, written whole, lets its test boot
 		// go on; a new manifest waits until then.
 		defer func() { release(rootWritten) }()
@@ -202,7 +212,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		}
 		body = bytes.NewReader(b)
 	default:
-		code, msg, err := s.bootStep(name, body, r.ContentLength)
+		code, msg, err := s.bootStep(name, body, r.ContentLength, func() { rc.SetReadDeadline(time.Now()) })
 		if err != nil {
 			refuse(code, err)
 			return
@@ -212,7 +222,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintln(w, msg)
 		return
 	}
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodPut, "http://gokrazy/update/root", body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://gokrazy/update/root", body)
 	if err != nil {
 		apiError(w, http.StatusInternalServerError, err.Error())
 		return
@@ -254,14 +264,14 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 // the box writes it; the test boot of that slot, once its kernel and root
 // are the build's; and the switch to the slot a test boot runs. It
 // answers what it did, or the status code and why it refused.
-func (s *Server) bootStep(name string, body io.Reader, length int64) (int, string, error) {
+func (s *Server) bootStep(name string, body io.Reader, length int64, abort func()) (int, string, error) {
 	var m *signature.Manifest
 	switch name {
 	case "switch":
 	case "kernel":
 		var release func(bool)
 		var err error
-		if m, release, err = s.Updates.claim("kernel"); err != nil {
+		if m, release, err = s.Updates.claim("kernel", abort); err != nil {
 			return http.StatusConflict, "", err
 		}
 		defer release(true)

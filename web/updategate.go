@@ -41,12 +41,20 @@ type UpdateGate struct {
 	pending *signature.Manifest // accepted, its parts not yet all written
 	rootOK  bool                // its root is on the inactive partition
 	busy    string              // the part of it being received or written, "" when none
+	abort   func()              // stops that part's upload
+	ended   chan struct{}       // closed when that part's claim is released
 }
+
+// abortWait is how long a new manifest waits for an upload it aborted to
+// end: a kernel being written to the boot partition is let finish.
+const abortWait = 30 * time.Second
 
 // ErrUpdateBusy is a step refused while a part of the pending update is
 // being received or written: one update at a time, so that a root is
 // never taken for another build's and two uploads never hold a root in
-// memory each.
+// memory each. A new manifest aborts such an upload instead (a client
+// that lost its connection starts again with one) and is refused only
+// when the upload does not end.
 var ErrUpdateBusy = errors.New("an update is under way")
 
 // errNoManifest is a part sent before its manifest.
@@ -118,8 +126,8 @@ func (g *UpdateGate) accept(data []byte, downgrade, check, permanent bool) (*sig
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.busy != "" {
-		return nil, g.busyErr()
+	if err := g.abortLocked(); err != nil {
+		return nil, err
 	}
 	g.pending, g.rootOK = nil, false
 	if err != nil {
@@ -169,24 +177,45 @@ func (g *UpdateGate) raiseFloor() error {
 	return durable.WriteFile(g.FloorFile, []byte(strconv.FormatUint(uint64(g.SecurityVersion), 10)+"\n"), 0o644)
 }
 
-// drop forgets the pending update, unless a part of it is being received
-// or written.
+// drop forgets the pending update, aborting the upload of a part of it.
 func (g *UpdateGate) drop() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.busy != "" {
-		return g.busyErr()
+	if err := g.abortLocked(); err != nil {
+		return err
 	}
 	g.pending, g.rootOK = nil, false
 	return nil
 }
 
+// abortLocked aborts the upload under way, if any, and waits for its
+// claim to end (g.mu held, and released while it waits).
+func (g *UpdateGate) abortLocked() error {
+	for g.busy != "" {
+		abort, ended := g.abort, g.ended
+		g.mu.Unlock()
+		abort()
+		select {
+		case <-ended:
+			g.mu.Lock()
+		case <-time.After(abortWait):
+			g.mu.Lock()
+			if g.busy != "" {
+				return g.busyErr()
+			}
+		}
+	}
+	return nil
+}
+
 // claim holds the gate while part ("root", "kernel") of the pending
 // update is received and written, and returns the manifest it belongs to.
-// Until release is called, another part, a new manifest and a test boot
-// are refused with ErrUpdateBusy. release(true) after a root records that
-// this manifest's root is on the inactive partition.
-func (g *UpdateGate) claim(part string) (m *signature.Manifest, release func(written bool), err error) {
+// Until release is called, another part and a test boot are refused with
+// ErrUpdateBusy, and a new manifest calls abort (which must make the
+// upload end soon) and waits for the release. release(true) after a root
+// records that this manifest's root is on the inactive partition, unless
+// another manifest has been accepted since.
+func (g *UpdateGate) claim(part string, abort func()) (m *signature.Manifest, release func(written bool), err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.busy != "" {
@@ -195,17 +224,23 @@ func (g *UpdateGate) claim(part string) (m *signature.Manifest, release func(wri
 	if g.pending == nil {
 		return nil, nil, errNoManifest
 	}
-	m, g.busy = g.pending, part
+	m, g.busy, g.abort = g.pending, part, abort
+	ended := make(chan struct{})
+	g.ended = ended
 	if part == "root" {
 		g.rootOK = false
 	}
+	var once sync.Once
 	return m, func(written bool) {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		g.busy = ""
-		if part == "root" && g.pending == m {
-			g.rootOK = written
-		}
+		once.Do(func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.busy, g.abort, g.ended = "", nil, nil
+			if part == "root" && g.pending == m {
+				g.rootOK = written
+			}
+			close(ended)
+		})
 	}, nil
 }
 

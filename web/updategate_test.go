@@ -1,8 +1,10 @@
 package web
 
 import (
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,10 +27,11 @@ func blockingGokrazy(t *testing.T) (sock string, arrived chan string, release ch
 	}), arrived, release
 }
 
-// While one build's root is being written, another build's manifest and
-// a second root upload are refused: the root on the partition is never
-// taken for another build's, which would test-boot build B's kernel on
-// build A's root, and two uploads never hold a root in memory each.
+// While one build's root is being written, a second root upload, a
+// kernel and a test boot are refused: two uploads never hold a root in
+// memory each. Another build's manifest aborts the write, and the root on
+// the partition is never taken for the new build's, which would
+// test-boot build B's kernel on build A's root.
 func TestUpdateOneAtATime(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	sock, arrived, release := blockingGokrazy(t)
@@ -62,11 +65,8 @@ func TestUpdateOneAtATime(t *testing.T) {
 	}
 
 	// Build A's root is being written.
-	if r := put("/api/v1/update/manifest", manifest("B", "root of build B", "kernel B")); r.Code != 409 || !strings.Contains(r.Body, "root of build A is being received or written") {
-		t.Errorf("manifest B during A's root: %d %s, want 409 naming the root being written", r.Code, r.Body)
-	}
-	if r := put("/api/v1/update/root", "root of build A"); r.Code != 409 || !strings.Contains(r.Body, "being received or written") {
-		t.Errorf("a second root upload: %d %s, want 409", r.Code, r.Body)
+	if r := put("/api/v1/update/root", "root of build A"); r.Code != 409 || !strings.Contains(r.Body, "root of build A is being received or written") {
+		t.Errorf("a second root upload: %d %s, want 409 naming the root being written", r.Code, r.Body)
 	}
 	if r := put("/api/v1/update/kernel", "kernel A"); r.Code != 409 {
 		t.Errorf("a kernel during the root: %d %s, want 409", r.Code, r.Body)
@@ -74,16 +74,15 @@ func TestUpdateOneAtATime(t *testing.T) {
 	if r := f.do(newRequest("POST", "/api/v1/update/testboot", "", auth)); r.Code != 409 {
 		t.Errorf("testboot during the root: %d %s, want 409", r.Code, r.Body)
 	}
-	close(release)
-	if r := <-first; r.Code != 200 {
-		t.Fatalf("root A: %d %s", r.Code, r.Body)
-	}
-
-	// B's manifest once A's root is written starts anew: B's root is
-	// not on the partition, so B's kernel does not get a test boot.
+	// B's manifest aborts A's write and starts anew: B's root is not on
+	// the partition, so B's kernel does not get a test boot.
 	if r := put("/api/v1/update/manifest", manifest("B", "root of build B", "kernel B")); r.Code != 200 {
-		t.Fatalf("manifest B after A's root: %d %s", r.Code, r.Body)
+		t.Fatalf("manifest B during A's root: %d %s, want A's write aborted and B accepted", r.Code, r.Body)
 	}
+	if r := <-first; r.Code == 200 {
+		t.Errorf("root A, aborted: %d %s", r.Code, r.Body)
+	}
+	close(release)
 	if r := put("/api/v1/update/kernel", "kernel B"); r.Code != 200 {
 		t.Fatalf("kernel B: %d %s", r.Code, r.Body)
 	}
@@ -168,5 +167,75 @@ func TestUpdateSecurityFloor(t *testing.T) {
 	os.WriteFile(g.FloorFile, []byte("x\n"), 0o644)
 	if r := put(manifest("b7", 7, 9), ""); r.Code == 200 || !strings.Contains(r.Body, "damaged") {
 		t.Errorf("a damaged floor: %d %s, want a refusal that says so", r.Code, r.Body)
+	}
+}
+
+// A client whose root upload stalls (its connection lost without a
+// close, as behind a NAT that forgot it) does not hold the box's updates
+// for the upload's half an hour: the next manifest aborts the read and is
+// taken at once.
+func TestUpdateManifestAbortsStalledUpload(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	sock, _ := fakeGokrazy(t)
+	f.srv.GokrazySocket = sock
+	key := testGate(t, f, "b1", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	ts := httptest.NewServer(f.srv.Handler())
+	defer ts.Close()
+	put := func(path string, body io.Reader, length int64) (int, string, error) {
+		req, err := http.NewRequest("PUT", ts.URL+path, body)
+		if err != nil {
+			return 0, "", err
+		}
+		req.ContentLength = length
+		req.Header.Set("Authorization", goodAuth)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), nil
+	}
+	manifest := func(id string) string {
+		signed, err := signature.Sign(key, signature.Manifest{BuildID: id, Built: time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC),
+			Root: signature.BlobOf(make([]byte, 4096)), Kernel: signature.BlobOf([]byte("kernel"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(signed)
+	}
+	if code, body, err := put("/api/v1/update/manifest", strings.NewReader(manifest("b2")), -1); err != nil || code != 200 {
+		t.Fatalf("manifest: %d %s %v", code, body, err)
+	}
+	// 100 bytes of the root, then nothing more.
+	stalled, w := io.Pipe()
+	defer w.Close()
+	go w.Write(make([]byte, 100))
+	first := make(chan string, 1)
+	go func() {
+		code, body, err := put("/api/v1/update/root", stalled, 4096)
+		first <- fmt.Sprint(code, " ", body, " ", err)
+	}()
+	// The upload holds the gate once its handler runs.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		f.srv.Updates.mu.Lock()
+		busy := f.srv.Updates.busy
+		f.srv.Updates.mu.Unlock()
+		if busy == "root" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the root upload did not start")
+		}
+	}
+	start := time.Now()
+	if code, body, err := put("/api/v1/update/manifest", strings.NewReader(manifest("b3")), -1); err != nil || code != 200 {
+		t.Fatalf("manifest after a stalled root: %d %s %v, want it taken", code, body, err)
+	}
+	if d := time.Since(start); d >= abortWait {
+		t.Errorf("the manifest waited %v, the whole of abortWait: the stalled read was not aborted", d)
+	}
+	if got := <-first; strings.HasPrefix(got, "200 ") {
+		t.Errorf("the stalled root: %s", got)
 	}
 }
