@@ -73,10 +73,12 @@ func TestSocketAndRing(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, ipc.LogSocket)
 	w := New("bypassd", Options{Socket: path})
+	// A daemon that starts before statusd: its first lines wait for the
+	// collector, and reach it once it is up, in order.
 	fmt.Fprintln(w, "before the collector")
 	fmt.Fprintln(w, "still before")
-	if s := w.Stats(); s.Missed != 2 {
-		t.Fatalf("missed %d lines with no collector, want 2", s.Missed)
+	if s := w.Stats(); s.Missed != 0 || s.Waiting != 2 {
+		t.Fatalf("with no collector: %+v, want 2 lines waiting and none missed", s)
 	}
 
 	c := &Collector{Lines: 5}
@@ -89,7 +91,10 @@ func TestSocketAndRing(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	waitFor(t, func() bool { fmt.Fprintln(w, "probe"); return len(c.Daemons(0)) == 1 })
+	waitFor(t, func() bool { d := c.Daemons(-1); return len(d) == 1 && len(d[0].Lines) == 2 })
+	if d := c.Daemons(-1)[0]; d.Lines[0].Text != "before the collector" || d.Lines[1].Text != "still before" || d.Missed != 0 {
+		t.Fatalf("the collector got %+v, want the two lines from before it ran", d)
+	}
 
 	for i := range 8 {
 		fmt.Fprintf(w, "line %d\n", i)
@@ -101,11 +106,8 @@ func TestSocketAndRing(t *testing.T) {
 		t.Fatalf("ring holds %+v, want lines 3 to 7", d.Lines)
 	}
 	s := w.Stats()
-	if d.Missed != s.Missed || d.Total+d.Missed != s.Lines {
-		t.Fatalf("collector: %d received, %d missed; writer: %+v", d.Total, d.Missed, s)
-	}
-	if d.Missed < 2 {
-		t.Fatalf("collector was told of %d missed lines, want the 2 before it ran", d.Missed)
+	if d.Missed != 0 || s.Missed != 0 || d.Total != s.Lines || s.Waiting != 0 {
+		t.Fatalf("collector: %d received, %d missed; writer: %+v; want every line", d.Total, d.Missed, s)
 	}
 	if got := c.Daemons(2)[0].Lines; len(got) != 2 || got[1].Text != "line 7" {
 		t.Fatalf("last 2 lines: %+v", got)
@@ -161,4 +163,32 @@ func sendRaw(t *testing.T, path string, b []byte) {
 func waitFor(t *testing.T, ok func() bool) {
 	t.Helper()
 	waitForLong(t, 5*time.Second, ok)
+}
+
+// Past MaxWaiting lines with no collector, the oldest are lost and
+// counted, and the collector is told how many on the first line it gets.
+func TestWaitingBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ipc.LogSocket)
+	w := New("forwarderd", Options{Socket: path})
+	for i := range MaxWaiting + 10 {
+		fmt.Fprintf(w, "line %d\n", i)
+	}
+	if s := w.Stats(); s.Missed != 10 || s.Waiting != MaxWaiting {
+		t.Fatalf("%+v, want 10 missed and %d waiting", s, MaxWaiting)
+	}
+	c := &Collector{Lines: 2 * MaxWaiting}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Serve(ctx, path) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitFor(t, func() bool { d := c.Daemons(-1); return len(d) == 1 && len(d[0].Lines) == MaxWaiting })
+	d := c.Daemons(-1)[0]
+	if d.Missed != 10 || d.Lines[0].Text != "line 10" || d.Lines[0].Missed != 10 || d.Lines[1].Missed != 0 {
+		t.Fatalf("collector: %d missed, first line %+v", d.Missed, d.Lines[0])
+	}
 }

@@ -61,17 +61,31 @@ type Writer struct {
 
 	mu         sync.Mutex
 	partial    []byte
-	missed     uint64 // lines not handed to the collector since the last one that was
+	missed     uint64 // lines lost to the collector since the last one it took
 	suppressed uint64 // lines kept off the console since the last one shown
 	stats      WriterStats
+	// waiting are lines the collector did not take (it was not up yet,
+	// as at boot, when statusd starts last, or its queue was full), sent
+	// again in order; flushing says a retry is under way.
+	waiting  []ipc.LogLine
+	flushing bool
 }
 
 // WriterStats count a Writer's lines since it was made.
 type WriterStats struct {
 	Lines      uint64 // lines written
-	Missed     uint64 // not handed to the collector
+	Missed     uint64 // lost to the collector: more were waiting than MaxWaiting
 	Suppressed uint64 // kept off the console by its rate
+	Waiting    int    // not taken by the collector yet, to be sent again
 }
+
+// MaxWaiting bounds the lines a Writer keeps for a collector that is not
+// up: a daemon's start, which an operator wants to read, and no more.
+// RetryEvery is how often it tries to hand them over.
+const (
+	MaxWaiting = 128
+	RetryEvery = 500 * time.Millisecond
+)
 
 // New makes the log output of the named daemon.
 func New(daemon string, opts Options) *Writer {
@@ -145,18 +159,44 @@ func (w *Writer) line(now time.Time, b []byte) {
 	if w.opts.Console != nil {
 		w.console(now, text)
 	}
-	l := ipc.LogLine{Daemon: w.daemon, PID: w.pid, Time: now, Text: text, Missed: w.missed}
+	l := ipc.LogLine{Daemon: w.daemon, PID: w.pid, Time: now, Text: text}
 	switch {
 	case w.opts.Local != nil:
 		w.opts.Local(l)
-		w.missed = 0
 	case w.sock != nil:
-		if w.sock.send(l) {
-			w.missed = 0
-		} else {
+		if len(w.waiting) == MaxWaiting {
+			w.waiting = w.waiting[1:]
 			w.missed++
 			w.stats.Missed++
 		}
+		w.waiting = append(w.waiting, l)
+		w.flush()
+	}
+}
+
+// flush sends the waiting lines in order until the collector takes no
+// more, and has them tried again later if any are left (w.mu held).
+func (w *Writer) flush() {
+	for len(w.waiting) > 0 {
+		l := w.waiting[0]
+		l.Missed = w.missed
+		if !w.sock.send(l) {
+			break
+		}
+		w.waiting, w.missed = w.waiting[1:], 0
+	}
+	if len(w.waiting) == 0 {
+		w.waiting = nil
+		return
+	}
+	if !w.flushing {
+		w.flushing = true
+		time.AfterFunc(RetryEvery, func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.flushing = false
+			w.flush()
+		})
 	}
 }
 
@@ -177,7 +217,9 @@ func (w *Writer) console(now time.Time, text string) {
 func (w *Writer) Stats() WriterStats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.stats
+	s := w.stats
+	s.Waiting = len(w.waiting)
+	return s
 }
 
 // dgram sends datagrams to a unix socket without connecting, so that a
