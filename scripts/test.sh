@@ -16,9 +16,10 @@ go test -race -count=1 -timeout 40m -parallel "$cores" "$@" $(go list ./... | gr
 
 # The boot tests run last, on their own: QEMU runs in software emulation
 # and their timings leave no room for the lab's traffic tests beside
-# them. One guest runs per core at once (vm/guests_test.go: each test
-# waits for a slot per guest; -parallel only lets the next tests build
-# their images meanwhile). Their waits follow the guests' pace
+# them. One guest runs per core at once (vm/guests_test.go): every test
+# starts at once (-parallel 64) and waits for a slot per guest, in the
+# order they ask, which puts the fleet test's long, mostly idle window
+# first. Their waits follow the guests' pace
 # (vm/pace.go); a test that fails anyway is run again once, alone, and
 # every such rerun is listed at the end, with its first failure.
 events=$(mktemp --suffix=.json)
@@ -28,6 +29,6 @@ for a in "$@"; do [ "$a" = -v ] && format=standard-verbose; done
 rc=0
 gotestsum --format "$format" --hide-summary=output --jsonfile "$events" \
   --rerun-fails=1 --rerun-fails-max-failures=4 --packages ./vm -- \
-  -race -count=1 -timeout 75m -parallel $((2 * cores)) "$@" || rc=$?
+  -race -count=1 -timeout 75m -parallel 64 "$@" || rc=$?
 go run ./internal/reruns "$events"
 exit $rc

@@ -61,11 +61,13 @@ func writeWindow(t *testing.T) time.Duration {
 func TestFleet(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
+	// First in line for the slots, before the other tests' images are
+	// built: the longer its window overlaps them, the shorter the run.
+	needGuests(t, 2)
 	window := writeWindow(t)
 	collector := syslogtest.Listen(t, "tcp")
 	logging := testImage(t, "fleet-logging", fleetConfig("ncpos-fleet-a", fmt.Sprintf("tcp://10.0.2.2:%d", collector.Addr.Port)))
 	quiet := testImage(t, "fleet-quiet", fleetConfig("ncpos-fleet-b", ""))
-	needGuests(t, 2)
 	a, serialA := boot(t, logging, false)
 	b, serialB := boot(t, quiet, false)
 
