@@ -80,9 +80,10 @@ func needGuests(t *testing.T, n int64) {
 	t.Cleanup(func() { guests.give(t) })
 }
 
-// idleGuests gives t's slots back while its guests sit idle (boxes left
-// to themselves but for a cable change now and then, whose writes a test
-// counts): other tests' guests run meanwhile. needGuests takes them again.
+// idleGuests gives t's slots back for the rest of the test, whose guests
+// sit idle from then on (boxes left to themselves but for a cable change
+// now and then, whose writes a test counts): other tests' guests run
+// meanwhile.
 func idleGuests(t *testing.T) { guests.give(t) }
 
 func TestGuestPool(t *testing.T) {
