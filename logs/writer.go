@@ -11,6 +11,7 @@ package logs
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -81,10 +82,12 @@ type WriterStats struct {
 
 // MaxWaiting bounds the lines a Writer keeps for a collector that is not
 // up: a daemon's start, which an operator wants to read, and no more.
-// RetryEvery is how often it tries to hand them over.
+// RetryEvery is how often it tries to hand them over to a collector that
+// is not there; one whose queue was full is tried again after RetryFull.
 const (
 	MaxWaiting = 128
 	RetryEvery = 500 * time.Millisecond
+	RetryFull  = 5 * time.Millisecond
 )
 
 // New makes the log output of the named daemon.
@@ -177,10 +180,14 @@ func (w *Writer) line(now time.Time, b []byte) {
 // flush sends the waiting lines in order until the collector takes no
 // more, and has them tried again later if any are left (w.mu held).
 func (w *Writer) flush() {
+	retry := RetryEvery
 	for len(w.waiting) > 0 {
 		l := w.waiting[0]
 		l.Missed = w.missed
-		if !w.sock.send(l) {
+		if err := w.sock.send(l); err != nil {
+			if errors.Is(err, unix.EAGAIN) {
+				retry = RetryFull // there, and reading
+			}
 			break
 		}
 		w.waiting, w.missed = w.waiting[1:], 0
@@ -191,7 +198,7 @@ func (w *Writer) flush() {
 	}
 	if !w.flushing {
 		w.flushing = true
-		time.AfterFunc(RetryEvery, func() {
+		time.AfterFunc(retry, func() {
 			w.mu.Lock()
 			defer w.mu.Unlock()
 			w.flushing = false
@@ -238,13 +245,13 @@ func newDgram(path string) *dgram {
 	return &dgram{fd: fd, addr: &unix.SockaddrUnix{Name: path}}
 }
 
-func (d *dgram) send(l ipc.LogLine) bool {
+func (d *dgram) send(l ipc.LogLine) error {
 	if d.fd < 0 {
-		return false
+		return errors.New("no socket")
 	}
 	b, err := json.Marshal(l)
 	if err != nil {
-		return false
+		return err
 	}
-	return unix.Sendto(d.fd, b, unix.MSG_DONTWAIT, d.addr) == nil
+	return unix.Sendto(d.fd, b, unix.MSG_DONTWAIT, d.addr)
 }
