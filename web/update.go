@@ -186,7 +186,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		}
 		ctx = upload
 		// Only this manifest's root, written whole, lets its test boot
-		// go on; a new manifest waits until then.
+		// go on; a new manifest aborts the upload and waits for it to end.
 		defer func() { release(rootWritten) }()
 		want := m.Root
 		if r.ContentLength < 0 {
