@@ -57,9 +57,12 @@ func requireQEMU(t *testing.T) {
 }
 
 // testImage builds (once) the image called name from configuration text
-// (nil: the embedded default) plus extra programs.
+// (nil: the embedded default) plus extra programs. The test takes its
+// guest slot first: images build while at most one guest per core runs
+// beside them, and the first tests in line get theirs first.
 func testImage(t *testing.T, name string, cfgText []byte, extra ...image.Program) string {
 	t.Helper()
+	needGuests(t, 1)
 	imgMu.Lock()
 	defer imgMu.Unlock()
 	if p, ok := images[name]; ok {
@@ -347,7 +350,9 @@ func TestBootLegacyBIOS(t *testing.T) {
 	}
 
 	// CF cards wear out: an idle appliance must not write to its boot disk.
-	// Let boot settle, then measure two idle minutes.
+	// Let boot settle, then measure two idle minutes, while other tests'
+	// guests run.
+	idleGuests(t)
 	settle := 60*time.Second - time.Duration(s.UptimeSeconds*float64(time.Second))
 	if settle > 0 {
 		time.Sleep(settle)

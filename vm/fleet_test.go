@@ -61,8 +61,8 @@ func writeWindow(t *testing.T) time.Duration {
 func TestFleet(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
-	// First in line for the slots, before the other tests' images are
-	// built: the longer its window overlaps them, the shorter the run.
+	// First in line for the slots (guestOrder): the longer its window
+	// overlaps the other tests, the shorter the run.
 	needGuests(t, 2)
 	window := writeWindow(t)
 	collector := syslogtest.Listen(t, "tcp")

@@ -1,116 +1,211 @@
 package vm
 
 import (
-	"context"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
-
-	"golang.org/x/sync/semaphore"
+	"time"
 )
 
 // Guests in software emulation starve each other when there are more of
 // them than cores: each test holds a slot per guest it runs, one slot per
-// core on the host, and waits for its slots before it boots. A test holds
-// its slots until it ends (a test that boots its disk again after a
-// reboot or an install still runs one guest at a time); a test that runs
-// two at once asks for two first.
+// core on the host, and waits for its slots before it builds its image
+// and boots. A test holds its slots until it ends (a test that boots its
+// disk again after a reboot or an install still runs one guest at a
+// time); a test that runs two at once asks for two first.
+//
+// The slots go to the waiting tests by rank, then in the order they
+// asked, and the first ones only once every test that started at the
+// same moment has had time to ask: the tests that hold their guests
+// longest boot first, so that none of them is left to run alone at the
+// end of the run while the other slot has nothing to do.
 type guestPool struct {
-	sem  *semaphore.Weighted
-	mu   sync.Mutex
-	held map[any]int64
+	mu      sync.Mutex
+	free    int64
+	held    map[any]int64
+	waiting []*guestWaiter
+	seq     int
+	gather  time.Duration
+	asked   bool // a test has asked: the pool opens after gather
+	opened  bool
 }
 
-func newGuestPool(slots int) *guestPool {
-	return &guestPool{sem: semaphore.NewWeighted(int64(slots)), held: map[any]int64{}}
+type guestWaiter struct {
+	key       any
+	n, need   int64
+	rank, seq int
+	granted   chan struct{}
 }
 
-// take waits until key holds n slots.
-func (p *guestPool) take(ctx context.Context, key any, n int64) error {
+func newGuestPool(slots int, gather time.Duration) *guestPool {
+	return &guestPool{free: int64(slots), held: map[any]int64{}, gather: gather}
+}
+
+// take waits until key holds n slots. Lower ranks go first.
+func (p *guestPool) take(key any, n int64, rank int) {
 	p.mu.Lock()
 	have := p.held[key]
-	p.mu.Unlock()
 	if have >= n {
-		return nil
+		p.mu.Unlock()
+		return
 	}
-	if err := p.sem.Acquire(ctx, n-have); err != nil {
-		return err
+	p.seq++
+	w := &guestWaiter{key: key, n: n, need: n - have, rank: rank, seq: p.seq, granted: make(chan struct{})}
+	p.waiting = append(p.waiting, w)
+	slices.SortStableFunc(p.waiting, func(a, b *guestWaiter) int {
+		if a.rank != b.rank {
+			return a.rank - b.rank
+		}
+		return a.seq - b.seq
+	})
+	if !p.asked {
+		p.asked = true
+		time.AfterFunc(p.gather, func() {
+			p.mu.Lock()
+			p.opened = true
+			p.grantLocked()
+			p.mu.Unlock()
+		})
 	}
-	p.mu.Lock()
-	p.held[key] = n
+	p.grantLocked()
 	p.mu.Unlock()
-	return nil
+	<-w.granted
 }
 
-// tryTake is take without waiting: false when the slots are not free.
-func (p *guestPool) tryTake(key any, n int64) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	have := p.held[key]
-	if have >= n {
-		return true
+// grantLocked hands free slots to the waiters in order. The first in
+// line is served first even when it needs more than is free: a test
+// that needs two slots is not overtaken for ever by tests needing one.
+func (p *guestPool) grantLocked() {
+	if !p.opened {
+		return
 	}
-	if !p.sem.TryAcquire(n - have) {
-		return false
+	for len(p.waiting) > 0 && p.waiting[0].need <= p.free {
+		w := p.waiting[0]
+		p.waiting = p.waiting[1:]
+		p.free -= w.need
+		p.held[w.key] = w.n
+		close(w.granted)
 	}
-	p.held[key] = n
-	return true
 }
 
 // give returns key's slots.
 func (p *guestPool) give(key any) {
 	p.mu.Lock()
-	n := p.held[key]
+	defer p.mu.Unlock()
+	p.free += p.held[key]
 	delete(p.held, key)
-	p.mu.Unlock()
-	if n > 0 {
-		p.sem.Release(n)
-	}
+	p.grantLocked()
 }
 
-// guests are the host's: one slot per core.
-var guests = newGuestPool(max(runtime.NumCPU(), 1))
+// guests are the host's: one slot per core. The tests that run in
+// parallel all start within a few milliseconds of each other.
+var guests = newGuestPool(max(runtime.NumCPU(), 1), 2*time.Second)
+
+// guestOrder ranks the boot tests by how long they hold their guests in
+// a CI run, longest first; tests not named go after them. The fleet test
+// goes first because it gives its two slots back for its long window.
+// A wrong order costs time, never a result.
+var guestOrder = []string{
+	"TestFleet",
+	"TestBootLegacyBIOS", // its guest sits idle after 30 s
+	"TestUpdateKernelPanicRollsBack",
+	"TestUpdateKilledInKernelWrite",
+	"TestUpdateAToB/uefi",
+	"TestUpdateAToB/bios",
+	"TestUpdateFallsBack",
+	"TestStatusdEndToEnd",
+	"TestInstallToInternalDisk",
+	"TestUpdateRefused",
+	"TestOverrideSurvivesRestartAndReboot",
+	"TestCablePullNoReset",
+	"TestSelfTestThroughCables",
+	"TestWatchdogResetsFrozenStatusd",
+	"TestWatchdogPlannedReboot",
+	"TestWatchdogResetsHungAppliance",
+	"TestNoWatchdogdNoReset",
+	"TestPermUnmountableNoReset",
+	"TestWatchdogHealthyNotReset",
+	"TestWireOnIntelPorts",
+	"TestAbsentPortsNoReset",
+	"TestBootUEFI",
+	"TestInstalledLoopDeviceBoots",
+}
+
+func guestRank(name string) int {
+	if i := slices.Index(guestOrder, name); i >= 0 {
+		return i
+	}
+	top, _, _ := strings.Cut(name, "/")
+	if i := slices.Index(guestOrder, top); i >= 0 {
+		return i
+	}
+	return len(guestOrder)
+}
 
 // needGuests waits until t holds n guest slots; they go back when t ends.
 func needGuests(t *testing.T, n int64) {
 	t.Helper()
-	if err := guests.take(context.Background(), t, n); err != nil {
-		t.Fatal(err)
+	asked := time.Now()
+	guests.mu.Lock()
+	have := guests.held[t]
+	guests.mu.Unlock()
+	if have >= n {
+		return
 	}
+	guests.take(t, n, guestRank(t.Name()))
+	t.Logf("%d guest slot(s) after waiting %v", n, time.Since(asked).Round(time.Second))
 	t.Cleanup(func() { guests.give(t) })
 }
 
 // idleGuests gives t's slots back for the rest of the test, whose guests
 // sit idle from then on (boxes left to themselves but for a cable change
-// now and then, whose writes a test counts): other tests' guests run
-// meanwhile.
+// now and then, or an idle box whose disk writes are counted): other
+// tests' guests run meanwhile.
 func idleGuests(t *testing.T) { guests.give(t) }
 
 func TestGuestPool(t *testing.T) {
-	p := newGuestPool(2)
-	for _, step := range []struct {
-		what string
-		ok   bool
-	}{
-		{"a takes both", p.tryTake("a", 2)},
-		{"b finds none", !p.tryTake("b", 1)},
-		{"a asking again holds what it has", p.tryTake("a", 1)},
-	} {
-		if !step.ok {
-			t.Fatal(step.what)
-		}
+	p := newGuestPool(2, 50*time.Millisecond)
+	order := make(chan string, 8)
+	ask := func(key string, n int64, rank int) {
+		go func() { p.take(key, n, rank); order <- key }()
 	}
-	p.give("a")
-	if !p.tryTake("b", 1) || !p.tryTake("b", 2) || p.tryTake("c", 1) {
-		t.Fatal("b could not take one slot and then a second, or c found one")
+	// Asked before the pool opens: served by rank, whatever the order
+	// they asked in.
+	ask("short", 1, 5)
+	time.Sleep(10 * time.Millisecond)
+	ask("long", 1, 1)
+	time.Sleep(10 * time.Millisecond)
+	ask("pair", 2, 0)
+	if got := <-order; got != "pair" {
+		t.Fatalf("%s was served first, want the pair of rank 0", got)
 	}
-	done := make(chan error)
-	go func() { done <- p.take(context.Background(), "c", 1) }()
-	p.give("b")
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	select {
+	case got := <-order:
+		t.Fatalf("%s was served while the pair held both slots", got)
+	case <-time.After(100 * time.Millisecond):
 	}
-	if p.tryTake("d", 2) {
-		t.Fatal("d took two slots while c held one")
+	p.give("pair")
+	if a, b := <-order, <-order; a != "long" || b != "short" {
+		t.Fatalf("served %s then %s, want long then short", a, b)
+	}
+	// A waiter needing two is not overtaken by one needing one.
+	ask("pair2", 2, 0)
+	time.Sleep(10 * time.Millisecond)
+	ask("one", 1, 9)
+	p.give("long")
+	select {
+	case got := <-order:
+		t.Fatalf("%s was served with one slot free and the pair first in line", got)
+	case <-time.After(100 * time.Millisecond):
+	}
+	p.give("short")
+	if got := <-order; got != "pair2" {
+		t.Fatalf("%s was served, want pair2", got)
+	}
+	p.give("pair2")
+	if got := <-order; got != "one" {
+		t.Fatalf("%s was served, want one", got)
 	}
 }
