@@ -55,8 +55,8 @@ func writeWindow(t *testing.T) time.Duration {
 // each guest writes to its boot disk: the box that ships its lines to
 // syslog over TCP must write no more than the one that does not.
 //
-// Its two guests hold two guest slots while they boot and settle; over
-// the window, where they sit idle but for a cable change every 15 s,
+// Its two guests hold two guest slots while they boot; from then on,
+// where they settle and then sit idle but for a cable change every 15 s,
 // other tests' guests run beside them.
 func TestFleet(t *testing.T) {
 	requireQEMU(t)
@@ -89,7 +89,10 @@ func TestFleet(t *testing.T) {
 		}
 	}
 
-	// The window opens once both boxes have settled after boot.
+	// The boxes are left to themselves from now on but for a cable change
+	// every 15 s: other tests' guests may run meanwhile. The window opens
+	// once both boxes have settled after boot.
+	idleGuests(t)
 	time.Sleep(30 * time.Second)
 	type count struct{ bytes, ops uint64 }
 	read := func(v *VM) count {
@@ -99,9 +102,6 @@ func TestFleet(t *testing.T) {
 		}
 		return count{by, ops}
 	}
-	// The boxes are left to themselves but for a cable change every 15 s:
-	// other tests' guests may run meanwhile.
-	idleGuests(t)
 	startA, startB := read(a), read(b)
 	linesBefore := len(collector.All())
 	daemonLines := regexp.MustCompile(`ncpos-fleet-a (bypassd|statusd) \d+ log - `)

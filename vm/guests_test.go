@@ -166,46 +166,53 @@ func needGuests(t *testing.T, n int64) {
 func idleGuests(t *testing.T) { guests.give(t) }
 
 func TestGuestPool(t *testing.T) {
-	p := newGuestPool(2, 50*time.Millisecond)
 	order := make(chan string, 8)
-	ask := func(key string, n int64, rank int) {
+	ask := func(p *guestPool, key string, n int64, rank int) {
 		go func() { p.take(key, n, rank); order <- key }()
+		time.Sleep(10 * time.Millisecond)
+	}
+	want := func(key string) {
+		t.Helper()
+		select {
+		case got := <-order:
+			if got != key {
+				t.Fatalf("%s was served, want %s", got, key)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("nobody was served, want %s", key)
+		}
+	}
+	none := func(why string) {
+		t.Helper()
+		select {
+		case got := <-order:
+			t.Fatalf("%s was served %s", got, why)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	// Asked before the pool opens: served by rank, whatever the order
 	// they asked in.
-	ask("short", 1, 5)
-	time.Sleep(10 * time.Millisecond)
-	ask("long", 1, 1)
-	time.Sleep(10 * time.Millisecond)
-	ask("pair", 2, 0)
-	if got := <-order; got != "pair" {
-		t.Fatalf("%s was served first, want the pair of rank 0", got)
-	}
-	select {
-	case got := <-order:
-		t.Fatalf("%s was served while the pair held both slots", got)
-	case <-time.After(100 * time.Millisecond):
-	}
-	p.give("pair")
-	if a, b := <-order, <-order; a != "long" || b != "short" {
-		t.Fatalf("served %s then %s, want long then short", a, b)
-	}
-	// A waiter needing two is not overtaken by one needing one.
-	ask("pair2", 2, 0)
-	time.Sleep(10 * time.Millisecond)
-	ask("one", 1, 9)
+	p := newGuestPool(1, 100*time.Millisecond)
+	ask(p, "short", 1, 5)
+	ask(p, "long", 1, 1)
+	ask(p, "first", 1, 0)
+	want("first")
+	none("while first held the only slot")
+	p.give("first")
+	want("long")
 	p.give("long")
-	select {
-	case got := <-order:
-		t.Fatalf("%s was served with one slot free and the pair first in line", got)
-	case <-time.After(100 * time.Millisecond):
-	}
-	p.give("short")
-	if got := <-order; got != "pair2" {
-		t.Fatalf("%s was served, want pair2", got)
-	}
-	p.give("pair2")
-	if got := <-order; got != "one" {
-		t.Fatalf("%s was served, want one", got)
-	}
+	want("short")
+
+	// A waiter needing two is not overtaken by one needing one.
+	p = newGuestPool(2, 10*time.Millisecond)
+	ask(p, "a", 1, 0)
+	want("a")
+	ask(p, "pair", 2, 0)
+	ask(p, "one", 1, 9)
+	none("with one slot free and the pair first in line")
+	p.give("a")
+	want("pair")
+	none("while the pair held both slots")
+	p.give("pair")
+	want("one")
 }
