@@ -516,6 +516,8 @@ func TestStatusdEndToEnd(t *testing.T) {
 
 	t.Run("management plane", func(t *testing.T) {
 		// Plain HTTP only redirects, and takes nothing that changes state.
+		// Behind QEMU's port forward the redirect keeps the host's port,
+		// which leads to the plain port, and that speaks HTTPS too.
 		noFollow := &http.Client{Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		plain := fmt.Sprintf("http://127.0.0.1:%d/", v.Options.HTTPPort)
 		resp, err := noFollow.Get(plain + "api/v1/status")
@@ -523,8 +525,19 @@ func TestStatusdEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != 301 || !strings.HasPrefix(resp.Header.Get("Location"), "https://127.0.0.1/api/v1/status") {
-			t.Fatalf("plain HTTP = %s, Location %q, want a redirect to HTTPS", resp.Status, resp.Header.Get("Location"))
+		want := fmt.Sprintf("https://127.0.0.1:%d/api/v1/status", v.Options.HTTPPort)
+		if resp.StatusCode != 301 || resp.Header.Get("Location") != want {
+			t.Fatalf("plain HTTP = %s, Location %q, want a redirect to %s", resp.Status, resp.Header.Get("Location"), want)
+		}
+		resp, err = readAPI(v.Client(time.Minute), want)
+		if err != nil {
+			t.Fatalf("following the redirect: %v", err)
+		}
+		var redirected web.Snapshot
+		err = json.NewDecoder(resp.Body).Decode(&redirected)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || err != nil || resp.TLS == nil || redirected.Control.TLS == nil {
+			t.Fatalf("following the redirect: %s over TLS %v, %v, control.tls %+v", resp.Status, resp.TLS != nil, err, redirected.Control.TLS)
 		}
 		resp, err = noFollow.Post(plain+"api/v1/control/reboot", "application/json", strings.NewReader(`{"reason":"clear"}`))
 		if err != nil {

@@ -159,6 +159,9 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
+	if pc, ok := c.(*peekedConn); ok {
+		c = pc.Conn
+	}
 	if lc, ok := c.(*limitedConn); ok {
 		return context.WithValue(ctx, connKey{}, lc)
 	}

@@ -23,31 +23,60 @@ import (
 // on the network until ctx is done.
 func ServeOnInterface(ctx context.Context, ifname string, port int, h http.Handler, poll time.Duration) error {
 	lim := DefaultLimits
-	return serveOnInterface(ctx, ifname, newConnLimiter(lim).wrap, []endpoint{{port: port, newServer: func() *http.Server { return lim.httpServer(h) }}}, poll)
+	return serveOnInterface(ctx, ifname, newConnLimiter(lim).wrap, []endpoint{plainEndpoint(port, func() *http.Server { return lim.httpServer(h) })}, poll)
 }
 
 // Serve serves the dashboard and API like ServeOnInterface, with the
 // server's limits on every listener together: over HTTPS on port when the
-// server has a TLS identity, and then plain HTTP on httpPort (0: none)
-// only to redirect to it.
+// server has a TLS identity, and then on httpPort (0: none) plain HTTP
+// only to redirect to HTTPS, which that port speaks too (plainAndTLS).
 func (s *Server) Serve(ctx context.Context, ifname string, port, httpPort int, poll time.Duration) error {
 	h, g := s.Handler(), s.guard()
 	if s.TLS == nil {
-		return serveOnInterface(ctx, ifname, g.conns.wrap, []endpoint{{port: port, newServer: func() *http.Server { return g.lim.httpServer(h) }}}, poll)
+		return serveOnInterface(ctx, ifname, g.conns.wrap, []endpoint{plainEndpoint(port, func() *http.Server { return g.lim.httpServer(h) })}, poll)
 	}
-	eps := []endpoint{{port: port, tls: true, newServer: func() *http.Server { return s.httpsServer(h) }}}
+	eps := []endpoint{{port: port, tls: true, scheme: "https", start: func(ln net.Listener) server {
+		hs := s.httpsServer(h)
+		go func() { logServe(ln.Addr(), hs.ServeTLS(ln, "", "")) }()
+		return hs
+	}}}
 	if httpPort != 0 {
 		redirect := s.redirectHandler(port)
-		eps = append(eps, endpoint{port: httpPort, newServer: func() *http.Server { return g.lim.httpServer(redirect) }})
+		eps = append(eps, endpoint{port: httpPort, scheme: "http and https", start: func(ln net.Listener) server {
+			return serveSplit(ln, s.httpsServer(h), g.lim.httpServer(redirect), g.lim.ReadHeaderTimeout)
+		}})
 	}
 	return serveOnInterface(ctx, ifname, g.conns.wrap, eps, poll)
 }
 
 // endpoint is one port served on every management address.
 type endpoint struct {
-	port      int
-	tls       bool
-	newServer func() *http.Server
+	port   int
+	tls    bool   // only TLS: a connection over the limit is closed without a word
+	scheme string // for the log
+	start  func(net.Listener) server
+}
+
+// server is what serves one endpoint on one address.
+type server interface {
+	Shutdown(context.Context) error
+	Close() error
+}
+
+// plainEndpoint serves plain HTTP with a new server from newServer on
+// each address.
+func plainEndpoint(port int, newServer func() *http.Server) endpoint {
+	return endpoint{port: port, scheme: "http", start: func(ln net.Listener) server {
+		hs := newServer()
+		go func() { logServe(ln.Addr(), hs.Serve(ln)) }()
+		return hs
+	}}
+}
+
+func logServe(addr net.Addr, err error) {
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Printf("statusd: %s: %v", addr, err)
+	}
 }
 
 func serveOnInterface(ctx context.Context, ifname string, wrap func(net.Listener, bool) net.Listener, eps []endpoint, poll time.Duration) error {
@@ -56,7 +85,7 @@ func serveOnInterface(ctx context.Context, ifname string, wrap func(net.Listener
 		<-ctx.Done()
 		return nil
 	}
-	servers := map[string]*http.Server{}
+	servers := map[string]server{}
 	defer func() {
 		// Let answers in flight finish (a reboot request's 202 races
 		// gokrazy's SIGTERM), but not for long.
@@ -97,22 +126,8 @@ func serveOnInterface(ctx context.Context, ifname string, wrap func(net.Listener
 				log.Printf("statusd: %v", err)
 				continue
 			}
-			s := ep.newServer()
-			ln = wrap(ln, ep.tls)
-			servers[addr] = s
-			scheme := map[bool]string{false: "http", true: "https"}[ep.tls]
-			log.Printf("statusd: serving on %s://%s/", scheme, addr)
-			go func() {
-				var err error
-				if ep.tls {
-					err = s.ServeTLS(ln, "", "")
-				} else {
-					err = s.Serve(ln)
-				}
-				if err != nil && !errors.Is(err, http.ErrServerClosed) {
-					log.Printf("statusd: %s: %v", addr, err)
-				}
-			}()
+			servers[addr] = ep.start(wrap(ln, ep.tls))
+			log.Printf("statusd: serving %s on %s", ep.scheme, addr)
 		}
 		select {
 		case <-ctx.Done():

@@ -34,11 +34,19 @@ func (s *Server) redirectHandler(httpsPort int) http.Handler {
 // address is sent to the same page over HTTPS. Nothing is served in the
 // clear, and a request that would change something is refused rather
 // than redirected, so that no client learns to send it in the clear.
+//
+// A client that named a port other than 80 is sent to that same port,
+// which speaks HTTPS too (plainAndTLS): it may have reached the box
+// through a port forward, whose outside port for the HTTPS port the box
+// cannot know. Otherwise it goes to httpsPort.
 func redirectToHTTPS(httpsPort int) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := r.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
+		host, port := r.Host, httpsPort
+		if h, p, err := net.SplitHostPort(host); err == nil {
 			host = h
+			if n, err := strconv.Atoi(p); err == nil && n > 0 && n <= 65535 && n != 80 {
+				port = n
+			}
 		}
 		host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
 		if strings.Contains(host, ":") {
@@ -48,8 +56,8 @@ func redirectToHTTPS(httpsPort int) http.Handler {
 			apiError(w, http.StatusBadRequest, "this box serves only HTTPS: request https://<its address>/ with a Host header")
 			return
 		}
-		if httpsPort != 443 {
-			host += ":" + strconv.Itoa(httpsPort)
+		if port != 443 {
+			host += ":" + strconv.Itoa(port)
 		}
 		target := "https://" + host + r.URL.RequestURI()
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {

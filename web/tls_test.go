@@ -2,11 +2,14 @@ package web
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,7 +114,10 @@ func TestPlainHTTPRedirects(t *testing.T) {
 		location, body     string
 	}{
 		{"GET", "appliance.test", "/api/v1/status?history=5", 301, "https://appliance.test:8443/api/v1/status?history=5", ""},
-		{"GET", "127.0.0.1:8080", "/", 301, "https://127.0.0.1:8443/", ""},
+		{"GET", "127.0.0.1:8488", "/", 301, "https://127.0.0.1:8488/", ""},
+		{"GET", "127.0.0.1:80", "/", 301, "https://127.0.0.1:8443/", ""},
+		{"GET", "appliance.test:443", "/", 301, "https://appliance.test/", ""},
+		{"GET", "127.0.0.1:99999", "/", 301, "https://127.0.0.1:8443/", ""},
 		{"HEAD", "[::1]:80", "/metrics", 301, "https://[::1]:8443/metrics", ""},
 		{"GET", "[::1]", "/", 301, "https://[::1]:8443/", ""},
 		{"POST", "appliance.test", "/api/v1/control/reboot", 403, "", "takes no requests over plain HTTP"},
@@ -134,5 +140,64 @@ func TestPlainHTTPRedirects(t *testing.T) {
 	f.srv.redirectHandler(443).ServeHTTP(rec, r)
 	if got := rec.Header().Get("Location"); got != "https://appliance.test/" {
 		t.Errorf("redirect to the default port: %q", got)
+	}
+}
+
+// The plain HTTP port sends a browser to its own port when the browser
+// named one (a port forward), and speaks HTTPS there too: following the
+// redirect reaches the box. A client that sends nothing is closed.
+func TestPlainPortSpeaksTLS(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	id, err := boxtls.Ensure(t.TempDir(), "fw1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv.TLS = id
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := f.srv.guard()
+	p := serveSplit(g.conns.wrap(ln, false), f.srv.httpsServer(f.srv.Handler()), g.lim.httpServer(f.srv.redirectHandler(443)), 300*time.Millisecond)
+	t.Cleanup(func() { p.Close() })
+	addr := ln.Addr().String()
+
+	pin := &boxtls.Pin{Box: "fw1", Given: id.Fingerprint}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: pin.TLSConfig()}}
+	var hops []string
+	c.CheckRedirect = func(r *http.Request, via []*http.Request) error {
+		hops = append(hops, r.URL.String())
+		return nil
+	}
+	resp, err := c.Get("http://" + addr + "/api/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var snap Snapshot
+	if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"https://" + addr + "/api/v1/status"}; !slices.Equal(hops, want) || resp.TLS == nil || snap.Control.TLS == nil {
+		t.Fatalf("redirected to %q (want %q), TLS %v, control.tls %+v", hops, want, resp.TLS != nil, snap.Control.TLS)
+	}
+
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	silent.SetDeadline(time.Now().Add(5 * time.Second))
+	if n, err := silent.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Fatalf("a client that sent nothing: read %d bytes, %v, want it closed", n, err)
+	}
+	if resp, err := c.Get("https://" + addr + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("after a silent client: %v %v", resp, err)
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		t.Fatal("the port still takes connections after shutdown")
 	}
 }
