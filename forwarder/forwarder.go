@@ -46,7 +46,8 @@ type Options struct {
 	// SweepInterval is how often the flow table is swept (5s).
 	SweepInterval time.Duration
 	// ProgressWindow is how long frames may enter a segment without any
-	// leaving it before the forwarder reports itself unhealthy (3s).
+	// leaving it before the forwarder reports itself unhealthy (3s, at
+	// least two Intervals).
 	ProgressWindow time.Duration
 	// Logf receives notable events; log.Printf when nil.
 	Logf func(format string, args ...any)
@@ -85,6 +86,11 @@ func (o *Options) setDefaults() error {
 	}
 	if o.ProgressWindow <= 0 {
 		o.ProgressWindow = 3 * time.Second
+	}
+	if o.ProgressWindow < 2*o.Interval {
+		// A stall verdict leaves out the newest interval's frames, so a
+		// window needs at least two.
+		return fmt.Errorf("forwarder: progress window %v is shorter than two sampling intervals (%v)", o.ProgressWindow, o.Interval)
 	}
 	if o.Logf == nil {
 		o.Logf = log.Printf

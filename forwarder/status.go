@@ -195,15 +195,30 @@ func (f *Forwarder) check(now time.Time) (health.Liveness, []health.Condition) {
 	return health.Live(f.heartbeat, problems...), f.conds.Update(now, conds)
 }
 
-// progressProblems finds directions where frames entered a port during the
-// window but none left its peer: the peer's transmit is stalled. Under
-// overload some frames are lost, which is not a stall; only "none at all"
-// is.
+// progressProblems finds directions where frames were handed on from a
+// port during the window but none left its peer: the peer's transmit is
+// stalled. Under overload some frames are lost, which is not a stall; only
+// "none at all" is.
+//
+// Both sides count the same frames. What entered is what the datapath
+// handed on, less frames no working peer would send either: those longer
+// than its MTU allows, which the kernel refuses after the program, and
+// malformed frames, as a NIC that parses headers on transmit may drop a
+// frame whose headers are cut off without counting it (QEMU's 82574L
+// does). Such frames prove nothing about the peer's queue.
+//
+// And both sides are read at the same moments, though a driver counts a
+// frame as sent some time after it took it: some refresh their counters
+// from the hardware periodically, and virtio-net counts a frame only when
+// it reclaims the buffer, at its next transmit. So a frame handed on after
+// the second-newest sample is not yet expected in the peer's counter, and
+// frames must have been handed on in at least two sampling intervals: the
+// second transmit makes such a driver count the first.
 func progressProblems(ports []*port, history []sample, window time.Duration) []health.Condition {
 	if len(history) < 2 {
 		return nil
 	}
-	first, last := history[0], history[len(history)-1]
+	first, seen, last := history[0], history[len(history)-2], history[len(history)-1]
 	if last.at.Sub(first.at) < window {
 		return nil
 	}
@@ -212,16 +227,37 @@ func progressProblems(ports []*port, history []sample, window time.Duration) []h
 		if i >= len(first.ports) || p.peer.index >= len(first.links) {
 			continue
 		}
-		in := last.ports[i].Passed - first.ports[i].Passed
+		in := stallEvidence(&seen.ports[i]) - stallEvidence(&first.ports[i])
 		out0, out1 := first.links[p.peer.index].txPackets, last.links[p.peer.index].txPackets
 		if out1 < out0 {
 			continue // the driver reset its counters: no verdict this window
 		}
-		if in > 0 && out1 == out0 {
+		if in > 0 && out1 == out0 && intervalsWith(history[:len(history)-1], i) >= 2 {
 			out = append(out, health.Condition{Kind: health.TxStalled, Segment: p.segment.Name, Port: p.peer.label,
 				Detail: fmt.Sprintf("%d frames entered %s in the last %v, none left %s",
 					in, p.label, last.at.Sub(first.at).Round(time.Second), p.peer.label)})
 		}
 	}
 	return out
+}
+
+// intervalsWith counts the intervals between samples in which port i
+// handed frames on that its peer must count.
+func intervalsWith(history []sample, i int) int {
+	n := 0
+	for k := 1; k < len(history); k++ {
+		if stallEvidence(&history[k].ports[i]) > stallEvidence(&history[k-1].ports[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+// stallEvidence is what a port handed on that a working peer must count
+// as sent. Frames the peer's driver refused (xmit_dropped, a full ring)
+// stay in: a driver that takes no frame is as stalled as one that sends
+// none. Malformed frames the datapath dropped are subtracted too, so it
+// may undercount, never overcount.
+func stallEvidence(c *portCounters) int64 {
+	return int64(c.Passed) - int64(c.Malformed) - int64(c.Drops[dropRedirectTooBig])
 }

@@ -26,16 +26,44 @@ func TestProgressProblems(t *testing.T) {
 			links: []linkStats{{txPackets: txA}, {txPackets: txB}},
 		}
 	}
+	// malformed marks n of port A's passed frames malformed.
+	malformed := func(s sample, n uint64) sample {
+		s.ports = []portCounters{s.ports[0], s.ports[1]}
+		s.ports[0].Malformed = n
+		return s
+	}
+	// refused counts n of port A's passed frames as refused after the
+	// program, for a reason.
+	refused := func(s sample, reason int, n uint64) sample {
+		s.ports = []portCounters{s.ports[0], s.ports[1]}
+		s.ports[0].Drops[reason] = n
+		return s
+	}
 	tests := []struct {
 		name    string
 		history []sample
 		want    string
 	}{
 		{"idle", []sample{mk(0, 0, 0, 0, 0), mk(3, 0, 0, 0, 0)}, ""},
-		{"flowing", []sample{mk(0, 10, 0, 0, 10), mk(3, 500, 0, 0, 500)}, ""},
-		{"lossy but moving", []sample{mk(0, 10, 0, 0, 10), mk(3, 500, 0, 0, 20)}, ""},
-		{"stuck a to b", []sample{mk(0, 10, 0, 0, 10), mk(3, 500, 0, 0, 10)}, "490 frames entered LAN1 in the last 3s, none left LAN2"},
-		{"stuck b to a", []sample{mk(0, 0, 0, 0, 0), mk(3, 0, 7, 0, 0)}, "7 frames entered LAN2"},
+		{"flowing", []sample{mk(0, 10, 0, 0, 10), mk(1, 200, 0, 0, 200), mk(2, 300, 0, 0, 300), mk(3, 500, 0, 0, 500)}, ""},
+		{"lossy but moving", []sample{mk(0, 10, 0, 0, 10), mk(1, 200, 0, 0, 15), mk(2, 300, 0, 0, 20), mk(3, 500, 0, 0, 20)}, ""},
+		{"stuck a to b", []sample{mk(0, 10, 0, 0, 10), mk(1, 200, 0, 0, 10), mk(2, 500, 0, 0, 10), mk(3, 600, 0, 0, 10)}, "490 frames entered LAN1 in the last 3s, none left LAN2"},
+		{"stuck b to a", []sample{mk(0, 0, 0, 0, 0), mk(1, 0, 3, 0, 0), mk(2, 0, 7, 0, 0), mk(3, 0, 7, 0, 0)}, "7 frames entered LAN2"},
+		// virtio-net counts a frame sent when it reclaims its buffer, at
+		// its next transmit: the last frames of a burst wait for the next.
+		{"one burst, then nothing", []sample{mk(0, 10, 0, 0, 10), mk(1, 16, 0, 0, 10), mk(2, 16, 0, 0, 10), mk(3, 16, 0, 0, 10)}, ""},
+		// Frames handed on since the second-newest sample may not be in
+		// the peer's counter yet.
+		{"entered in the last interval only", []sample{mk(0, 10, 0, 0, 10), mk(2, 10, 0, 0, 10), mk(3, 29, 0, 0, 10)}, ""},
+		{"two samples only", []sample{mk(0, 10, 0, 0, 10), mk(3, 500, 0, 0, 10)}, ""},
+		// QEMU's 82574L drops a frame whose IPv4 options are cut off on
+		// transmit and counts nothing: not a stall.
+		{"only malformed frames", []sample{malformed(mk(0, 10, 0, 0, 10), 0), malformed(mk(1, 20, 0, 0, 10), 10), malformed(mk(2, 29, 0, 0, 10), 19), malformed(mk(4, 29, 0, 0, 10), 19)}, ""},
+		{"malformed and well-formed", []sample{malformed(mk(0, 10, 0, 0, 10), 0), malformed(mk(1, 25, 0, 0, 10), 10), malformed(mk(2, 39, 0, 0, 10), 19), malformed(mk(4, 39, 0, 0, 10), 19)}, "10 frames entered LAN1 in the last 4s"},
+		// Frames longer than the peer's MTU are drops, not a stall; a
+		// peer's driver that takes no frame at all is stalled.
+		{"too big for the peer", []sample{refused(mk(0, 10, 0, 0, 10), dropRedirectTooBig, 0), refused(mk(1, 20, 0, 0, 10), dropRedirectTooBig, 10), refused(mk(2, 30, 0, 0, 10), dropRedirectTooBig, 20), refused(mk(3, 30, 0, 0, 10), dropRedirectTooBig, 20)}, ""},
+		{"the peer's driver takes none", []sample{refused(mk(0, 10, 0, 0, 10), dropXmit, 0), refused(mk(1, 20, 0, 0, 10), dropXmit, 10), refused(mk(2, 30, 0, 0, 10), dropXmit, 20), refused(mk(3, 30, 0, 0, 10), dropXmit, 20)}, "20 frames entered LAN1"},
 		{"window not yet covered", []sample{mk(0, 10, 0, 0, 10), mk(2, 500, 0, 0, 10)}, ""},
 		{"one sample", []sample{mk(0, 10, 0, 0, 10)}, ""},
 	}
@@ -124,5 +152,18 @@ func TestAccountLost(t *testing.T) {
 			t.Errorf("step %d: lost %v, want [0 %d]", i, s.lost, st.wantLostB)
 		}
 		prev = s
+	}
+}
+
+// TestProgressWindowTooShort: a stall verdict leaves out the newest
+// interval, so a window of less than two intervals could never give one.
+func TestProgressWindowTooShort(t *testing.T) {
+	o := Options{Interval: time.Second, ProgressWindow: 1500 * time.Millisecond}
+	if err := o.setDefaults(); err == nil || !strings.Contains(err.Error(), "shorter than two sampling intervals") {
+		t.Errorf("window 1.5s, interval 1s: error %v, want one naming the window", err)
+	}
+	o = Options{Interval: time.Second, ProgressWindow: 2 * time.Second}
+	if err := o.setDefaults(); err != nil && strings.Contains(err.Error(), "progress window") {
+		t.Errorf("window 2s, interval 1s: %v", err)
 	}
 }
