@@ -64,9 +64,10 @@ func (c cable) send(f []byte) error {
 // hardware while offload is on) and LAN4 as virtio, each cabled to a
 // UDP socket of the test: seg1 pairs two e1000e, seg2 an e1000e with a
 // virtio port. Every frame a cable carries crosses both segments both ways
-// bit for bit, the ports' settings are as forwarderd set them, and an
-// attacker on LAN1 gets no answer while the box boots, while it forwards
-// and after forwarderd is killed.
+// bit for bit, the ports' settings are as forwarderd set them, bursts and
+// frames the 82574L drops on transmit raise no tx_stalled while stopping
+// LAN2's transmit unit does, and an attacker on LAN1 gets no answer while
+// the box boots, while it forwards and after forwarderd is killed.
 func TestWireOnIntelPorts(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
@@ -122,6 +123,13 @@ func TestWireOnIntelPorts(t *testing.T) {
 		}
 		t.Logf("LAN%d to LAN%d: %d of %d frames arrived", dir[0]+1, dir[1]+1, min(len(got), len(sent)), len(sent))
 	}
+
+	checkNoFalseStall(t, v, cables[0], cables[1])
+	lan2 := slices.IndexFunc(ports.Ports, func(p web.Port) bool { return p.Name == "LAN2" })
+	if lan2 < 0 {
+		t.Fatalf("no LAN2 among the ports: %+v", ports.Ports)
+	}
+	checkRealStall(t, v, cables[0], &ports.Ports[lan2])
 
 	resp, err := http.Post(hangctlURL(v)+"kill?daemon=forwarderd", "", nil)
 	if err != nil {

@@ -8,6 +8,8 @@
 //	POST /cont?daemon=forwarderd    SIGCONT them
 //	POST /term?daemon=bypassd       SIGTERM them (gokrazy starts them again)
 //	POST /kill?daemon=forwarderd    SIGKILL them (gokrazy starts them again)
+//	POST /txoff?port=eth4           stop an 82574L port's transmit unit
+//	POST /txon?port=eth4            start it again
 package main
 
 import (
@@ -69,5 +71,7 @@ func main() {
 	mux.HandleFunc("POST /cont", signalHandler(syscall.SIGCONT))
 	mux.HandleFunc("POST /term", signalHandler(syscall.SIGTERM)) // gokrazy restarts the daemon
 	mux.HandleFunc("POST /kill", signalHandler(syscall.SIGKILL))
+	mux.HandleFunc("POST /txoff", txHandler(false))
+	mux.HandleFunc("POST /txon", txHandler(true))
 	log.Fatal(http.ListenAndServe(*addr, mux))
 }
