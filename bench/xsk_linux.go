@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/bench/xdptraffic"
+	"github.com/ncpos/ncpos/internal/xsk"
 )
 
 // The generator and the analyzer are AF_XDP sockets (github.com/asavie/xdp)
@@ -46,15 +47,8 @@ var analyzerOptions = xdp.SocketOptions{
 	TxRingNumDescs:         64,
 }
 
-// xskBindMu guards xdp.DefaultSocketFlags, asavie's global.
-var xskBindMu sync.Mutex
-
 func newXSK(ifindex int, o *xdp.SocketOptions) (*xdp.Socket, error) {
-	xskBindMu.Lock()
-	defer xskBindMu.Unlock()
-	xdp.DefaultSocketFlags = unix.XDP_COPY // veth has no zero-copy
-	defer func() { xdp.DefaultSocketFlags = 0 }()
-	return xdp.NewSocket(ifindex, 0, o)
+	return xsk.Bind(ifindex, 0, unix.XDP_COPY, o) // veth has no zero-copy
 }
 
 // generator sends one stream from an AF_XDP socket: every port that can

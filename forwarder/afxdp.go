@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/forwarder/bpf"
+	"github.com/ncpos/ncpos/internal/xsk"
 )
 
 // afxdpEngine forwards in userspace. Per port, an instance of port_xsk
@@ -86,9 +87,6 @@ func fillAll(s *xdp.Socket) {
 	s.Fill(descs)
 }
 
-// afxdpBindMu guards xdp.DefaultSocketFlags, the library's global.
-var afxdpBindMu sync.Mutex
-
 // newXSK binds a socket to queue q of ifindex, zero-copy if the driver
 // allows it, copy mode otherwise. A queue stays busy for a moment after its
 // previous socket's process died (the kernel releases it asynchronously),
@@ -107,16 +105,12 @@ func newXSK(ifindex, q int) (*xdp.Socket, string, error) {
 }
 
 func bindXSK(ifindex, q int) (*xdp.Socket, string, error) {
-	afxdpBindMu.Lock()
-	defer afxdpBindMu.Unlock()
-	defer func() { xdp.DefaultSocketFlags = 0 }()
 	var errs []error
 	for _, try := range []struct {
 		flags uint16
 		name  string
 	}{{unix.XDP_ZEROCOPY, "zerocopy"}, {unix.XDP_COPY, "copy"}} {
-		xdp.DefaultSocketFlags = try.flags
-		s, err := xdp.NewSocket(ifindex, q, &afxdpSocketOptions)
+		s, err := xsk.Bind(ifindex, q, try.flags, &afxdpSocketOptions)
 		if err == nil {
 			return s, try.name, nil
 		}
