@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/internal/frames"
+	"github.com/ncpos/ncpos/internal/procs"
 )
 
 // overload measures load curves at one frame size, each datapath with the
@@ -241,18 +240,13 @@ func spinFor(target, flat float64, measured []point) (uint32, bool) {
 // be measured, not the datapath).
 func pinNAPIThreads(prefix string, cpu int) {
 	prefix = prefix[:min(len(prefix), 15)]
-	entries, _ := os.ReadDir("/proc")
 	var set unix.CPUSet
 	set.Set(cpu)
-	for _, e := range entries {
-		var pid int
-		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err == nil && strings.HasPrefix(strings.TrimSpace(string(comm)), prefix) {
-			unix.SchedSetaffinity(pid, &set)
-			unix.SchedSetAttr(pid, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 50}, 0)
+	ps, _ := procs.Proc.List()
+	for _, p := range ps {
+		if strings.HasPrefix(p.Name, prefix) {
+			unix.SchedSetaffinity(p.PID, &set)
+			unix.SchedSetAttr(p.PID, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 50}, 0)
 		}
 	}
 }

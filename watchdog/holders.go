@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ncpos/ncpos/internal/procs"
 )
 
 // Holders lists the processes under procRoot (normally /proc) holding one of
@@ -13,17 +15,14 @@ import (
 // alive: on ncpos that must be init (which only holds it) and watchdogd
 // (which pets it), never gokrazy's unconditional pinger.
 func Holders(procRoot string) ([]Holder, error) {
-	ents, err := os.ReadDir(procRoot)
+	proc := procs.Dir(procRoot)
+	ps, err := proc.List()
 	if err != nil {
 		return nil, err
 	}
 	var hs []Holder
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		fdDir := filepath.Join(procRoot, e.Name(), "fd")
+	for _, p := range ps {
+		fdDir := proc.Path(p.PID, "fd")
 		fds, err := os.ReadDir(fdDir)
 		if err != nil {
 			continue // process gone or not ours to read
@@ -34,8 +33,7 @@ func Holders(procRoot string) ([]Holder, error) {
 				continue
 			}
 			n, _ := strconv.Atoi(fd.Name())
-			comm, _ := os.ReadFile(filepath.Join(procRoot, e.Name(), "comm"))
-			hs = append(hs, Holder{PID: pid, Name: strings.TrimSpace(string(comm)), FD: n, Path: target})
+			hs = append(hs, Holder{PID: p.PID, Name: p.Name, FD: n, Path: target})
 		}
 	}
 	sort.Slice(hs, func(i, j int) bool {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/internal/procs"
 	"github.com/ncpos/ncpos/lab"
 )
 
@@ -103,8 +104,8 @@ func labDown() error {
 
 // isForwarderd checks that pid is still our forwarderd, not a recycled pid.
 func isForwarderd(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
-	return err == nil && strings.TrimSpace(string(b)) == "forwarderd"
+	name, err := procs.Proc.Name(pid)
+	return err == nil && name == "forwarderd"
 }
 
 func labBench(ctx context.Context, args []string) error {

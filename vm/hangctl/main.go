@@ -17,28 +17,11 @@ import (
 	"fmt"
 	"log"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
-)
 
-func pidsOf(name string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err == nil && strings.TrimSpace(string(comm)) == name {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
+	"github.com/ncpos/ncpos/internal/procs"
+)
 
 func signalHandler(sig syscall.Signal) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -47,7 +30,7 @@ func signalHandler(sig syscall.Signal) http.HandlerFunc {
 			http.Error(w, "want ?daemon=NAME", http.StatusBadRequest)
 			return
 		}
-		pids := pidsOf(name)
+		pids := procs.Proc.Named(name)
 		if len(pids) == 0 {
 			http.Error(w, "no process named "+name, http.StatusNotFound)
 			return

@@ -7,13 +7,14 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"log"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ncpos/ncpos/internal/procs"
 )
 
 func main() {
@@ -22,15 +23,9 @@ func main() {
 	// Freeze the daemon as soon as it runs, and again whenever gokrazy
 	// restarts it.
 	for range time.Tick(100 * time.Millisecond) {
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-			stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-			if strings.TrimSpace(string(comm)) == *daemon && !strings.Contains(string(stat), ") T ") {
+		for _, pid := range procs.Proc.Named(*daemon) {
+			stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if !strings.Contains(string(stat), ") T ") {
 				log.Printf("hangself: SIGSTOP to %s (pid %d)", *daemon, pid)
 				syscall.Kill(pid, syscall.SIGSTOP)
 			}
