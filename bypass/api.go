@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -67,9 +68,7 @@ func (s *Supervisor) Handler() *http.ServeMux {
 			fail(w, http.StatusBadRequest, fmt.Errorf("planned: %w", err))
 			return
 		}
-		switch req.Kind {
-		case "shutdown", "reboot", "update":
-		default:
+		if !slices.Contains(ipc.PlanKinds, req.Kind) {
 			fail(w, http.StatusBadRequest, fmt.Errorf("planned: kind %q, want shutdown, reboot or update", req.Kind))
 			return
 		}

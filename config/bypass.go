@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/lanner"
+	"github.com/ncpos/ncpos/ipc"
 )
 
 // This file is the schema of a bypass pair's backend in a platform profile:
@@ -21,7 +22,7 @@ import (
 // Bypass relay states and the events that have a hardware default, as
 // profiles spell them.
 var (
-	bypassStates = []string{"normal", "bypass", "disconnect"}
+	bypassStates = ipc.RelayStateNames(ipc.RelayStates)
 	bypassEvents = []string{"power_off", "power_up", "timer_expiry"}
 	// registerMaps says where a pair's register map (or command set) came
 	// from; "missing" means the vendor has not published it and the

@@ -27,6 +27,16 @@ const (
 // RelayStates are the settable states, in a fixed order.
 var RelayStates = []RelayState{RelayNormal, RelayBypass, RelayDisconnect}
 
+// RelayStateNames are the words of states, in their order, for lists in
+// messages and for checking names.
+func RelayStateNames(states []RelayState) []string {
+	out := make([]string, len(states))
+	for i, st := range states {
+		out[i] = string(st)
+	}
+	return out
+}
+
 // ParseRelayState parses a state name.
 func ParseRelayState(s string) (RelayState, error) {
 	st := RelayState(s)
@@ -267,6 +277,16 @@ type OverrideRequest struct {
 
 // PlanRequest is the body of POST /planned.
 type PlanRequest struct {
-	Kind   string `json:"kind"` // shutdown, reboot or update
+	Kind   string `json:"kind"` // one of PlanKinds
 	Reason string `json:"reason"`
 }
+
+// What a planned bypass is for.
+const (
+	PlanShutdown = "shutdown"
+	PlanReboot   = "reboot"
+	PlanUpdate   = "update"
+)
+
+// PlanKinds are the kinds a PlanRequest may name.
+var PlanKinds = []string{PlanShutdown, PlanReboot, PlanUpdate}

@@ -24,7 +24,7 @@ import (
 func (c *Client) Reboot(ctx context.Context, reason string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	body, _ := json.Marshal(map[string]string{"reason": reason})
+	body, _ := json.Marshal(api.RebootRequest{Reason: reason})
 	err := c.postJSON(ctx, "api/v1/control/reboot", body)
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
 		return nil
@@ -80,15 +80,13 @@ func (c *Client) Bypass(ctx context.Context, reason string, lease time.Duration)
 // update's. A build from before that mark refuses the field it does not
 // know (400): its overrides go unmarked from then on.
 func (c *Client) override(ctx context.Context, segment, reason string, lease time.Duration) error {
-	req := map[string]any{"segment": segment, "state": "bypass", "reason": reason, "expires_in": lease.String(), "update": true}
+	req := api.BypassRequest{Segment: segment, State: string(ipc.RelayBypass), Reason: reason, ExpiresIn: lease.String()}
 	for {
-		if c.unmarked.Load() {
-			delete(req, "update")
-		}
+		req.Update = !c.unmarked.Load()
 		body, _ := json.Marshal(req)
 		err := c.postJSON(ctx, "api/v1/control/bypass", body)
 		var se *StatusError
-		if errors.As(err, &se) && se.Code == http.StatusBadRequest && req["update"] == true {
+		if errors.As(err, &se) && se.Code == http.StatusBadRequest && req.Update {
 			c.unmarked.Store(true)
 			continue
 		}
@@ -205,7 +203,7 @@ func (c *Client) EndBypass(ctx context.Context, segments []string) error {
 		var left []string
 		err = nil
 		for _, s := range segments {
-			body, _ := json.Marshal(map[string]string{"segment": s, "state": "auto"})
+			body, _ := json.Marshal(api.BypassRequest{Segment: s, State: api.OverrideAuto})
 			if e := c.postJSON(ctx, "api/v1/control/bypass", body); e != nil {
 				left, err = append(left, s), e
 			}

@@ -17,25 +17,11 @@ import (
 
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // MaxBodyBytes bounds a control request's body; more is refused with 413.
 const MaxBodyBytes = 64 << 10
-
-// BypassRequest is POST /api/v1/control/bypass.
-type BypassRequest struct {
-	Segment string `json:"segment"`
-	// State is "bypass", "disconnect" or "normal" to force that state, or
-	// "auto" to end a manual override and let the policy decide again.
-	State  string `json:"state"`
-	Reason string `json:"reason"` // required except for "auto"; logged
-	// ExpiresIn ends the override after this long (Go duration, e.g.
-	// "30m"); "" keeps it until "auto".
-	ExpiresIn string `json:"expires_in,omitempty"`
-	// Update marks an override ncpos update sets for its reboots
-	// (ipc.Override.Update).
-	Update bool `json:"update,omitempty"`
-}
 
 // BypassOverride is an override as statusd hands it to bypassd.
 type BypassOverride struct {
@@ -65,7 +51,7 @@ func (b ipcBypass) Override(ctx context.Context, o BypassOverride) (*BypassState
 	c := ipc.NewClient(b.runDir, "bypassd", 10*time.Second)
 	var st ipc.BypassStatus
 	var err error
-	if o.State == "auto" {
+	if o.State == api.OverrideAuto {
 		err = c.Delete(ctx, "/override?"+url.Values{"pair": {o.Pair}, "by": {o.By}}.Encode(), &st)
 	} else {
 		req := ipc.OverrideRequest{Pair: o.Pair, State: ipc.RelayState(o.State), Reason: o.Reason, By: o.By, Update: o.Update}
@@ -85,11 +71,6 @@ func (b ipcBypass) Override(ctx context.Context, o BypassOverride) (*BypassState
 		return nil, fmt.Errorf("bypassd does not report pair %s of segment %s", o.Pair, o.Segment)
 	}
 	return bs, nil
-}
-
-// RebootRequest is POST /api/v1/control/reboot.
-type RebootRequest struct {
-	Reason string `json:"reason"`
 }
 
 // decodeJSON reads a control request's body into v, answering the error
@@ -124,13 +105,15 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-var overrideStates = []string{"bypass", "disconnect", "normal", "auto"}
+// overrideStates are what a BypassRequest may ask for: a relay state, or
+// OverrideAuto.
+var overrideStates = append(ipc.RelayStateNames(ipc.RelayStates), api.OverrideAuto)
 
 // MaxOverride is the longest expiry an override may ask for.
 const MaxOverride = 7 * 24 * time.Hour
 
 func (s *Server) handleBypass(w http.ResponseWriter, r *http.Request) {
-	var req BypassRequest
+	var req api.BypassRequest
 	if !decodeJSON(w, r, &req) {
 		return
 	}
@@ -139,7 +122,7 @@ func (s *Server) handleBypass(w http.ResponseWriter, r *http.Request) {
 	case !slices.Contains(overrideStates, req.State):
 		apiError(w, http.StatusBadRequest, fmt.Sprintf("state %q: want one of %s", req.State, strings.Join(overrideStates, ", ")))
 		return
-	case req.State != "auto" && req.Reason == "":
+	case req.State != api.OverrideAuto && req.Reason == "":
 		apiError(w, http.StatusBadRequest, "reason is required: say why, it is logged")
 		return
 	case len(req.Reason) > 256:
@@ -155,7 +138,7 @@ func (s *Server) handleBypass(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusConflict, fmt.Sprintf("segment %q has no bypass relay pair", req.Segment))
 		return
 	}
-	o := BypassOverride{Segment: req.Segment, Pair: pair, State: req.State, Reason: req.Reason, By: who(r), Update: req.Update && req.State != "auto"}
+	o := BypassOverride{Segment: req.Segment, Pair: pair, State: req.State, Reason: req.Reason, By: who(r), Update: req.Update && req.State != api.OverrideAuto}
 	if req.ExpiresIn != "" {
 		d, err := time.ParseDuration(req.ExpiresIn)
 		if err != nil || d <= 0 || d > MaxOverride {
@@ -178,14 +161,14 @@ func (s *Server) handleBypass(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg := fmt.Sprintf("manual bypass override of segment %s: %s, by %s: %s", o.Segment, o.State, o.By, o.Reason)
-	if o.State == "auto" {
+	if o.State == api.OverrideAuto {
 		msg = fmt.Sprintf("manual bypass override of segment %s ended by %s", o.Segment, o.By)
 	}
 	if o.ExpiresIn > 0 {
 		msg += fmt.Sprintf(", for %v", o.ExpiresIn)
 	}
 	sev := events.Warning
-	if o.State == "auto" {
+	if o.State == api.OverrideAuto {
 		sev = events.Notice
 	}
 	s.event(sev, events.KindControl, []string{"segment", o.Segment, "state", o.State, "by", o.By}, msg)
@@ -193,7 +176,7 @@ func (s *Server) handleBypass(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
-	var req RebootRequest
+	var req api.RebootRequest
 	if !decodeJSON(w, r, &req) {
 		return
 	}

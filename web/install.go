@@ -10,6 +10,7 @@ import (
 	"github.com/ncpos/ncpos/install"
 	"github.com/ncpos/ncpos/internal/job"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // InstallDisk is a disk the appliance could install itself onto.
@@ -54,14 +55,6 @@ func installJob(st job.State[install.Progress]) InstallJob {
 	return j
 }
 
-// InstallRequest is the body of POST /api/v1/control/install. Confirm
-// must repeat the target, as a person typing it would.
-type InstallRequest struct {
-	Device   string `json:"device"`
-	Confirm  string `json:"confirm"`
-	WipePerm bool   `json:"wipe_perm"`
-}
-
 func (s *Server) handleInstallInfo(w http.ResponseWriter, r *http.Request) {
 	if s.Installer == nil {
 		apiError(w, http.StatusServiceUnavailable, "install to internal disk is not available here")
@@ -76,7 +69,7 @@ func (s *Server) handleInstallInfo(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleInstall(w http.ResponseWriter, r *http.Request) {
-	var req InstallRequest
+	var req api.InstallRequest
 	if !decodeJSON(w, r, &req) {
 		return
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/passwd"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // PasswordFile is the box's control password (a bcrypt hash) on /perm:
@@ -152,14 +153,8 @@ func (p *Password) Change(pw string) error {
 	return nil
 }
 
-// PasswordRequest is POST /api/v1/control/password: the new control
-// password, sent with the current one as Basic credentials.
-type PasswordRequest struct {
-	NewPassword string `json:"new_password"`
-}
-
 func (s *Server) handlePassword(w http.ResponseWriter, r *http.Request) {
-	var req PasswordRequest
+	var req api.PasswordRequest
 	if !decodeJSON(w, r, &req) {
 		return
 	}

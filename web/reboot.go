@@ -46,7 +46,7 @@ func (g GokrazyRebooter) Reboot(ctx context.Context, reason string) (err error) 
 		}
 	}()
 	if g.RunDir != "" {
-		err := ipc.NewClient(g.RunDir, "bypassd", 15*time.Second).Post(ctx, "/planned", map[string]string{"kind": "reboot", "reason": reason}, nil)
+		err := ipc.NewClient(g.RunDir, "bypassd", 15*time.Second).Post(ctx, "/planned", ipc.PlanRequest{Kind: ipc.PlanReboot, Reason: reason}, nil)
 		if err != nil && !ipc.NotRunning(err) {
 			// Reboot all the same: the relays fall to bypass without
 			// power or heartbeat anyway.

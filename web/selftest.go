@@ -14,6 +14,7 @@ import (
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/internal/job"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // SelfTestJob is the state of the self-test job (GET /api/v1/selftest/job).
@@ -127,12 +128,6 @@ func (j *SelfTestJobs) Job() SelfTestJob {
 // Wait blocks until the running job (if any) ends, or ctx does.
 func (j *SelfTestJobs) Wait(ctx context.Context) error { return j.runner().Wait(ctx) }
 
-// SelfTestRequest is the body of POST /api/v1/control/selftest; the body
-// and sizes are optional.
-type SelfTestRequest struct {
-	Sizes []int `json:"sizes"`
-}
-
 // Limits of a self-test request.
 const (
 	maxSelfTestSizes = 16
@@ -166,7 +161,7 @@ func (s *Server) handleSelfTestJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleSelfTest(w http.ResponseWriter, r *http.Request) {
-	var req SelfTestRequest
+	var req api.SelfTestRequest
 	if r.ContentLength != 0 && !decodeJSON(w, r, &req) {
 		return
 	}
