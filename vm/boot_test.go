@@ -23,7 +23,7 @@ import (
 	"github.com/ncpos/ncpos/image/kernel"
 	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/ipc"
-	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // The boot tests share images, each built once: the embedded default, and
@@ -211,9 +211,9 @@ func lastLine(path string) string {
 }
 
 // system reads /api/v1/system.
-func system(t *testing.T, v *VM) *web.System {
+func system(t *testing.T, v *VM) *api.System {
 	t.Helper()
-	var s web.System
+	var s api.System
 	getAPI(t, v, "api/v1/system", &s)
 	return &s
 }
@@ -255,10 +255,10 @@ func readAPI(c *http.Client, url string) (*http.Response, error) {
 	return c.Do(req)
 }
 
-func checkBooted(t *testing.T, v *VM) *web.System {
+func checkBooted(t *testing.T, v *VM) *api.System {
 	t.Helper()
 	// watchdogd may start a moment after statusd answers.
-	var s *web.System
+	var s *api.System
 	for deadline := time.Now().Add(v.Within(60 * time.Second)); ; {
 		s = system(t, v)
 		if s.Watchdog.Petter != nil && s.Watchdog.Petter.Pings > 0 || time.Now().After(deadline) {

@@ -15,6 +15,7 @@ import (
 	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/internal/syslogtest"
 	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // The tests here hold a condition of the network or the box for three
@@ -82,7 +83,7 @@ func conditionList(s *web.Snapshot) string {
 // holdNoReset waits three watchdog timeouts (past grace, which the caller
 // made sure of) and fails if the box reset meanwhile: QEMU saw its
 // watchdog fire, or the uptime went back.
-func holdNoReset(t *testing.T, v *VM, from *web.System, check func(*web.Snapshot) error) *web.Snapshot {
+func holdNoReset(t *testing.T, v *VM, from *api.System, check func(*web.Snapshot) error) *web.Snapshot {
 	t.Helper()
 	start := time.Now()
 	var last *web.Snapshot
@@ -119,7 +120,7 @@ func holdNoReset(t *testing.T, v *VM, from *web.System, check func(*web.Snapshot
 }
 
 // segmentOf finds a segment in a snapshot.
-func segmentOf(s *web.Snapshot, name string) *web.Segment {
+func segmentOf(s *web.Snapshot, name string) *api.Segment {
 	for i := range s.Segments {
 		if s.Segments[i].Name == name {
 			return &s.Segments[i]

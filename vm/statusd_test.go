@@ -25,6 +25,7 @@ import (
 	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/monitoring"
 	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // statusdConfig is the image of the statusd end-to-end test: bypassd
@@ -127,7 +128,7 @@ func inventoryOf(t *testing.T, boxes ...*VM) *fleet.Export {
 	inv := &fleet.Inventory{Path: filepath.Join(dir, "fleet.json")}
 	known := &boxtls.Known{Path: filepath.Join(dir, "known_boxes")}
 	given := map[string]string{}
-	systems := map[string]*web.System{}
+	systems := map[string]*api.System{}
 	for _, v := range boxes {
 		fp, err := v.Fingerprint()
 		if err != nil {

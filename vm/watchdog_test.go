@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/image"
-	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // wdConfig makes watchdog tests quick: a 10 s hardware timeout, checks
@@ -50,7 +50,7 @@ func hangctlURL(v *VM) string {
 
 // waitPastGrace waits until the boot grace period is over, so the checks
 // gate the pets.
-func waitPastGrace(t *testing.T, v *VM) *web.System {
+func waitPastGrace(t *testing.T, v *VM) *api.System {
 	t.Helper()
 	for deadline := time.Now().Add(v.Within(3 * time.Minute)); ; {
 		s := system(t, v)
@@ -66,7 +66,7 @@ func waitPastGrace(t *testing.T, v *VM) *web.System {
 
 // waitReboot waits until the appliance answers again with a smaller uptime
 // than before, and returns the new snapshot and when the new boot started.
-func waitReboot(t *testing.T, v *VM, since time.Time, within time.Duration) (*web.System, time.Time) {
+func waitReboot(t *testing.T, v *VM, since time.Time, within time.Duration) (*api.System, time.Time) {
 	t.Helper()
 	// A fresh connection each time: the box goes away under our feet.
 	c := v.Client(2 * time.Second)
@@ -75,7 +75,7 @@ func waitReboot(t *testing.T, v *VM, since time.Time, within time.Duration) (*we
 		if err != nil {
 			continue
 		}
-		var s web.System
+		var s api.System
 		err = json.NewDecoder(resp.Body).Decode(&s)
 		resp.Body.Close()
 		if err != nil || resp.StatusCode != http.StatusOK {

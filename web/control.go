@@ -36,7 +36,7 @@ type BypassOverride struct {
 
 // BypassController carries out overrides; the default asks bypassd.
 type BypassController interface {
-	Override(ctx context.Context, o BypassOverride) (*BypassState, error)
+	Override(ctx context.Context, o BypassOverride) (*api.BypassState, error)
 }
 
 // ErrNotRunning says the daemon that would carry out a request is absent.
@@ -47,7 +47,7 @@ var ErrNotRunning = errors.New("not running")
 // DELETE /override?pair=P&by=U ends it; both answer with bypassd's /status.
 type ipcBypass struct{ runDir string }
 
-func (b ipcBypass) Override(ctx context.Context, o BypassOverride) (*BypassState, error) {
+func (b ipcBypass) Override(ctx context.Context, o BypassOverride) (*api.BypassState, error) {
 	c := ipc.NewClient(b.runDir, "bypassd", 10*time.Second)
 	var st ipc.BypassStatus
 	var err error

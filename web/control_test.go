@@ -12,6 +12,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/passwd"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 func basic(user, pw string) string {
@@ -122,7 +123,7 @@ func TestControlBypass(t *testing.T) {
 			if r.Code != 200 {
 				t.Fatalf("= %d: %s", r.Code, r.Body)
 			}
-			var st BypassState
+			var st api.BypassState
 			if err := json.Unmarshal([]byte(r.Body), &st); err != nil || st.State != tc.state {
 				t.Fatalf("answer %s (%v), want state %s", r.Body, err, tc.state)
 			}
@@ -151,7 +152,7 @@ func TestControlBypassUpdateMark(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	h := map[string]string{"Authorization": goodAuth, "Content-Type": "application/json"}
 	r := f.do(newRequest("POST", "/api/v1/control/bypass", `{"segment":"seg1","state":"bypass","reason":"ncpos update to b2","expires_in":"10m","update":true}`, h))
-	var st BypassState
+	var st api.BypassState
 	if err := json.Unmarshal([]byte(r.Body), &st); r.Code != 200 || err != nil || st.Override == nil || !st.Override.Update {
 		t.Fatalf("= %d %s, want the relay's override marked as an update's", r.Code, r.Body)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // Daemon states as the dashboard and the API show them. "healthy" means
@@ -32,10 +33,10 @@ type Override = ipc.Override
 
 // pairOf finds the pair of bypassd's status serving segment seg (by the
 // pair's segment, else by the pair name the configuration gives).
-func pairOf(b *ipc.BypassStatus, seg, pair string) (*BypassState, bool) {
+func pairOf(b *ipc.BypassStatus, seg, pair string) (*api.BypassState, bool) {
 	for _, p := range b.Pairs {
 		if (p.Segment != "" && p.Segment == seg) || (p.Segment == "" && p.Name == pair) {
-			return &BypassState{Segment: seg, Pair: p.Name, Backend: p.Backend, State: string(p.State), Desired: string(p.Desired),
+			return &api.BypassState{Segment: seg, Pair: p.Name, Backend: p.Backend, State: string(p.State), Desired: string(p.Desired),
 				Reason: p.Cause, Since: p.Since, Problem: p.Problem, HoldDown: time.Duration(p.HoldDown).String(), Override: p.Override}, true
 		}
 	}
@@ -52,7 +53,7 @@ func daemonStatus(ctx context.Context, runDir, daemon string, v any) (notRunning
 }
 
 // readSelfTest reads the latest report; nil, nil when there is none yet.
-func readSelfTest(path string) (*SelfTest, error) {
+func readSelfTest(path string) (*api.SelfTest, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -63,7 +64,7 @@ func readSelfTest(path string) (*SelfTest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("self-test report: %w", err)
 	}
-	var st SelfTest
+	var st api.SelfTest
 	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, fmt.Errorf("self-test report %s: %w", path, err)
 	}

@@ -5,14 +5,15 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 func TestLastGood(t *testing.T) {
 	kept := 0
 	m := &Monitor{Events: events.NewLog(10), LastGood: &LastGood{After: 2 * time.Minute, Keep: func() (bool, error) { kept++; return true, nil }}}
-	good := &Snapshot{System: &System{Daemons: []Daemon{{Name: "forwarderd", Configured: true, Healthy: true}}},
-		Segments: []Segment{{Name: "seg1", Forwarding: &SegmentForwarding{Healthy: true}}}}
-	bad := &Snapshot{System: good.System, Segments: []Segment{{Name: "seg1", Forwarding: &SegmentForwarding{Healthy: false}}}}
+	good := &Snapshot{System: &api.System{Daemons: []api.Daemon{{Name: "forwarderd", Configured: true, Healthy: true}}},
+		Segments: []api.Segment{{Name: "seg1", Forwarding: &api.SegmentForwarding{Healthy: true}}}}
+	bad := &Snapshot{System: good.System, Segments: []api.Segment{{Name: "seg1", Forwarding: &api.SegmentForwarding{Healthy: false}}}}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, step := range []struct {
 		at   time.Duration

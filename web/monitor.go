@@ -22,17 +22,17 @@ import (
 // Snapshot is everything the dashboard shows at one moment; it is
 // GET /api/v1/status (see API.md).
 type Snapshot struct {
-	Time     time.Time `json:"time"`
-	Summary  Summary   `json:"summary"`
-	System   *System   `json:"system"`
-	Host     Host      `json:"host"`
-	Ports    []Port    `json:"ports"`
-	Segments []Segment `json:"segments"`
+	Time     time.Time     `json:"time"`
+	Summary  api.Summary   `json:"summary"`
+	System   *api.System   `json:"system"`
+	Host     Host          `json:"host"`
+	Ports    []Port        `json:"ports"`
+	Segments []api.Segment `json:"segments"`
 	// Conditions are what the daemons report of the segments and the box
 	// (see package health), with statusd's own; they never reset the box.
 	Conditions []health.Condition `json:"conditions"`
 	Bypass     []string           `json:"bypass_notes,omitempty"` // bypassd's failsafe or planned stop, which hold every pair
-	SelfTest   *SelfTest          `json:"self_test"`
+	SelfTest   *api.SelfTest      `json:"self_test"`
 	// Hardware is bypassd's probe of this boot: what bypass and watchdog
 	// hardware the box has and which profiles fit (nil until bypassd
 	// has run it).
@@ -170,7 +170,7 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 	now := m.now()
 	c := m.Collector
 	var (
-		sys              *System
+		sys              *api.System
 		fwd              ipc.ForwarderStatus
 		byp              ipc.BypassStatus
 		fwdDown, bypDown bool
@@ -286,7 +286,7 @@ func (m *Monitor) startEvents(rec *sysinfo.InitRecord) {
 
 // resetEvent reports why the box last started, once watchdogd says so. A
 // watchdog reset is critical: the box rebooted itself.
-func (m *Monitor) resetEvent(sys *System) {
+func (m *Monitor) resetEvent(sys *api.System) {
 	p := sys.Watchdog.Petter
 	if m.st.resetSeen || p == nil || p.LastReset.Kind == "" {
 		return
@@ -391,7 +391,7 @@ func (m *Monitor) linkEvent(p Port, was string) {
 	m.event(sev, events.KindLink, fields, "port %s (%s) link %s (was %s)", p.Name, p.Interface, p.Link, was)
 }
 
-func (m *Monitor) sampleHost(sys *System) (Host, []string) {
+func (m *Monitor) sampleHost(sys *api.System) (Host, []string) {
 	root := m.Collector.Root
 	var h Host
 	var errs []string
@@ -419,7 +419,7 @@ func (m *Monitor) sampleHost(sys *System) (Host, []string) {
 	return h, errs
 }
 
-func (m *Monitor) daemonEvents(ds []Daemon, first bool) {
+func (m *Monitor) daemonEvents(ds []api.Daemon, first bool) {
 	for _, d := range ds {
 		was, seen := m.st.daemons[d.Name]
 		m.st.daemons[d.Name] = d.State

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // TestMonitorEvents drives the fake appliance through the transitions a
@@ -136,7 +137,7 @@ func TestSelfTestInAPI(t *testing.T) {
 	os.MkdirAll(filepath.Join(f.root, "perm"), 0o755)
 	f.write("perm/selftest.json", `{"finished":"2026-11-30T12:10:00Z","passed":true,"summary":"ok","results":[{"frame_size":1518,"throughput_pps":81274,"throughput_mbps":987.6,"loss_percent":0}]}`)
 	var got struct {
-		SelfTest *SelfTest `json:"self_test"`
+		SelfTest *api.SelfTest `json:"self_test"`
 	}
 	f.getJSON("/api/v1/selftest", &got)
 	if got.SelfTest == nil || !got.SelfTest.Passed || len(got.SelfTest.Results) != 1 || got.SelfTest.Results[0].FrameSize != 1518 {

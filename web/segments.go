@@ -10,6 +10,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // daemonNote says why a daemon's /status is missing: "" when it answered,
@@ -28,10 +29,10 @@ func daemonNote(daemon string, err error, down bool, services []string) string {
 
 // segments joins the configuration with what forwarderd and bypassd say
 // (fwdNote and bypNote: why they said nothing, see daemonNote).
-func segments(cfg *config.Config, fwd ipc.ForwarderStatus, fwdNote string, byp ipc.BypassStatus, bypNote string) []Segment {
-	out := []Segment{}
+func segments(cfg *config.Config, fwd ipc.ForwarderStatus, fwdNote string, byp ipc.BypassStatus, bypNote string) []api.Segment {
+	out := []api.Segment{}
 	for _, cs := range cfg.Segments {
-		s := Segment{
+		s := api.Segment{
 			Name: cs.Name, Ports: append([]string{}, cs.Ports...),
 			Mode: cfg.Forwarder.Mode, Engine: cfg.Forwarder.Engine,
 			Cores: []int{}, CoresConfigured: cfg.Forwarder.Cores, BypassPair: cs.Bypass,
@@ -42,7 +43,7 @@ func segments(cfg *config.Config, fwd ipc.ForwarderStatus, fwdNote string, byp i
 			s.ForwarderNote = "forwarderd does not report this segment"
 			for _, fs := range fwd.Segments {
 				if fs.Name == cs.Name {
-					f := &SegmentForwarding{Healthy: fs.Forwarding, Conditions: fs.Conditions, Packets: fs.Packets, Forwarded: fs.Forwarded, Malformed: fs.Malformed}
+					f := &api.SegmentForwarding{Healthy: fs.Forwarding, Conditions: fs.Conditions, Packets: fs.Packets, Forwarded: fs.Forwarded, Malformed: fs.Malformed}
 					if f.Conditions == nil {
 						f.Conditions = []health.Condition{}
 					}
@@ -75,7 +76,7 @@ func segments(cfg *config.Config, fwd ipc.ForwarderStatus, fwdNote string, byp i
 	return out
 }
 
-func (m *Monitor) bypassEvents(segs []Segment) {
+func (m *Monitor) bypassEvents(segs []api.Segment) {
 	for _, s := range segs {
 		if s.Bypass == nil {
 			continue

@@ -14,6 +14,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/snmp"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // SNMPView turns the monitor's snapshots into what the SNMP agent serves,
@@ -62,7 +63,7 @@ func BuildSNMPView(snap *Snapshot, cfg config.SNMP, start time.Time) (*snmp.View
 
 	sys := snap.System
 	if sys == nil {
-		sys = &System{}
+		sys = &api.System{}
 	}
 	str(snmp.SysDescr.Append(0), fmt.Sprintf("ncpos %s, Linux %s", sys.BuildID, kernelRelease(sys.Kernel)))
 	vars = append(vars, snmp.Var{OID: snmp.SysObjectID.Append(0), Type: gosnmp.ObjectIdentifier, Value: snmp.NcposAppliance.String()})

@@ -6,12 +6,13 @@ import (
 
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/sysinfo"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // summarize works out the headline: bypass wins over degraded, because a
 // segment that does not forward is what the engineer must act on.
-func summarize(s *Snapshot, rec *sysinfo.InitRecord) Summary {
-	var sum Summary
+func summarize(s *Snapshot, rec *sysinfo.InitRecord) api.Summary {
+	var sum api.Summary
 	bypass := false
 	for _, seg := range s.Segments {
 		if seg.Bypass != nil && seg.Bypass.Problem != "" {

@@ -22,6 +22,7 @@ import (
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/watchdog"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // Collector gathers System snapshots. Root and RunDir are "/" and
@@ -33,8 +34,8 @@ type Collector struct {
 
 // Collect reads everything once. A part that cannot be read is named in
 // Errors rather than failing the whole page.
-func (c *Collector) Collect(ctx context.Context) *System {
-	s := &System{}
+func (c *Collector) Collect(ctx context.Context) *api.System {
+	s := &api.System{}
 	fail := func(what string, err error) {
 		s.Errors = append(s.Errors, what+": "+err.Error())
 	}
@@ -99,7 +100,7 @@ func (c *Collector) Collect(ctx context.Context) *System {
 // daemons asks every known daemon's /livez at once (a hung daemon costs
 // one timeout, not one per daemon). A daemon that is not configured but
 // answers anyway (the lab starts daemons by hand) is shown as it is.
-func daemons(ctx context.Context, runDir string, services []string) []Daemon {
+func daemons(ctx context.Context, runDir string, services []string) []api.Daemon {
 	configured := map[string]bool{}
 	names := append([]string(nil), KnownDaemons...)
 	for _, s := range services {
@@ -108,15 +109,15 @@ func daemons(ctx context.Context, runDir string, services []string) []Daemon {
 		}
 		configured[s] = true
 	}
-	out := make([]Daemon, len(names))
+	out := make([]api.Daemon, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		out[i] = Daemon{Name: name, Configured: configured[name], State: DaemonHealthy, Healthy: true}
+		out[i] = api.Daemon{Name: name, Configured: configured[name], State: DaemonHealthy, Healthy: true}
 		if name == "statusd" {
 			continue // this is statusd: it answers, so it is healthy
 		}
 		wg.Add(1)
-		go func(d *Daemon) {
+		go func(d *api.Daemon) {
 			defer wg.Done()
 			hctx, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()
@@ -138,13 +139,13 @@ func daemons(ctx context.Context, runDir string, services []string) []Daemon {
 
 // interfaces lists the kernel's network interfaces with their front-panel
 // names.
-func interfaces(root string, ports map[string]string) []Interface {
+func interfaces(root string, ports map[string]string) []api.Interface {
 	byIf := map[string]string{}
 	for port, ifname := range ports {
 		byIf[ifname] = port
 	}
 	ents, _ := os.ReadDir(filepath.Join(root, "sys/class/net"))
-	var out []Interface
+	var out []api.Interface
 	for _, e := range ents {
 		name := e.Name()
 		dir := filepath.Join(root, "sys/class/net", name)
@@ -152,7 +153,7 @@ func interfaces(root string, ports map[string]string) []Interface {
 			b, _ := os.ReadFile(filepath.Join(dir, f))
 			return strings.TrimSpace(string(b))
 		}
-		it := Interface{Name: name, Port: byIf[name], MAC: read("address"), OperState: read("operstate"), Addresses: []string{}}
+		it := api.Interface{Name: name, Port: byIf[name], MAC: read("address"), OperState: read("operstate"), Addresses: []string{}}
 		if ni, err := net.InterfaceByName(name); err == nil {
 			addrs, _ := ni.Addrs()
 			for _, a := range addrs {
