@@ -3,6 +3,7 @@ package watchdog
 import (
 	"context"
 	"fmt"
+	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 	"sort"
 	"strings"
 	"sync"
@@ -17,9 +18,9 @@ type Check struct {
 
 // Decision is what the gate concluded at one evaluation.
 type Decision struct {
-	Pet     bool         `json:"pet"`
-	InGrace bool         `json:"in_grace"`
-	Failing []CheckState `json:"failing,omitempty"`
+	Pet     bool                     `json:"pet"`
+	InGrace bool                     `json:"in_grace"`
+	Failing []watchdogapi.CheckState `json:"failing,omitempty"`
 }
 
 // Reason describes the failing checks for logs and the reset record, e.g.
@@ -44,7 +45,7 @@ type Gate struct {
 	Grace   time.Duration // pet unconditionally until Boot+Grace
 
 	mu       sync.Mutex
-	states   map[string]*CheckState
+	states   map[string]*watchdogapi.CheckState
 	inflight map[string]time.Time // checks whose earlier run has not returned
 }
 
@@ -103,14 +104,14 @@ func (g *Gate) Evaluate(ctx context.Context, now time.Time) Decision {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.states == nil {
-		g.states = map[string]*CheckState{}
+		g.states = map[string]*watchdogapi.CheckState{}
 	}
 	d := Decision{InGrace: now.Before(g.Boot.Add(g.Grace))}
 	for i, c := range g.Checks {
 		st := g.states[c.Name]
 		ok := errs[i].err == nil
 		if st == nil {
-			st = &CheckState{Name: c.Name, OK: !ok, Since: now}
+			st = &watchdogapi.CheckState{Name: c.Name, OK: !ok, Since: now}
 			g.states[c.Name] = st
 		}
 		if st.OK != ok {
@@ -127,10 +128,10 @@ func (g *Gate) Evaluate(ctx context.Context, now time.Time) Decision {
 }
 
 // States returns the latest state of every check, sorted by name.
-func (g *Gate) States() []CheckState {
+func (g *Gate) States() []watchdogapi.CheckState {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make([]CheckState, 0, len(g.states))
+	out := make([]watchdogapi.CheckState, 0, len(g.states))
 	for _, s := range g.states {
 		out = append(out, *s)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 	"golang.org/x/sys/unix"
 )
 
@@ -98,7 +99,7 @@ func TestGate(t *testing.T) {
 
 func TestLastReset(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	failing := Decision{Failing: []CheckState{{Name: "forwarderd /healthz", Since: now.Add(-7 * time.Second), Error: "stalled"}}}
+	failing := Decision{Failing: []watchdogapi.CheckState{{Name: "forwarderd /healthz", Since: now.Add(-7 * time.Second), Error: "stalled"}}}
 	for _, tc := range []struct {
 		name       string
 		setup      func(r Records)

@@ -8,19 +8,20 @@ import (
 	"strings"
 
 	"github.com/ncpos/ncpos/internal/procs"
+	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 )
 
 // Holders lists the processes under procRoot (normally /proc) holding one of
 // the watchdog device nodes open. It proves who, if anyone, keeps the box
 // alive: on ncpos that must be init (which only holds it) and watchdogd
 // (which pets it), never gokrazy's unconditional pinger.
-func Holders(procRoot string) ([]Holder, error) {
+func Holders(procRoot string) ([]watchdogapi.Holder, error) {
 	proc := procs.Dir(procRoot)
 	ps, err := proc.List()
 	if err != nil {
 		return nil, err
 	}
-	var hs []Holder
+	var hs []watchdogapi.Holder
 	for _, p := range ps {
 		fdDir := proc.Path(p.PID, "fd")
 		fds, err := os.ReadDir(fdDir)
@@ -33,7 +34,7 @@ func Holders(procRoot string) ([]Holder, error) {
 				continue
 			}
 			n, _ := strconv.Atoi(fd.Name())
-			hs = append(hs, Holder{PID: p.PID, Name: p.Name, FD: n, Path: target})
+			hs = append(hs, watchdogapi.Holder{PID: p.PID, Name: p.Name, FD: n, Path: target})
 		}
 	}
 	sort.Slice(hs, func(i, j int) bool {

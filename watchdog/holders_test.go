@@ -1,6 +1,7 @@
 package watchdog
 
 import (
+	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -31,7 +32,7 @@ func TestHolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Holder{
+	want := []watchdogapi.Holder{
 		{PID: 1, Name: "init", FD: 7, Path: "/dev/watchdog"},
 		{PID: 230, Name: "watchdogd", FD: 3, Path: "/dev/watchdog"},
 		{PID: 232, Name: "other", FD: 5, Path: "/dev/watchdog1"},

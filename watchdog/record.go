@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/internal/durable"
+	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 	"golang.org/x/sys/unix"
 )
 
@@ -114,8 +115,8 @@ func (r Records) WritePlanned(what string, now time.Time) error {
 // DecideLastReset combines the kernel's boot status with the records left
 // by the previous boot, consumes them, and keeps the answer for this boot
 // (bootID), so a restarted watchdogd reports the same.
-func (r Records) DecideLastReset(bootStatus uint32, bootID string, now time.Time) (LastReset, error) {
-	var prev LastReset
+func (r Records) DecideLastReset(bootStatus uint32, bootID string, now time.Time) (watchdogapi.LastReset, error) {
+	var prev watchdogapi.LastReset
 	if ok, err := r.read("last-reset.json", &prev); err == nil && ok && prev.BootID == bootID && bootID != "" {
 		return prev, nil
 	}
@@ -129,7 +130,7 @@ func (r Records) DecideLastReset(bootStatus uint32, bootID string, now time.Time
 	// takes a while): unless the hardware reset the box, the stop was the
 	// planned one.
 	stopping := hasPlanned && hasFail && !fail.Since.Before(planned.At) && fail.Since.Sub(planned.At) < maxStop
-	lr := LastReset{BootStatus: bootStatus, BootID: bootID, Decided: now}
+	lr := watchdogapi.LastReset{BootStatus: bootStatus, BootID: bootID, Decided: now}
 	switch {
 	case bootStatus&unix.WDIOF_CARDRESET != 0 || hasFail && !stopping:
 		lr.Kind = "watchdog"

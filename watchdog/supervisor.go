@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 )
 
 // Pinger is the part of a watchdog device the supervisor needs; tests use
@@ -29,13 +30,13 @@ type Supervisor struct {
 	Now      func() time.Time
 
 	mu       sync.Mutex
-	status   Status
+	status   watchdogapi.Status
 	lastStep time.Time
 }
 
 // NewSupervisor prepares a supervisor; base carries the device facts
 // (identity, timeout, source, last reset) for Status.
-func NewSupervisor(dev Pinger, gate *Gate, rec Records, interval time.Duration, base Status) *Supervisor {
+func NewSupervisor(dev Pinger, gate *Gate, rec Records, interval time.Duration, base watchdogapi.Status) *Supervisor {
 	base.IntervalSec = interval.Seconds()
 	base.Petting = true
 	return &Supervisor{Dev: dev, Gate: gate, Records: rec, Interval: interval, Now: time.Now, status: base}
@@ -94,7 +95,7 @@ func (s *Supervisor) Run(ctx context.Context) {
 }
 
 // Status returns a snapshot with the time left read now.
-func (s *Supervisor) Status() Status {
+func (s *Supervisor) Status() watchdogapi.Status {
 	left := -1
 	if d, err := s.Dev.TimeLeft(); err == nil {
 		left = int(d / time.Second)

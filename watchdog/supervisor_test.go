@@ -3,6 +3,7 @@ package watchdog
 import (
 	"context"
 	"errors"
+	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestSupervisor(t *testing.T) {
 	gate := &Gate{Timeout: 100 * time.Millisecond, Boot: boot, Grace: 20 * time.Second,
 		Checks: []Check{{Name: "forwarderd /healthz", Run: func(context.Context) error { return failing }}}}
 	rec := Records{Dir: t.TempDir()}
-	s := NewSupervisor(dog, gate, rec, 5*time.Second, Status{TimeoutSec: 30})
+	s := NewSupervisor(dog, gate, rec, 5*time.Second, watchdogapi.Status{TimeoutSec: 30})
 	s.Now = func() time.Time { return now }
 	ctx := context.Background()
 	run := func(d time.Duration) {

@@ -19,7 +19,7 @@ import (
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/sysinfo"
-	"github.com/ncpos/ncpos/watchdog"
+	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 )
 
 // fixtureConfig is a qemu box with two segments, each with a relay pair.
@@ -274,10 +274,10 @@ func startIPC(ctx context.Context, t *testing.T, run, name string, h http.Handle
 }
 
 var fakeWatchdogStatus = func() string {
-	st := watchdog.Status{Device: "/dev/watchdog", Identity: "i6300ESB timer", Source: "fd 3 of pid 1", TimeoutSec: 30,
+	st := watchdogapi.Status{Device: "/dev/watchdog", Identity: "i6300ESB timer", Source: "fd 3 of pid 1", TimeoutSec: 30,
 		TimeLeftSec: 27, IntervalSec: 5, Petting: true, Pings: 740,
-		Checks: []watchdog.CheckState{{Name: "forwarderd", OK: true}, {Name: "memory", OK: true}},
-		LastReset: watchdog.LastReset{Kind: "watchdog", Detail: "forwarderd liveness failing since 11:58:01",
+		Checks: []watchdogapi.CheckState{{Name: "forwarderd", OK: true}, {Name: "memory", OK: true}},
+		LastReset: watchdogapi.LastReset{Kind: "watchdog", Detail: "forwarderd liveness failing since 11:58:01",
 			Text: "watchdog (forwarderd liveness failing since 11:58:01)"}}
 	b, _ := json.Marshal(st)
 	return string(b)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ncpos/ncpos/monitoring"
 	"github.com/ncpos/ncpos/watchdog"
+	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 )
 
 type okPinger struct{}
@@ -37,7 +38,7 @@ func TestMonitoringMetricsExist(t *testing.T) {
 		have[name] = true
 	}
 	sup := watchdog.NewSupervisor(okPinger{}, &watchdog.Gate{Timeout: time.Second}, watchdog.Records{Dir: t.TempDir()}, time.Second,
-		watchdog.Status{LastReset: watchdog.LastReset{Kind: "power-on"}})
+		watchdogapi.Status{LastReset: watchdogapi.LastReset{Kind: "power-on"}})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(watchdog.Collector{S: sup})
 	fams, err := reg.Gather()

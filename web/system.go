@@ -22,6 +22,7 @@ import (
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/watchdog"
+	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -86,10 +87,9 @@ func (c *Collector) Collect(ctx context.Context) *api.System {
 	} else {
 		s.Watchdog.Holders = hs
 	}
-	var st watchdog.Status
 	wctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if err := ipc.NewClient(c.RunDir, "watchdogd", time.Second).Status(wctx, &st); err != nil {
+	if st, err := watchdogapi.NewClient(c.RunDir, time.Second).Status(wctx); err != nil {
 		s.Watchdog.Error = err.Error()
 	} else {
 		s.Watchdog.Petter = &st

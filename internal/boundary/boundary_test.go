@@ -49,9 +49,10 @@ var applianceOnly = []string{
 }
 
 // hostShared are packages under an applianceOnly prefix that the host may
-// link: the API types it decodes.
+// link: the API types it decodes, and the daemons' contracts they carry.
 var hostShared = []string{
 	module + "/web/api",
+	module + "/watchdog/watchdogapi",
 }
 
 // goList runs go list for the appliance's platform, whatever the host's,

@@ -35,6 +35,7 @@ import (
 	"github.com/ncpos/ncpos/logs"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/watchdog"
+	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 )
 
 func main() {
@@ -79,7 +80,7 @@ func run(fdPid, fd int, device string, timeout, interval, grace time.Duration, r
 	} else {
 		log.Printf("%s: timeout %v", dev.Identity, got)
 	}
-	base := watchdog.Status{Device: device, Identity: dev.Identity, Source: source}
+	base := watchdogapi.Status{Device: device, Identity: dev.Identity, Source: source}
 	if t, err := dev.Timeout(); err == nil {
 		base.TimeoutSec = int(t / time.Second)
 	}
@@ -120,7 +121,7 @@ func run(fdPid, fd int, device string, timeout, interval, grace time.Duration, r
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(watchdog.Collector{S: sup})
 	mux := ipc.Handler(watchdog.Reporter(sup, "/", 1<<20), func() any { return sup.Status() }, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	err = ipc.Serve(ctx, ipc.Dir(), "watchdogd", mux)
+	err = ipc.Serve(ctx, ipc.Dir(), watchdogapi.Name, mux)
 	// Serve returns on SIGTERM, which gokrazy sends before a reboot or
 	// poweroff: record it as planned before exiting. (If nobody reboots,
 	// the hardware fires later and the watchdog record wins.)

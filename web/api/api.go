@@ -9,6 +9,7 @@ import (
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/sysinfo"
+	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 )
 
 // Summary is the one-word answer a remote engineer wants first.
@@ -37,10 +38,10 @@ type Daemon struct {
 
 // WatchdogInfo tells who holds the hardware watchdog and how it is petted.
 type WatchdogInfo struct {
-	Holders       []ipc.WatchdogHolder `json:"holders"`
+	Holders       []watchdogapi.Holder `json:"holders"`
 	ClaimedByInit bool                 `json:"claimed_by_init"`
 	GokrazyPinger string               `json:"gokrazy_pinger"`
-	Petter        *ipc.WatchdogStatus  `json:"petter,omitempty"` // from watchdogd
+	Petter        *watchdogapi.Status  `json:"petter,omitempty"` // from watchdogd
 	Error         string               `json:"error,omitempty"`
 }
 

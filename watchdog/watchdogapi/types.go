@@ -1,9 +1,13 @@
-package ipc
+// Package watchdogapi is watchdogd's contract: what it reports on its
+// unix socket (the petting, the checks it gates on, why the box last
+// reset), the watchdog device's holders statusd shows beside it, and
+// the Client every caller asks watchdogd with.
+package watchdogapi
 
 import "time"
 
-// WatchdogStatus is what watchdogd reports.
-type WatchdogStatus struct {
+// Status is what watchdogd reports on GET /status.
+type Status struct {
 	Device        string       `json:"device"`
 	Identity      string       `json:"identity"`
 	Source        string       `json:"source"` // how watchdogd got the device
@@ -40,8 +44,8 @@ type LastReset struct {
 	Decided    time.Time `json:"decided"`
 }
 
-// WatchdogHolder is a process that has a watchdog device open.
-type WatchdogHolder struct {
+// Holder is a process that has a watchdog device open.
+type Holder struct {
 	PID  int    `json:"pid"`
 	Name string `json:"name"`
 	FD   int    `json:"fd"`
