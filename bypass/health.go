@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/health"
-	"github.com/ncpos/ncpos/ipc"
 )
 
 // Verdict is one look at the forwarder: its typed health.Report, or why
@@ -93,19 +93,19 @@ type Prober interface {
 // refused at once. Datapath progress is forwarderd's own check (frames that
 // enter a segment must leave it) and arrives as a tx_stalled condition.
 type ForwarderProber struct {
-	client  *ipc.Client
+	client  *forwarderapi.Client
 	Timeout time.Duration
 }
 
 // NewForwarderProber probes the forwarderd socket in dir.
 func NewForwarderProber(dir string, timeout time.Duration) *ForwarderProber {
-	return &ForwarderProber{client: ipc.NewClient(dir, "forwarderd", timeout), Timeout: timeout}
+	return &ForwarderProber{client: forwarderapi.NewClient(dir, timeout), Timeout: timeout}
 }
 
 func (p *ForwarderProber) Probe(ctx context.Context) Verdict {
 	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
 	defer cancel()
-	r, err := p.client.Report(ctx)
+	r, err := p.client.Health(ctx)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("forwarderd did not answer within %v", p.Timeout.Round(time.Millisecond))

@@ -7,7 +7,7 @@ import (
 	"github.com/safchain/ethtool"
 	"golang.org/x/sys/unix"
 
-	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 )
 
 // Want is what Configure asks of a port.
@@ -57,17 +57,17 @@ type nic interface {
 // Configure makes the settings on ifname and returns each as read back.
 // It does not fail: a driver that refuses a setting is reported, and
 // Strips tells whether the port would alter frames because of it.
-func Configure(ifname string, w Want) []ipc.PortSetting {
+func Configure(ifname string, w Want) []forwarderapi.PortSetting {
 	e, err := ethtool.NewEthtool()
 	if err != nil {
-		return []ipc.PortSetting{{Name: "ethtool", Result: ipc.SettingRefused, Detail: fmt.Sprintf("ethtool socket: %v", err)}}
+		return []forwarderapi.PortSetting{{Name: "ethtool", Result: forwarderapi.SettingRefused, Detail: fmt.Sprintf("ethtool socket: %v", err)}}
 	}
 	defer e.Close()
 	return configure(e, ifname, w)
 }
 
-func configure(e nic, ifname string, w Want) []ipc.PortSetting {
-	var out []ipc.PortSetting
+func configure(e nic, ifname string, w Want) []forwarderapi.PortSetting {
+	var out []forwarderapi.PortSetting
 	out = append(out, features(e, ifname)...)
 	out = append(out, pause(e, ifname, w.FlowControl))
 	out = append(out, lldp(e, ifname)...)
@@ -76,10 +76,10 @@ func configure(e nic, ifname string, w Want) []ipc.PortSetting {
 
 // Strips reports the settings whose refusal makes the port alter frames
 // (a VLAN tag stripped that XDP never sees).
-func Strips(settings []ipc.PortSetting) []string {
+func Strips(settings []forwarderapi.PortSetting) []string {
 	var out []string
 	for _, s := range settings {
-		if s.Result == ipc.SettingRefused && stripping[s.Name] {
+		if s.Result == forwarderapi.SettingRefused && stripping[s.Name] {
 			out = append(out, s.Name)
 		}
 	}
@@ -93,35 +93,35 @@ func onOff(b bool) string {
 	return "off"
 }
 
-func features(e nic, ifname string) []ipc.PortSetting {
-	var out []ipc.PortSetting
+func features(e nic, ifname string) []forwarderapi.PortSetting {
+	var out []forwarderapi.PortSetting
 	for _, name := range offFeatures {
-		st := ipc.PortSetting{Name: name, Want: "off"}
+		st := forwarderapi.PortSetting{Name: name, Want: "off"}
 		fs, err := e.FeaturesWithState(ifname)
 		f, ok := fs[name]
 		switch {
 		case err != nil:
-			st.Result, st.Detail = ipc.SettingRefused, fmt.Sprintf("reading features: %v", err)
+			st.Result, st.Detail = forwarderapi.SettingRefused, fmt.Sprintf("reading features: %v", err)
 		case !ok || (!f.Available && !f.Active):
-			st.Result = ipc.SettingNotOffered
+			st.Result = forwarderapi.SettingNotOffered
 		case !f.Active:
-			st.Got, st.Result = "off", ipc.SettingAlready
+			st.Got, st.Result = "off", forwarderapi.SettingAlready
 		case !f.Available:
-			st.Got, st.Result, st.Detail = "on", ipc.SettingRefused, "fixed on by the driver"
+			st.Got, st.Result, st.Detail = "on", forwarderapi.SettingRefused, "fixed on by the driver"
 		default:
 			err := e.Change(ifname, map[string]bool{name: false})
 			fs, rerr := e.FeaturesWithState(ifname)
 			st.Got = onOff(fs[name].Active)
 			switch {
 			case rerr != nil:
-				st.Got, st.Result, st.Detail = "", ipc.SettingRefused, fmt.Sprintf("reading back: %v", rerr)
+				st.Got, st.Result, st.Detail = "", forwarderapi.SettingRefused, fmt.Sprintf("reading back: %v", rerr)
 			case fs[name].Active:
-				st.Result, st.Detail = ipc.SettingRefused, "still on after the change"
+				st.Result, st.Detail = forwarderapi.SettingRefused, "still on after the change"
 				if err != nil {
 					st.Detail = err.Error()
 				}
 			default:
-				st.Result = ipc.SettingSet
+				st.Result = forwarderapi.SettingSet
 			}
 		}
 		out = append(out, st)
@@ -129,15 +129,15 @@ func features(e nic, ifname string) []ipc.PortSetting {
 	return out
 }
 
-func pause(e nic, ifname string, want bool) ipc.PortSetting {
-	st := ipc.PortSetting{Name: "pause", Want: onOff(want)}
+func pause(e nic, ifname string, want bool) forwarderapi.PortSetting {
+	st := forwarderapi.PortSetting{Name: "pause", Want: onOff(want)}
 	p, err := e.GetPause(ifname)
 	if errors.Is(err, unix.EOPNOTSUPP) {
-		st.Result = ipc.SettingNotOffered
+		st.Result = forwarderapi.SettingNotOffered
 		return st
 	}
 	if err != nil {
-		st.Result, st.Detail = ipc.SettingRefused, fmt.Sprintf("reading flow control: %v", err)
+		st.Result, st.Detail = forwarderapi.SettingRefused, fmt.Sprintf("reading flow control: %v", err)
 		return st
 	}
 	describe := func(p ethtool.Pause) string {
@@ -146,43 +146,43 @@ func pause(e nic, ifname string, want bool) ipc.PortSetting {
 	on := func(p ethtool.Pause) bool { return p.RxPause != 0 || p.TxPause != 0 }
 	if want {
 		// Left as the driver and the link partner negotiated it.
-		st.Got, st.Result, st.Detail = onOff(on(p)), ipc.SettingAlready, describe(p)
+		st.Got, st.Result, st.Detail = onOff(on(p)), forwarderapi.SettingAlready, describe(p)
 		return st
 	}
 	if !on(p) && p.Autoneg == 0 {
-		st.Got, st.Result, st.Detail = "off", ipc.SettingAlready, describe(p)
+		st.Got, st.Result, st.Detail = "off", forwarderapi.SettingAlready, describe(p)
 		return st
 	}
 	_, serr := e.SetPause(ifname, ethtool.Pause{})
 	p, err = e.GetPause(ifname)
 	switch {
 	case err != nil:
-		st.Result, st.Detail = ipc.SettingRefused, fmt.Sprintf("reading back flow control: %v", err)
+		st.Result, st.Detail = forwarderapi.SettingRefused, fmt.Sprintf("reading back flow control: %v", err)
 	case on(p):
-		st.Got, st.Result, st.Detail = "on", ipc.SettingRefused, describe(p)
+		st.Got, st.Result, st.Detail = "on", forwarderapi.SettingRefused, describe(p)
 		if serr != nil {
 			st.Detail += ": " + serr.Error()
 		}
 	default:
-		st.Got, st.Result, st.Detail = "off", ipc.SettingSet, describe(p)
+		st.Got, st.Result, st.Detail = "off", forwarderapi.SettingSet, describe(p)
 	}
 	return st
 }
 
-func lldp(e nic, ifname string) []ipc.PortSetting {
+func lldp(e nic, ifname string) []forwarderapi.PortSetting {
 	flags, err := e.PrivFlags(ifname)
 	if err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
-		return []ipc.PortSetting{{Name: "fw-lldp", Want: "off", Result: ipc.SettingRefused, Detail: fmt.Sprintf("reading private flags: %v", err)}}
+		return []forwarderapi.PortSetting{{Name: "fw-lldp", Want: "off", Result: forwarderapi.SettingRefused, Detail: fmt.Sprintf("reading private flags: %v", err)}}
 	}
-	var out []ipc.PortSetting
+	var out []forwarderapi.PortSetting
 	for _, f := range lldpFlags {
 		cur, ok := flags[f.name]
 		if !ok {
 			continue
 		}
-		st := ipc.PortSetting{Name: f.name, Want: onOff(f.off)}
+		st := forwarderapi.PortSetting{Name: f.name, Want: onOff(f.off)}
 		if cur == f.off {
-			st.Got, st.Result = onOff(cur), ipc.SettingAlready
+			st.Got, st.Result = onOff(cur), forwarderapi.SettingAlready
 			out = append(out, st)
 			continue
 		}
@@ -190,19 +190,19 @@ func lldp(e nic, ifname string) []ipc.PortSetting {
 		now, err := e.PrivFlags(ifname)
 		switch {
 		case err != nil:
-			st.Result, st.Detail = ipc.SettingRefused, fmt.Sprintf("reading back: %v", err)
+			st.Result, st.Detail = forwarderapi.SettingRefused, fmt.Sprintf("reading back: %v", err)
 		case now[f.name] != f.off:
-			st.Got, st.Result = onOff(now[f.name]), ipc.SettingRefused
+			st.Got, st.Result = onOff(now[f.name]), forwarderapi.SettingRefused
 			if uerr != nil {
 				st.Detail = uerr.Error()
 			}
 		default:
-			st.Got, st.Result = onOff(now[f.name]), ipc.SettingSet
+			st.Got, st.Result = onOff(now[f.name]), forwarderapi.SettingSet
 		}
 		out = append(out, st)
 	}
 	if len(out) == 0 {
-		out = append(out, ipc.PortSetting{Name: "fw-lldp", Want: "off", Result: ipc.SettingNotOffered})
+		out = append(out, forwarderapi.PortSetting{Name: "fw-lldp", Want: "off", Result: forwarderapi.SettingNotOffered})
 	}
 	return out
 }

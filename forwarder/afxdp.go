@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/forwarder/bpf"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/internal/xsk"
 )
 
@@ -119,7 +120,7 @@ func bindXSK(ifindex, q int) (*xdp.Socket, string, error) {
 	return nil, "", errors.Join(errs...)
 }
 
-func newAFXDPEngine(ports []*port, opts *Options, plan *CorePlan) (_ engine, err error) {
+func newAFXDPEngine(ports []*port, opts *Options, plan *forwarderapi.CorePlan) (_ engine, err error) {
 	spec, err := datapathSpec()
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package forwarder
 import (
 	"bufio"
 	"fmt"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -77,8 +78,8 @@ func (a *coreAssociator) OnlineCPUs() ([]int, error) {
 // allows) and pins each queue's interrupts to its CPU: queue q is served by
 // forwarding CPU q mod n. Problems are reported per port rather than
 // failing: a driver that cannot change channels still forwards.
-func (a *coreAssociator) Associate(ifnames []string, cores int) CorePlan {
-	var plan CorePlan
+func (a *coreAssociator) Associate(ifnames []string, cores int) forwarderapi.CorePlan {
+	var plan forwarderapi.CorePlan
 	online, err := a.OnlineCPUs()
 	if err != nil {
 		plan.Note = err.Error()
@@ -96,8 +97,8 @@ func (a *coreAssociator) Associate(ifnames []string, cores int) CorePlan {
 	return plan
 }
 
-func (a *coreAssociator) associatePort(ifname string, fwd []int, irqs map[string]map[int][]int) PortCores {
-	pc := PortCores{Interface: ifname}
+func (a *coreAssociator) associatePort(ifname string, fwd []int, irqs map[string]map[int][]int) forwarderapi.PortCores {
+	pc := forwarderapi.PortCores{Interface: ifname}
 	nq := 1
 	ch, err := a.channels.Get(ifname)
 	switch {
@@ -110,7 +111,7 @@ func (a *coreAssociator) associatePort(ifname string, fwd []int, irqs map[string
 	devIRQs := a.deviceIRQs(ifname)
 	byQueue := irqs[ifname]
 	for q := 0; q < nq; q++ {
-		qc := QueueCore{Queue: q, CPU: -1}
+		qc := forwarderapi.QueueCore{Queue: q, CPU: -1}
 		if len(fwd) > 0 {
 			qc.CPU = fwd[q%len(fwd)]
 		}

@@ -2,6 +2,7 @@ package forwarder
 
 import (
 	"fmt"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"os"
 	"path/filepath"
 	"slices"
@@ -129,7 +130,7 @@ func TestAssociate(t *testing.T) {
 	if !slices.Equal(drv.set, wantSet) {
 		t.Errorf("channel changes %q, want %q", drv.set, wantSet)
 	}
-	queues := func(pc PortCores) string {
+	queues := func(pc forwarderapi.PortCores) string {
 		var s []string
 		for _, q := range pc.Queues {
 			s = append(s, fmt.Sprintf("q%d:cpu%d:%v:%s", q.Queue, q.CPU, q.IRQs, q.IRQ))

@@ -1,6 +1,7 @@
 package forwarder
 
 import (
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"sort"
 	"sync"
 	"time"
@@ -18,7 +19,7 @@ type goFlowTable struct {
 	start  time.Time
 
 	mu    sync.Mutex
-	stats FlowStats
+	stats forwarderapi.FlowStats
 	rate  rateMeter
 }
 
@@ -50,7 +51,7 @@ func newGoFlowTable(size, shards int, idle time.Duration) *goFlowTable {
 	}
 	shards = max(shards, 1)
 	t := &goFlowTable{size: size, idle: idle, start: time.Now()}
-	t.stats = FlowStats{TableSize: size, IdleTimeout: idle.String()}
+	t.stats = forwarderapi.FlowStats{TableSize: size, IdleTimeout: idle.String()}
 	per := max(size/shards, 1)
 	for i := 0; i < shards; i++ {
 		s := &flowShard{index: make(map[FlowKey]int32, per), slots: make([]flowSlot, per), head: -1, tail: -1}
@@ -136,7 +137,7 @@ func (t *goFlowTable) Sweep() error {
 	now := t.now()
 	var live int
 	var created, evicted, expired uint64
-	var top []FlowEntry
+	var top []forwarderapi.FlowEntry
 	for _, s := range t.shards {
 		s.mu.Lock()
 		for s.tail >= 0 && now-s.slots[s.tail].last > t.idle {
@@ -170,8 +171,8 @@ func (t *goFlowTable) Sweep() error {
 	return nil
 }
 
-func (t *goFlowTable) entry(e *flowSlot) FlowEntry {
-	return FlowEntry{
+func (t *goFlowTable) entry(e *flowSlot) forwarderapi.FlowEntry {
+	return forwarderapi.FlowEntry{
 		Port: e.key.Port, Proto: e.key.Proto,
 		Src: e.key.SrcAddr().String(), Dst: e.key.DstAddr().String(),
 		SrcPort: e.key.SrcPort, DstPort: e.key.DstPort,
@@ -182,7 +183,7 @@ func (t *goFlowTable) entry(e *flowSlot) FlowEntry {
 
 // Stats returns the last sweep's figures with the counters brought up to
 // date.
-func (t *goFlowTable) Stats() FlowStats {
+func (t *goFlowTable) Stats() forwarderapi.FlowStats {
 	var live int
 	var created, evicted uint64
 	for _, s := range t.shards {
@@ -197,6 +198,6 @@ func (t *goFlowTable) Stats() FlowStats {
 	st := t.stats
 	st.Flows, st.Created, st.Evicted = live, created, evicted
 	st.NewPerSecond = t.rate.update(created, time.Now())
-	st.Top = append([]FlowEntry(nil), st.Top...)
+	st.Top = append([]forwarderapi.FlowEntry(nil), st.Top...)
 	return st
 }

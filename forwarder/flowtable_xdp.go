@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/forwarder/bpf"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 )
 
 // DefaultFlowIdle is how long a flow may be silent before it is expired.
@@ -29,7 +30,7 @@ type flowTable struct {
 	idle      time.Duration
 
 	mu    sync.Mutex
-	stats FlowStats
+	stats forwarderapi.FlowStats
 	rate  rateMeter
 }
 
@@ -50,7 +51,7 @@ func newFlowTable(spec *ebpf.CollectionSpec, size int, idle time.Duration) (*flo
 		return nil, err
 	}
 	t := &flowTable{m: m, counts: counts, size: size, idle: idle}
-	t.stats = FlowStats{TableSize: size, IdleTimeout: idle.String()}
+	t.stats = forwarderapi.FlowStats{TableSize: size, IdleTimeout: idle.String()}
 	return t, nil
 }
 
@@ -102,7 +103,7 @@ func (t *flowTable) Sweep() error {
 		vals   = make([]bpf.DatapathFlow, 4096)
 		stale  []bpf.DatapathFlowKey
 		live   int
-		top    []FlowEntry
+		top    []forwarderapi.FlowEntry
 	)
 	for {
 		n, err := t.m.BatchLookup(&cursor, keys, vals, nil)
@@ -151,11 +152,11 @@ func (t *flowTable) Sweep() error {
 }
 
 // keepTop keeps the topFlows largest flows by bytes, largest first.
-func keepTop(top []FlowEntry, k bpf.DatapathFlowKey, v bpf.DatapathFlow, now uint64, wall time.Time) []FlowEntry {
+func keepTop(top []forwarderapi.FlowEntry, k bpf.DatapathFlowKey, v bpf.DatapathFlow, now uint64, wall time.Time) []forwarderapi.FlowEntry {
 	if len(top) == topFlows && v.Bytes <= top[len(top)-1].Bytes {
 		return top
 	}
-	e := FlowEntry{
+	e := forwarderapi.FlowEntry{
 		Port: k.Port, Proto: k.Proto,
 		SrcPort: bits.ReverseBytes16(k.Sport), DstPort: bits.ReverseBytes16(k.Dport),
 		Packets: v.Packets, Bytes: v.Bytes, TCPFlags: uint8(v.TcpFlags),
@@ -186,7 +187,7 @@ func flowKeyFromBPF(k bpf.DatapathFlowKey) FlowKey {
 
 // Stats returns the table's figures: the last sweep's, with the insert
 // counters and the rate of new flows brought up to date.
-func (t *flowTable) Stats() FlowStats {
+func (t *flowTable) Stats() forwarderapi.FlowStats {
 	created, failed, err := t.counters()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -200,7 +201,7 @@ func (t *flowTable) Stats() FlowStats {
 		s.InsertFailed = failed
 		s.NewPerSecond = t.rate.update(created, time.Now())
 	}
-	s.Top = append([]FlowEntry(nil), s.Top...)
+	s.Top = append([]forwarderapi.FlowEntry(nil), s.Top...)
 	return s
 }
 

@@ -12,8 +12,8 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/dataport"
 	"github.com/ncpos/ncpos/dataport/fence"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/health"
-	"github.com/ncpos/ncpos/ipc"
 )
 
 // Engines and modes, as the configuration spells them.
@@ -123,7 +123,7 @@ type port struct {
 	ifindex int
 	peer    *port
 
-	settings  []ipc.PortSetting // as the driver read them back
+	settings  []forwarderapi.PortSetting // as the driver read them back
 	features  XDPFeatures
 	known     bool   // features were read
 	plan      string // the attach mode planned: XDPNative, XDPGeneric or XDPAuto
@@ -141,7 +141,7 @@ type engine interface {
 
 // flowSource is a flow table, in BPF or in Go.
 type flowSource interface {
-	Stats() FlowStats
+	Stats() forwarderapi.FlowStats
 	Sweep() error
 }
 
@@ -150,7 +150,7 @@ type Forwarder struct {
 	opts    Options
 	ports   []*port
 	eng     engine
-	cores   CorePlan
+	cores   forwarderapi.CorePlan
 	started time.Time
 	notes   []string // what the datapath cannot do here, for /status
 
@@ -291,7 +291,7 @@ func preparePort(p *port, opts *Options) error {
 	}
 	p.settings = dataport.Configure(p.ifname, dataport.Want{FlowControl: opts.FlowControl})
 	for _, s := range p.settings {
-		if s.Result == ipc.SettingRefused {
+		if s.Result == forwarderapi.SettingRefused {
 			opts.Logf("port %s (%s): %s wanted %s, the driver keeps it %s: %s", p.label, p.ifname, s.Name, s.Want, s.Got, s.Detail)
 		}
 	}

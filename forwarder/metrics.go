@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -53,7 +54,7 @@ var (
 
 // statusCollector turns a Status into metrics. It is unchecked (Describe
 // sends nothing): its label values follow the configured ports.
-type statusCollector struct{ status func() Status }
+type statusCollector struct{ status func() forwarderapi.Status }
 
 func (statusCollector) Describe(chan<- *prometheus.Desc) {}
 

@@ -7,20 +7,8 @@ import (
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/dataport"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/health"
-	"github.com/ncpos/ncpos/ipc"
-)
-
-// The shapes of forwarderd's /status are the daemons' contract, in ipc.
-type (
-	Status        = ipc.ForwarderStatus
-	PortStatus    = ipc.PortStatus
-	SegmentStatus = ipc.SegmentStatus
-	CorePlan      = ipc.CorePlan
-	PortCores     = ipc.PortCores
-	QueueCore     = ipc.QueueCore
-	FlowStats     = ipc.FlowStats
-	FlowEntry     = ipc.FlowEntry
 )
 
 // maxFrame is the longest frame (FCS not counted) that enters p and
@@ -51,13 +39,13 @@ func drops(pc portCounters, ls linkStats, lost int64) []uint64 {
 }
 
 // Status reports everything the forwarder knows, from the latest sample.
-func (f *Forwarder) Status() Status {
+func (f *Forwarder) Status() forwarderapi.Status {
 	f.mu.Lock()
 	s := f.sample
 	hb := f.heartbeat
 	f.mu.Unlock()
 	live, conds := f.check(time.Now())
-	st := Status{
+	st := forwarderapi.Status{
 		Engine: f.opts.Engine, Mode: f.opts.Mode,
 		Started: f.started.UTC(), Heartbeat: hb.UTC(),
 		Live: live, Conditions: conds,
@@ -74,7 +62,7 @@ func (f *Forwarder) Status() Status {
 	}
 	for i, p := range f.ports {
 		pc, ls := s.ports[i], s.links[i]
-		st.Ports = append(st.Ports, PortStatus{
+		st.Ports = append(st.Ports, forwarderapi.PortStatus{
 			Name: p.label, Interface: p.ifname, Segment: p.segment.Name, Peer: p.peer.label,
 			Attach: f.eng.attachMode(i), Link: ls.operState,
 			RxPackets: pc.RxPackets, RxBytes: pc.RxBytes, Passed: pc.Passed,
@@ -99,7 +87,7 @@ func (f *Forwarder) Status() Status {
 				kd[j] += n
 			}
 		}
-		ss := SegmentStatus{
+		ss := forwarderapi.SegmentStatus{
 			Name: seg.Name, Ports: seg.Labels,
 			Packets: sum.RxPackets, Bytes: sum.RxBytes, Forwarded: fwd,
 			Drops:     reasonMap(DropReasons, kd[:]),
@@ -110,7 +98,7 @@ func (f *Forwarder) Status() Status {
 		st.Segments = append(st.Segments, ss)
 	}
 	for _, a := range f.opts.Absent {
-		st.Segments = append(st.Segments, SegmentStatus{Name: a.Name, Ports: a.Labels, Conditions: segConds(a.Name)})
+		st.Segments = append(st.Segments, forwarderapi.SegmentStatus{Name: a.Name, Ports: a.Labels, Conditions: segConds(a.Name)})
 	}
 	if ft := f.eng.flowTable(); ft != nil {
 		fs := ft.Stats()

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/health"
 )
 
@@ -83,20 +84,20 @@ func TestProgressProblems(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	st := Status{
+	st := forwarderapi.Status{
 		Live:       health.Live(time.Now()),
 		Heartbeat:  time.Now(),
 		Conditions: []health.Condition{{Kind: health.LinkDown, Segment: "seg2", Port: "LAN4"}, {Kind: health.LinkDown, Segment: "seg2", Port: "LAN4", Pair: "pair2"}},
-		Ports: []PortStatus{{
+		Ports: []forwarderapi.PortStatus{{
 			Name: "LAN1", Interface: "eth1", Segment: "seg1", RxPackets: 5,
 			Drops:            map[string]uint64{"no_peer": 2},
 			MalformedReasons: map[string]uint64{"runt": 3, "too_many_vlans": 1},
 		}},
-		Segments: []SegmentStatus{{Name: "seg1", Packets: 5, Forwarding: true}},
-		Flows:    &FlowStats{Flows: 7, TableSize: 1024, Created: 9, Evicted: 2},
+		Segments: []forwarderapi.SegmentStatus{{Name: "seg1", Packets: 5, Forwarding: true}},
+		Flows:    &forwarderapi.FlowStats{Flows: 7, TableSize: 1024, Created: 9, Evicted: 2},
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(statusCollector{func() Status { return st }})
+	reg.MustRegister(statusCollector{func() forwarderapi.Status { return st }})
 	rec := httptest.NewRecorder()
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	out := rec.Body.String()

@@ -14,6 +14,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/dataport/fence"
 	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/lab"
 )
@@ -173,7 +174,7 @@ func testDatapath(t *testing.T, engine, mode string) {
 // checkPortSetup wants a port as preparePort leaves it: the segment's MTU
 // on the interface, veth's VLAN offloads off as read back, the input fence
 // on and no address.
-func checkPortSetup(t *testing.T, l *lab.Lab, p forwarder.PortStatus, mtu int) {
+func checkPortSetup(t *testing.T, l *lab.Lab, p forwarderapi.PortStatus, mtu int) {
 	t.Helper()
 	if p.MTU != mtu || p.MaxFrame < mtu+18 {
 		t.Errorf("port %s: MTU %d, frames up to %d; want MTU %d", p.Interface, p.MTU, p.MaxFrame, mtu)
@@ -232,7 +233,7 @@ func diffReasons(before, after map[string]uint64) map[string]uint64 {
 // overflows the 1024-entry table and wants evictions, no failures, and
 // every frame still forwarded.
 func testFlows(t *testing.T, d *lab.Daemon, sinks *lab.Sinks, snd *lab.Sender) {
-	flows := func() forwarder.FlowStats {
+	flows := func() forwarderapi.FlowStats {
 		st, err := d.Status(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -240,7 +241,7 @@ func testFlows(t *testing.T, d *lab.Daemon, sinks *lab.Sinks, snd *lab.Sender) {
 		return *st.Flows
 	}
 	// settle waits for a sweep after the last frame and returns the figures.
-	settle := func(created uint64) forwarder.FlowStats {
+	settle := func(created uint64) forwarderapi.FlowStats {
 		deadline := time.Now().Add(5 * time.Second)
 		for {
 			time.Sleep(300 * time.Millisecond)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/internal/frames"
 )
 
@@ -25,7 +26,7 @@ func TestFlowExpiry(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			var fs forwarder.FlowStats
+			var fs forwarderapi.FlowStats
 			deadline := time.Now().Add(6 * time.Second)
 			for {
 				st, err := d.Status(context.Background())

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/health"
-	"github.com/ncpos/ncpos/ipc"
 )
 
 // BuildForwarderd compiles services/forwarderd into dir and returns the
@@ -18,16 +17,16 @@ func BuildForwarderd(dir string) (string, error) { return BuildDaemon(dir, "forw
 // Daemon is a forwarderd running inside the lab's forwarder namespace.
 type Daemon struct {
 	*Process
-	client *ipc.Client
+	client *forwarderapi.Client
 }
 
 // StartForwarderd runs bin in the forwarder namespace bridging the lab's
 // segments, with extra flags, and waits until it answers /status.
 func (l *Lab) StartForwarderd(bin, runDir string, extra ...string) (*Daemon, error) {
-	d := &Daemon{client: ipc.NewClient(runDir, "forwarderd", 2*time.Second)}
+	d := &Daemon{client: forwarderapi.NewClient(runDir, 2*time.Second)}
 	ready := func() error {
-		var st forwarder.Status
-		return d.client.Status(context.Background(), &st)
+		_, err := d.client.Status(context.Background())
+		return err
 	}
 	p, err := l.StartProcess("forwarderd", bin, runDir, append(l.SegmentArgs(), extra...), ready, 30*time.Second)
 	if err != nil {
@@ -38,14 +37,12 @@ func (l *Lab) StartForwarderd(bin, runDir string, extra ...string) (*Daemon, err
 }
 
 // Status fetches /status.
-func (d *Daemon) Status(ctx context.Context) (forwarder.Status, error) {
-	var st forwarder.Status
-	err := d.client.Status(ctx, &st)
-	return st, err
+func (d *Daemon) Status(ctx context.Context) (forwarderapi.Status, error) {
+	return d.client.Status(ctx)
 }
 
 // Report asks /health: liveness and conditions.
-func (d *Daemon) Report(ctx context.Context) (health.Report, error) { return d.client.Report(ctx) }
+func (d *Daemon) Report(ctx context.Context) (health.Report, error) { return d.client.Health(ctx) }
 
 // Metrics fetches /metrics.
 func (d *Daemon) Metrics(ctx context.Context) ([]byte, error) { return d.client.Metrics(ctx) }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/vishvananda/netlink"
 
-	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/lab"
 )
@@ -113,7 +113,7 @@ func TestRedirectFailuresCounted(t *testing.T) {
 	}
 }
 
-func mustStatus(t *testing.T, d *lab.Daemon) forwarder.Status {
+func mustStatus(t *testing.T, d *lab.Daemon) forwarderapi.Status {
 	t.Helper()
 	st, err := d.Status(context.Background())
 	if err != nil {

@@ -291,7 +291,7 @@ ncpos_watchdog_pets_total 740
 ncpos_watchdog_last_reset_info{kind="watchdog"} 1
 `
 
-// fakeForwarderStatus is a forwarderd /status (ipc.ForwarderStatus) as it
+// fakeForwarderStatus is a forwarderd /status (forwarderapi.Status) as it
 // comes over the socket.
 const fakeForwarderStatus = `{"engine":"xdp","mode":"forward","live":{"live":true},
  "conditions":[{"kind":"link_down","segment":"seg2","port":"LAN4","source":"forwarderd","since":"2026-01-01T00:00:00Z","detail":"port LAN4 (eth4) link down"}],

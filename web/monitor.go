@@ -13,6 +13,7 @@ import (
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/sysinfo"
@@ -171,7 +172,7 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 	c := m.Collector
 	var (
 		sys              *api.System
-		fwd              ipc.ForwarderStatus
+		fwd              forwarderapi.Status
 		byp              ipc.BypassStatus
 		fwdDown, bypDown bool
 		fwdErr, bypErr   error

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 )
 
 // PortCounters are the kernel's interface counters
@@ -65,16 +65,16 @@ type Port struct {
 // attached and why, the MTU and longest frame it forwards, the NIC
 // settings as the driver read them back, and its drops by reason.
 type PortDatapath struct {
-	Attach    string            `json:"attach"`
-	AttachWhy string            `json:"attach_why,omitempty"`
-	MTU       int               `json:"mtu"`
-	MaxFrame  int               `json:"max_frame"`
-	Settings  []ipc.PortSetting `json:"settings"`
-	Drops     map[string]uint64 `json:"drops,omitempty"`
+	Attach    string                     `json:"attach"`
+	AttachWhy string                     `json:"attach_why,omitempty"`
+	MTU       int                        `json:"mtu"`
+	MaxFrame  int                        `json:"max_frame"`
+	Settings  []forwarderapi.PortSetting `json:"settings"`
+	Drops     map[string]uint64          `json:"drops,omitempty"`
 }
 
 // addDatapath fills in Datapath from forwarderd's ports, by interface.
-func addDatapath(ports []Port, fwd []ipc.PortStatus) {
+func addDatapath(ports []Port, fwd []forwarderapi.PortStatus) {
 	for i := range ports {
 		for _, f := range fwd {
 			if f.Interface == ports[i].Interface {

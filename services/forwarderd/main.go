@@ -39,6 +39,7 @@ import (
 	"github.com/ncpos/ncpos/appliance"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/logs"
 )
@@ -158,7 +159,7 @@ func run(opts forwarder.Options) (stopped bool, err error) {
 
 	go f.Run(ctx)
 	mux := ipc.Handler(f.Report, func() any { return f.Status() }, f.MetricsHandler())
-	if err := ipc.Serve(ctx, ipc.Dir(), "forwarderd", mux); err != nil {
+	if err := ipc.Serve(ctx, ipc.Dir(), forwarderapi.Name, mux); err != nil {
 		return false, err
 	}
 	return ctx.Err() != nil, nil

@@ -1,4 +1,8 @@
-package ipc
+// Package forwarderapi is forwarderd's contract: what it reports on its
+// unix socket (engine, cores, segments, ports with their counters, NIC
+// settings and drops, the flow table) and the Client every caller asks
+// forwarderd with.
+package forwarderapi
 
 import (
 	"time"
@@ -6,8 +10,8 @@ import (
 	"github.com/ncpos/ncpos/health"
 )
 
-// ForwarderStatus is forwarderd's /status.
-type ForwarderStatus struct {
+// Status is forwarderd's /status.
+type Status struct {
 	Engine     string             `json:"engine"`
 	Mode       string             `json:"mode"`
 	Started    time.Time          `json:"started"`
