@@ -1,12 +1,10 @@
 package bypass
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/ipc"
 )
 
@@ -35,12 +34,12 @@ func (s *Supervisor) Handler() *http.ServeMux {
 		http.Error(w, err.Error(), code)
 	}
 	mux.HandleFunc("POST /override", func(w http.ResponseWriter, r *http.Request) {
-		var req OverrideRequest
+		var req bypassapi.OverrideRequest
 		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
 			fail(w, http.StatusBadRequest, fmt.Errorf("override: %w", err))
 			return
 		}
-		o := Override{State: req.State, Reason: strings.TrimSpace(req.Reason), By: req.By, Update: req.Update}
+		o := bypassapi.Override{State: req.State, Reason: strings.TrimSpace(req.Reason), By: req.By, Update: req.Update}
 		if req.For != "" {
 			d, err := time.ParseDuration(req.For)
 			if err != nil || d <= 0 {
@@ -63,12 +62,12 @@ func (s *Supervisor) Handler() *http.ServeMux {
 		ipc.WriteJSON(w, s.Status())
 	})
 	mux.HandleFunc("POST /planned", func(w http.ResponseWriter, r *http.Request) {
-		var req PlanRequest
+		var req bypassapi.PlanRequest
 		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
 			fail(w, http.StatusBadRequest, fmt.Errorf("planned: %w", err))
 			return
 		}
-		if !slices.Contains(ipc.PlanKinds, req.Kind) {
+		if !slices.Contains(bypassapi.PlanKinds, req.Kind) {
 			fail(w, http.StatusBadRequest, fmt.Errorf("planned: kind %q, want shutdown, reboot or update", req.Kind))
 			return
 		}
@@ -83,46 +82,4 @@ func (s *Supervisor) Handler() *http.ServeMux {
 		ipc.WriteJSON(w, s.Status())
 	})
 	return mux
-}
-
-// Control is a typed client for bypassd's control endpoints, over the
-// ipc package's client.
-type Control struct {
-	c *ipc.Client
-}
-
-// NewControl returns a client for the bypassd socket in dir.
-func NewControl(dir string, timeout time.Duration) *Control {
-	return &Control{c: ipc.NewClient(dir, "bypassd", timeout)}
-}
-
-// Override sets a manual override.
-func (c *Control) Override(ctx context.Context, req OverrideRequest) (st Status, err error) {
-	err = c.c.Post(ctx, "/override", req, &st)
-	return st, err
-}
-
-// ClearOverride returns pair ("" for all) to automatic control.
-func (c *Control) ClearOverride(ctx context.Context, pair, by string) (st Status, err error) {
-	err = c.c.Delete(ctx, "/override?"+url.Values{"pair": {pair}, "by": {by}}.Encode(), &st)
-	return st, err
-}
-
-// Plan puts every pair into bypass before a shutdown, reboot or update,
-// returning once bypassd has set and read back the relays.
-func (c *Control) Plan(ctx context.Context, kind, reason string) (st Status, err error) {
-	err = c.c.Post(ctx, "/planned", PlanRequest{Kind: kind, Reason: reason}, &st)
-	return st, err
-}
-
-// Unplan calls a planned shutdown off.
-func (c *Control) Unplan(ctx context.Context, by string) (st Status, err error) {
-	err = c.c.Delete(ctx, "/planned?"+url.Values{"by": {by}}.Encode(), &st)
-	return st, err
-}
-
-// Status fetches /status.
-func (c *Control) Status(ctx context.Context) (st Status, err error) {
-	err = c.c.Status(ctx, &st)
-	return st, err
 }

@@ -2,6 +2,7 @@ package bypass
 
 import (
 	"errors"
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"time"
 )
 
@@ -19,15 +20,15 @@ var ErrTimerExpired = errors.New("controller timer had expired")
 // and logging are the Supervisor's.
 type Backend interface {
 	// Caps reports what the relay can do.
-	Caps() Caps
+	Caps() bypassapi.Caps
 	// Set puts the relay into s.
-	Set(s State) error
+	Set(s bypassapi.State) error
 	// Get reads the relay's state from the hardware.
-	Get() (State, error)
+	Get() (bypassapi.State, error)
 	// SetDefault chooses the state the hardware takes on event e.
-	SetDefault(e Event, s State) error
+	SetDefault(e bypassapi.Event, s bypassapi.State) error
 	// Default reads the default for e.
-	Default(e Event) (State, error)
+	Default(e bypassapi.Event) (bypassapi.State, error)
 	// Arm starts the controller's watchdog timer with timeout d (rounded
 	// up to the hardware's granularity) and returns the timeout in effect.
 	Arm(d time.Duration) (time.Duration, error)

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"golang.org/x/sys/unix"
 )
 
@@ -110,7 +111,7 @@ func openBpctl(dev string) (bpctlFile, error) {
 type bpctlBackend struct {
 	dev     ioctler
 	ifindex int
-	caps    Caps
+	caps    bypassapi.Caps
 	bits    int32
 }
 
@@ -139,47 +140,47 @@ func newBpctl(dev ioctler, ifindex int) (*bpctlBackend, error) {
 	if b.bits&bpCap == 0 || b.bits&swCtlCap == 0 {
 		return nil, fmt.Errorf("bpctl: ifindex %d reports caps %#x: not a software-controlled bypass port", ifindex, b.bits)
 	}
-	caps := Caps{Events: map[Event][]State{}, Fixed: map[Event]State{}, ReadBack: b.bits&bpStatusCap != 0, LinkDownInBypass: true,
-		States: []State{Normal, Bypass}, ReadBackOf: ReadsNothing}
+	caps := bypassapi.Caps{Events: map[bypassapi.Event][]bypassapi.State{}, Fixed: map[bypassapi.Event]bypassapi.State{}, ReadBack: b.bits&bpStatusCap != 0, LinkDownInBypass: true,
+		States: []bypassapi.State{bypassapi.Normal, bypassapi.Bypass}, ReadBackOf: bypassapi.ReadsNothing}
 	if caps.ReadBack {
-		caps.ReadBackOf = ReadsController
+		caps.ReadBackOf = bypassapi.ReadsController
 	}
 	if b.bits&discCap != 0 {
-		caps.States = append(caps.States, Disconnect)
+		caps.States = append(caps.States, bypassapi.Disconnect)
 	}
 	switch {
 	case b.bits&bpPwoffCtlCap != 0:
-		caps.Events[PowerOff] = []State{Bypass, Disconnect}
+		caps.Events[bypassapi.PowerOff] = []bypassapi.State{bypassapi.Bypass, bypassapi.Disconnect}
 	case b.bits&bpPwoffOnCap != 0:
-		caps.Fixed[PowerOff] = Bypass
+		caps.Fixed[bypassapi.PowerOff] = bypassapi.Bypass
 	case b.bits&bpPwoffOffCap != 0:
-		caps.Fixed[PowerOff] = Disconnect
+		caps.Fixed[bypassapi.PowerOff] = bypassapi.Disconnect
 	}
 	switch {
 	case b.bits&bpPwupCtlCap != 0:
-		caps.Events[PowerUp] = []State{Normal, Bypass}
+		caps.Events[bypassapi.PowerUp] = []bypassapi.State{bypassapi.Normal, bypassapi.Bypass}
 		if b.bits&discPwupCtlCap != 0 {
-			caps.Events[PowerUp] = append(caps.Events[PowerUp], Disconnect)
+			caps.Events[bypassapi.PowerUp] = append(caps.Events[bypassapi.PowerUp], bypassapi.Disconnect)
 		}
 	case b.bits&bpPwupOnCap != 0:
-		caps.Fixed[PowerUp] = Bypass
+		caps.Fixed[bypassapi.PowerUp] = bypassapi.Bypass
 	case b.bits&bpPwupOffCap != 0:
-		caps.Fixed[PowerUp] = Normal
+		caps.Fixed[bypassapi.PowerUp] = bypassapi.Normal
 	}
-	if caps.CanDefault(PowerOff, Disconnect) {
+	if caps.CanDefault(bypassapi.PowerOff, bypassapi.Disconnect) {
 		caps.Notes = append(caps.Notes, "power_off disconnect means the relay does not bypass without power: the unpowered NIC then passes nothing")
 	} else {
 		caps.Notes = append(caps.Notes, "relay cannot fail open without power: on power loss it rests in bypass")
 	}
 	if b.bits&wdCtlCap != 0 {
-		caps.Fixed[TimerExpiry] = Bypass
+		caps.Fixed[bypassapi.TimerExpiry] = bypassapi.Bypass
 		wc, err := b.call(bpGetWDSetCaps, 0)
 		if err != nil {
 			return nil, err
 		}
 		minT := time.Duration(wc.Status&0xf) * 100 * time.Millisecond
 		steps := int(wc.Status>>5) & 0xf
-		t := &TimerCaps{Unit: minT, Min: minT, TimeLeft: b.bits&wdTimeoutCap != 0}
+		t := &bypassapi.TimerCaps{Unit: minT, Min: minT, TimeLeft: b.bits&wdTimeoutCap != 0}
 		if wc.Status&wdtStepTime != 0 {
 			t.Max = minT << max(steps-1, 0)
 			caps.Notes = append(caps.Notes, fmt.Sprintf("timer steps double: %v x 2^n, n < %d; the driver rounds up", minT, steps))
@@ -194,23 +195,23 @@ func newBpctl(dev ioctler, ifindex int) (*bpctlBackend, error) {
 	return b, nil
 }
 
-func (b *bpctlBackend) Caps() Caps { return b.caps }
+func (b *bpctlBackend) Caps() bypassapi.Caps { return b.caps }
 
-func (b *bpctlBackend) Set(s State) error {
+func (b *bpctlBackend) Set(s bypassapi.State) error {
 	if !b.caps.Can(s) {
 		return fmt.Errorf("bpctl: state %s: %w", s, ErrUnsupported)
 	}
 	disc := b.bits&discCap != 0
 	var err error
 	switch s {
-	case Normal, Bypass:
+	case bypassapi.Normal, bypassapi.Bypass:
 		if disc {
 			if _, err = b.call(bpSetDisc, 0); err != nil {
 				return err
 			}
 		}
-		_, err = b.call(bpSetBypass, boolInt(s == Bypass))
-	case Disconnect:
+		_, err = b.call(bpSetBypass, boolInt(s == bypassapi.Bypass))
+	case bypassapi.Disconnect:
 		if _, err = b.call(bpSetBypass, 0); err != nil {
 			return err
 		}
@@ -226,89 +227,89 @@ func boolInt(b bool) int32 {
 	return 0
 }
 
-func (b *bpctlBackend) Get() (State, error) {
+func (b *bpctlBackend) Get() (bypassapi.State, error) {
 	if !b.caps.ReadBack {
-		return Unknown, fmt.Errorf("bpctl: reading the state: %w", ErrUnsupported)
+		return bypassapi.Unknown, fmt.Errorf("bpctl: reading the state: %w", ErrUnsupported)
 	}
 	c, err := b.call(bpGetBypass, 0)
 	if err != nil {
-		return Unknown, err
+		return bypassapi.Unknown, err
 	}
 	if c.Status == 1 {
-		return Bypass, nil
+		return bypassapi.Bypass, nil
 	}
 	if b.bits&discCap != 0 {
 		d, err := b.call(bpGetDisc, 0)
 		if err != nil {
-			return Unknown, err
+			return bypassapi.Unknown, err
 		}
 		if d.Status == 1 {
-			return Disconnect, nil
+			return bypassapi.Disconnect, nil
 		}
 	}
-	return Normal, nil
+	return bypassapi.Normal, nil
 }
 
-func (b *bpctlBackend) SetDefault(e Event, s State) error {
+func (b *bpctlBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 	if !b.caps.CanDefault(e, s) {
 		return fmt.Errorf("bpctl: %s default %s: %w", e, s, ErrUnsupported)
 	}
 	switch e {
-	case PowerOff:
-		_, err := b.call(bpSetBypassPwoff, boolInt(s == Bypass))
+	case bypassapi.PowerOff:
+		_, err := b.call(bpSetBypassPwoff, boolInt(s == bypassapi.Bypass))
 		return err
-	case PowerUp:
+	case bypassapi.PowerUp:
 		if b.bits&discPwupCtlCap != 0 {
-			if _, err := b.call(bpSetDiscPwup, boolInt(s == Disconnect)); err != nil {
+			if _, err := b.call(bpSetDiscPwup, boolInt(s == bypassapi.Disconnect)); err != nil {
 				return err
 			}
 		}
-		_, err := b.call(bpSetBypassPwup, boolInt(s == Bypass))
+		_, err := b.call(bpSetBypassPwup, boolInt(s == bypassapi.Bypass))
 		return err
 	}
 	return fmt.Errorf("bpctl: %s default: %w", e, ErrUnsupported)
 }
 
-func (b *bpctlBackend) Default(e Event) (State, error) {
+func (b *bpctlBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
 	switch e {
-	case PowerOff:
-		if _, ok := b.caps.Events[PowerOff]; !ok {
+	case bypassapi.PowerOff:
+		if _, ok := b.caps.Events[bypassapi.PowerOff]; !ok {
 			break
 		}
 		c, err := b.call(bpGetBypassPwoff, 0)
 		if err != nil {
-			return Unknown, err
+			return bypassapi.Unknown, err
 		}
 		if c.Status == 1 {
-			return Bypass, nil
+			return bypassapi.Bypass, nil
 		}
-		return Disconnect, nil
-	case PowerUp:
-		if _, ok := b.caps.Events[PowerUp]; !ok {
+		return bypassapi.Disconnect, nil
+	case bypassapi.PowerUp:
+		if _, ok := b.caps.Events[bypassapi.PowerUp]; !ok {
 			break
 		}
 		if b.bits&discPwupCtlCap != 0 {
 			c, err := b.call(bpGetDiscPwup, 0)
 			if err != nil {
-				return Unknown, err
+				return bypassapi.Unknown, err
 			}
 			if c.Status == 1 {
-				return Disconnect, nil
+				return bypassapi.Disconnect, nil
 			}
 		}
 		c, err := b.call(bpGetBypassPwup, 0)
 		if err != nil {
-			return Unknown, err
+			return bypassapi.Unknown, err
 		}
 		if c.Status == 1 {
-			return Bypass, nil
+			return bypassapi.Bypass, nil
 		}
-		return Normal, nil
+		return bypassapi.Normal, nil
 	}
 	if f, ok := b.caps.Fixed[e]; ok {
 		return f, nil
 	}
-	return Unknown, fmt.Errorf("bpctl: %s default: %w", e, ErrUnsupported)
+	return bypassapi.Unknown, fmt.Errorf("bpctl: %s default: %w", e, ErrUnsupported)
 }
 
 func (b *bpctlBackend) Arm(d time.Duration) (time.Duration, error) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/ipc"
 )
 
@@ -65,7 +66,7 @@ func Serve(sup *Supervisor, runDir string, stop <-chan os.Signal) error {
 	defer cancel()
 	sup.Start(ctx)
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- ipc.Serve(ctx, runDir, "bypassd", sup.Handler()) }()
+	go func() { serveErr <- ipc.Serve(ctx, runDir, bypassapi.Name, sup.Handler()) }()
 	go sup.Run(ctx)
 	select {
 	case sig := <-stop:

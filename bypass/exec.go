@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 )
 
@@ -31,13 +32,13 @@ type execBackend struct {
 	run     runner
 	vars    map[string]string
 	match   []stateRE
-	caps    Caps
+	caps    bypassapi.Caps
 	timeout time.Duration
 	unit    time.Duration
 }
 
 type stateRE struct {
-	s  State
+	s  bypassapi.State
 	re *regexp.Regexp
 }
 
@@ -61,15 +62,15 @@ func newExec(run runner, cfg config.Exec, pair string, ifnames [2]string) (*exec
 		}
 		b.match = append(b.match, stateRE{s, re})
 	}
-	c := Caps{Events: map[Event][]State{}, Fixed: map[Event]State{}, ReadBack: len(cfg.Get) > 0, LinkDownInBypass: true}
-	c.ReadBackOf = ReadsNothing
+	c := bypassapi.Caps{Events: map[bypassapi.Event][]bypassapi.State{}, Fixed: map[bypassapi.Event]bypassapi.State{}, ReadBack: len(cfg.Get) > 0, LinkDownInBypass: true}
+	c.ReadBackOf = bypassapi.ReadsNothing
 	if c.ReadBack {
-		c.ReadBackOf = ReadsTool
+		c.ReadBackOf = bypassapi.ReadsTool
 	}
 	tableCaps(&c, &b.cfg.State, b.cfg.Event)
 	powerOffNotes(&c)
 	if len(cfg.Arm) > 0 {
-		c.Timer = &TimerCaps{Unit: b.unit, Min: b.unit, Max: cfg.TimerMax.Duration}
+		c.Timer = &bypassapi.TimerCaps{Unit: b.unit, Min: b.unit, Max: cfg.TimerMax.Duration}
 	}
 	if !c.ReadBack {
 		c.Notes = append(c.Notes, "no get command: the state cannot be read back")
@@ -98,9 +99,9 @@ func (b *execBackend) exec(argv []string, extra map[string]string) ([]byte, erro
 	return out, nil
 }
 
-func (b *execBackend) Caps() Caps { return b.caps }
+func (b *execBackend) Caps() bypassapi.Caps { return b.caps }
 
-func (b *execBackend) Set(s State) error {
+func (b *execBackend) Set(s bypassapi.State) error {
 	argv := writesOf(&b.cfg.State, s)
 	if len(argv) == 0 {
 		return fmt.Errorf("exec: state %s: %w", s, ErrUnsupported)
@@ -109,23 +110,23 @@ func (b *execBackend) Set(s State) error {
 	return err
 }
 
-func (b *execBackend) Get() (State, error) {
+func (b *execBackend) Get() (bypassapi.State, error) {
 	if len(b.cfg.Get) == 0 {
-		return Unknown, fmt.Errorf("exec: reading the state: %w", ErrUnsupported)
+		return bypassapi.Unknown, fmt.Errorf("exec: reading the state: %w", ErrUnsupported)
 	}
 	out, err := b.exec(b.cfg.Get, nil)
 	if err != nil {
-		return Unknown, err
+		return bypassapi.Unknown, err
 	}
 	for _, m := range b.match {
 		if m.re.Match(out) {
 			return m.s, nil
 		}
 	}
-	return Unknown, fmt.Errorf("exec: output of %s matches no state: %q", b.cfg.Get[0], strings.TrimSpace(string(out)))
+	return bypassapi.Unknown, fmt.Errorf("exec: output of %s matches no state: %q", b.cfg.Get[0], strings.TrimSpace(string(out)))
 }
 
-func (b *execBackend) SetDefault(e Event, s State) error {
+func (b *execBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 	argv := writesOf(b.cfg.Event(string(e)), s)
 	if len(argv) == 0 {
 		return fmt.Errorf("exec: %s default %s: %w", e, s, ErrUnsupported)
@@ -134,8 +135,8 @@ func (b *execBackend) SetDefault(e Event, s State) error {
 	return err
 }
 
-func (b *execBackend) Default(e Event) (State, error) {
-	return Unknown, fmt.Errorf("exec: reading the %s default: %w", e, ErrUnsupported)
+func (b *execBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
+	return bypassapi.Unknown, fmt.Errorf("exec: reading the %s default: %w", e, ErrUnsupported)
 }
 
 func (b *execBackend) Arm(d time.Duration) (time.Duration, error) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 )
 
@@ -124,12 +125,12 @@ func TestSysfsSilicom(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		s    State
+		s    bypassapi.State
 		want []string
 	}{
-		{Bypass, []string{"disc=off", "bypass=on"}},
-		{Disconnect, []string{"bypass=off", "disc=on"}},
-		{Normal, []string{"disc=off", "bypass=off"}},
+		{bypassapi.Bypass, []string{"disc=off", "bypass=on"}},
+		{bypassapi.Disconnect, []string{"bypass=off", "disc=on"}},
+		{bypassapi.Normal, []string{"disc=off", "bypass=off"}},
 	} {
 		if err := b.Set(tc.s); err != nil {
 			t.Fatal(err)
@@ -139,14 +140,14 @@ func TestSysfsSilicom(t *testing.T) {
 			t.Errorf("read back %s, %v; want %s", s, err, tc.s)
 		}
 	}
-	if err := b.SetDefault(PowerOff, Disconnect); err != nil {
+	if err := b.SetDefault(bypassapi.PowerOff, bypassapi.Disconnect); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SetDefault(PowerUp, Normal); err != nil {
+	if err := b.SetDefault(bypassapi.PowerUp, bypassapi.Normal); err != nil {
 		t.Fatal(err)
 	}
 	wantLog(t, "defaults", p.take(), "bypass_pwoff=off", "bypass_pwup=off")
-	if s, _ := b.Default(PowerUp); s != Normal {
+	if s, _ := b.Default(bypassapi.PowerUp); s != bypassapi.Normal {
 		t.Errorf("power_up default reads %s", s)
 	}
 	// 250ms: the driver rounds to 400ms.
@@ -162,7 +163,7 @@ func TestSysfsSilicom(t *testing.T) {
 	}
 	wantLog(t, "arm and kick", p.take(), "bypass_wd=250", "reset_bypass_wd=1")
 	p.tick(500)
-	if s, _ := b.Get(); s != Bypass {
+	if s, _ := b.Get(); s != bypassapi.Bypass {
 		t.Errorf("after the watchdog expired: %s, want bypass", s)
 	}
 	if err := b.Kick(); !errors.Is(err, ErrTimerExpired) {
@@ -172,7 +173,7 @@ func TestSysfsSilicom(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantLog(t, "disarm", p.take(), "bypass_wd=0")
-	if c := b.Caps(); !c.CanDefault(PowerOff, Disconnect) || c.Timer == nil || !c.Timer.TimeLeft {
+	if c := b.Caps(); !c.CanDefault(bypassapi.PowerOff, bypassapi.Disconnect) || c.Timer == nil || !c.Timer.TimeLeft {
 		t.Errorf("caps %+v", c)
 	}
 }
@@ -192,11 +193,11 @@ func TestSysfsFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []State{Bypass, Disconnect, Normal} {
+	for _, s := range []bypassapi.State{bypassapi.Bypass, bypassapi.Disconnect, bypassapi.Normal} {
 		if err := b.Set(s); err != nil {
 			t.Fatal(err)
 		}
-		want := map[State]string{Normal: "normal", Bypass: "bypass", Disconnect: "drop"}[s]
+		want := map[bypassapi.State]string{bypassapi.Normal: "normal", bypassapi.Bypass: "bypass", bypassapi.Disconnect: "drop"}[s]
 		if got := tree.read(t, "eth4/bypass/state"); got != want {
 			t.Errorf("set %s wrote %q, want %q", s, got, want)
 		}
@@ -212,7 +213,7 @@ func TestSysfsFiles(t *testing.T) {
 	}
 	// A missing driver file is an error, never created.
 	os.Remove(filepath.Join(tree.dir, "eth4/bypass/state"))
-	if err := b.Set(Bypass); err == nil {
+	if err := b.Set(bypassapi.Bypass); err == nil {
 		t.Error("wrote a state file the driver does not have")
 	}
 	if _, err := os.Stat(filepath.Join(tree.dir, "eth4/bypass/state")); err == nil {
@@ -330,12 +331,12 @@ func TestBpctl(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		s    State
+		s    bypassapi.State
 		want []string
 	}{
-		{Bypass, []string{"SET_DISC(0)", "SET_BYPASS(1)"}},
-		{Disconnect, []string{"SET_BYPASS(0)", "SET_DISC(1)"}},
-		{Normal, []string{"SET_DISC(0)", "SET_BYPASS(0)"}},
+		{bypassapi.Bypass, []string{"SET_DISC(0)", "SET_BYPASS(1)"}},
+		{bypassapi.Disconnect, []string{"SET_BYPASS(0)", "SET_DISC(1)"}},
+		{bypassapi.Normal, []string{"SET_DISC(0)", "SET_BYPASS(0)"}},
 	} {
 		if err := b.Set(tc.s); err != nil {
 			t.Fatal(err)
@@ -346,14 +347,14 @@ func TestBpctl(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		e    Event
-		s    State
+		e    bypassapi.Event
+		s    bypassapi.State
 		want []string
 	}{
-		{PowerOff, Bypass, []string{"SET_BYPASS_PWOFF(1)"}},
-		{PowerOff, Disconnect, []string{"SET_BYPASS_PWOFF(0)"}},
-		{PowerUp, Bypass, []string{"SET_DISC_PWUP(0)", "SET_BYPASS_PWUP(1)"}},
-		{PowerUp, Disconnect, []string{"SET_DISC_PWUP(1)", "SET_BYPASS_PWUP(0)"}},
+		{bypassapi.PowerOff, bypassapi.Bypass, []string{"SET_BYPASS_PWOFF(1)"}},
+		{bypassapi.PowerOff, bypassapi.Disconnect, []string{"SET_BYPASS_PWOFF(0)"}},
+		{bypassapi.PowerUp, bypassapi.Bypass, []string{"SET_DISC_PWUP(0)", "SET_BYPASS_PWUP(1)"}},
+		{bypassapi.PowerUp, bypassapi.Disconnect, []string{"SET_DISC_PWUP(1)", "SET_BYPASS_PWUP(0)"}},
 	} {
 		if err := b.SetDefault(tc.e, tc.s); err != nil {
 			t.Fatal(err)
@@ -363,10 +364,10 @@ func TestBpctl(t *testing.T) {
 			t.Errorf("%s default reads %s, %v", tc.e, s, err)
 		}
 	}
-	if err := b.SetDefault(TimerExpiry, Disconnect); !errors.Is(err, ErrUnsupported) {
+	if err := b.SetDefault(bypassapi.TimerExpiry, bypassapi.Disconnect); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("timer_expiry disconnect: %v", err)
 	}
-	if s, _ := b.Default(TimerExpiry); s != Bypass {
+	if s, _ := b.Default(bypassapi.TimerExpiry); s != bypassapi.Bypass {
 		t.Errorf("timer_expiry reads %s, want the fixed bypass", s)
 	}
 	// 1s asked: the driver rounds to 1.6s and says so.
@@ -382,14 +383,14 @@ func TestBpctl(t *testing.T) {
 	}
 	wantLog(t, "arm and kick", card.take(), "SET_BYPASS_WD(1000)", "RESET_BYPASS_WD_TIMER(0)")
 	card.tick(2000)
-	if s, _ := b.Get(); s != Bypass {
+	if s, _ := b.Get(); s != bypassapi.Bypass {
 		t.Errorf("after the watchdog expired: %s", s)
 	}
 	if err := b.Kick(); !errors.Is(err, ErrTimerExpired) {
 		t.Errorf("kick after expiry: %v", err)
 	}
 	c := b.Caps()
-	if c.Timer == nil || c.Timer.Min != 100*time.Millisecond || c.Timer.Max != 12800*time.Millisecond || !c.Can(Disconnect) {
+	if c.Timer == nil || c.Timer.Min != 100*time.Millisecond || c.Timer.Max != 12800*time.Millisecond || !c.Can(bypassapi.Disconnect) {
 		t.Errorf("caps %+v timer %+v", c, c.Timer)
 	}
 }
@@ -428,7 +429,7 @@ func TestExec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []State{Bypass, Disconnect, Normal} {
+	for _, s := range []bypassapi.State{bypassapi.Bypass, bypassapi.Disconnect, bypassapi.Normal} {
 		tool.calls = nil
 		if err := b.Set(s); err != nil {
 			t.Fatal(err)
@@ -436,7 +437,7 @@ func TestExec(t *testing.T) {
 		if got, err := b.Get(); got != s || err != nil {
 			t.Errorf("read back %s, %v", got, err)
 		}
-		arg := map[State]string{Normal: "off", Bypass: "on", Disconnect: "disc"}[s]
+		arg := map[bypassapi.State]string{bypassapi.Normal: "off", bypassapi.Bypass: "on", bypassapi.Disconnect: "disc"}[s]
 		wantLog(t, "set "+string(s), tool.calls, "/opt/vendor/bp set eth2 "+arg, "/opt/vendor/bp get eth2")
 	}
 	tool.calls = nil
@@ -448,10 +449,10 @@ func TestExec(t *testing.T) {
 	}
 	wantLog(t, "timer", tool.calls, "/opt/vendor/bp wdt eth2 3", "/opt/vendor/bp wdt eth2 kick")
 	tool.state = "confused"
-	if s, err := b.Get(); s != Unknown || err == nil {
+	if s, err := b.Get(); s != bypassapi.Unknown || err == nil {
 		t.Errorf("unrecognised output read as %s, %v", s, err)
 	}
-	if err := b.SetDefault(PowerOff, Bypass); !errors.Is(err, ErrUnsupported) {
+	if err := b.SetDefault(bypassapi.PowerOff, bypassapi.Bypass); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("power_off without a command: %v", err)
 	}
 }
@@ -474,10 +475,10 @@ func TestExecReal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Set(Bypass); err != nil {
+	if err := b.Set(bypassapi.Bypass); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := b.Get(); s != Bypass || err != nil {
+	if s, err := b.Get(); s != bypassapi.Bypass || err != nil {
 		t.Errorf("read back %s, %v", s, err)
 	}
 	b.cfg.Get = []string{tool, "bogus"}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/bypass/ixgbe"
 	"github.com/ncpos/ncpos/config"
 )
@@ -37,11 +38,11 @@ func TestIxgbeBackend(t *testing.T) {
 			t.Fatalf("%04x: %v", dev, err)
 		}
 		c := b.Caps()
-		if !slices.Equal(c.States, []State{Normal, Bypass, Disconnect}) || len(c.Events) != 5 ||
-			!c.CanDefault(OSOff, Disconnect) || c.Timer == nil || c.Timer.TimeLeft || b.version != 3 || c.ReadBackOf != ReadsController {
+		if !slices.Equal(c.States, []bypassapi.State{bypassapi.Normal, bypassapi.Bypass, bypassapi.Disconnect}) || len(c.Events) != 5 ||
+			!c.CanDefault(bypassapi.OSOff, bypassapi.Disconnect) || c.Timer == nil || c.Timer.TimeLeft || b.version != 3 || c.ReadBackOf != bypassapi.ReadsController {
 			t.Fatalf("%04x: caps %s, version %d", dev, c, b.version)
 		}
-		for _, s := range []State{Normal, Disconnect, Bypass, Normal} {
+		for _, s := range []bypassapi.State{bypassapi.Normal, bypassapi.Disconnect, bypassapi.Bypass, bypassapi.Normal} {
 			start := r.c.now()
 			if err := b.Set(s); err != nil {
 				t.Fatalf("%04x set %s: %v", dev, s, err)
@@ -65,7 +66,7 @@ func TestIxgbeBackend(t *testing.T) {
 		// Defaults: written only when they differ; each write is read
 		// back through the EEPROM's busy time.
 		writes := r.fw.eepromWrite
-		want := map[Event]State{PowerOff: Bypass, OSOff: Bypass, PowerRestore: Bypass, PowerUp: Bypass, TimerExpiry: Bypass}
+		want := map[bypassapi.Event]bypassapi.State{bypassapi.PowerOff: bypassapi.Bypass, bypassapi.OSOff: bypassapi.Bypass, bypassapi.PowerRestore: bypassapi.Bypass, bypassapi.PowerUp: bypassapi.Bypass, bypassapi.TimerExpiry: bypassapi.Bypass}
 		for e, s := range want {
 			if err := b.SetDefault(e, s); err != nil {
 				t.Fatalf("%04x %s default: %v", dev, e, err)
@@ -104,14 +105,14 @@ func TestIxgbeBackend(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if st, _ := b.Get(); st != Normal {
+		if st, _ := b.Get(); st != bypassapi.Normal {
 			t.Fatalf("%04x: petted every 3s, reads %s", dev, st)
 		}
 		r.sleep(9 * time.Second)
-		if st, _ := b.Get(); st != Bypass || !r.fw.expired {
+		if st, _ := b.Get(); st != bypassapi.Bypass || !r.fw.expired {
 			t.Fatalf("%04x: not petted for 9s: reads %s", dev, st)
 		}
-		if err := b.Set(Normal); err != nil {
+		if err := b.Set(bypassapi.Normal); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Kick(); err != nil {
@@ -140,7 +141,7 @@ func TestIxgbeBackend(t *testing.T) {
 		if len(r.fw.violations) > 0 {
 			t.Errorf("%04x: protocol violations: %q", dev, r.fw.violations)
 		}
-		if err := b.Set(State("tap")); !errors.Is(err, ErrUnsupported) {
+		if err := b.Set(bypassapi.State("tap")); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("tap: %v", err)
 		}
 	}

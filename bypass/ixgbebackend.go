@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/bypass/ixgbe"
 )
 
@@ -82,7 +83,7 @@ type ixgbeBackend struct {
 	bb      *bitBang
 	where   string
 	version byte
-	caps    Caps
+	caps    bypassapi.Caps
 	close   func() error
 	// ctl0 is CTL0 as last read with a state, while fresh says that no
 	// write of ours may still be in flight: a write can start from it
@@ -92,36 +93,36 @@ type ixgbeBackend struct {
 }
 
 // ixgbeEvents are the CTL0 action fields of the events.
-var ixgbeEvents = map[Event]uint32{
-	PowerOff:     ixgbe.AuxOffShift,
-	OSOff:        ixgbe.MainOffShift,
-	PowerRestore: ixgbe.AuxOnShift,
-	PowerUp:      ixgbe.MainOnShift,
-	TimerExpiry:  ixgbe.WDTimeoutShift,
+var ixgbeEvents = map[bypassapi.Event]uint32{
+	bypassapi.PowerOff:     ixgbe.AuxOffShift,
+	bypassapi.OSOff:        ixgbe.MainOffShift,
+	bypassapi.PowerRestore: ixgbe.AuxOnShift,
+	bypassapi.PowerUp:      ixgbe.MainOnShift,
+	bypassapi.TimerExpiry:  ixgbe.WDTimeoutShift,
 }
 
-func ixgbeCode(s State) (uint32, bool) {
+func ixgbeCode(s bypassapi.State) (uint32, bool) {
 	switch s {
-	case Normal:
+	case bypassapi.Normal:
 		return ixgbe.Normal, true
-	case Bypass:
+	case bypassapi.Bypass:
 		return ixgbe.Bypass, true
-	case Disconnect:
+	case bypassapi.Disconnect:
 		return ixgbe.Isolate, true
 	}
 	return 0, false
 }
 
-func ixgbeState(code uint32) State {
+func ixgbeState(code uint32) bypassapi.State {
 	switch code {
 	case ixgbe.Normal:
-		return Normal
+		return bypassapi.Normal
 	case ixgbe.Bypass:
-		return Bypass
+		return bypassapi.Bypass
 	case ixgbe.Isolate:
-		return Disconnect
+		return bypassapi.Disconnect
 	}
-	return Unknown
+	return bypassapi.Unknown
 }
 
 // newIxgbe talks to the firmware behind reg: it reads the firmware's
@@ -144,13 +145,13 @@ func newIxgbe(reg esdpReg, device uint16, where string, sleep func(time.Duration
 	if _, err := b.readCTL0(); err != nil {
 		return nil, fmt.Errorf("%w: no bypass firmware answers on these pins", err)
 	}
-	events := map[Event][]State{}
+	events := map[bypassapi.Event][]bypassapi.State{}
 	for e := range ixgbeEvents {
-		events[e] = []State{Normal, Bypass, Disconnect}
+		events[e] = []bypassapi.State{bypassapi.Normal, bypassapi.Bypass, bypassapi.Disconnect}
 	}
-	b.caps = Caps{States: []State{Normal, Bypass, Disconnect}, Events: events,
-		Timer:    &TimerCaps{Unit: 500 * time.Millisecond, Min: time.Second, Max: 32 * time.Second},
-		ReadBack: true, ReadBackOf: ReadsController, LinkDownInBypass: true,
+	b.caps = bypassapi.Caps{States: []bypassapi.State{bypassapi.Normal, bypassapi.Bypass, bypassapi.Disconnect}, Events: events,
+		Timer:    &bypassapi.TimerCaps{Unit: 500 * time.Millisecond, Min: time.Second, Max: 32 * time.Second},
+		ReadBack: true, ReadBackOf: bypassapi.ReadsController, LinkDownInBypass: true,
 		Notes: []string{
 			fmt.Sprintf("Intel bypass firmware version %d on %s", b.version, where),
 			"watchdog times are 1, 1.5, 2, 3, 4, 8, 16 or 32 s: a timer is rounded up to one of them; its time left cannot be read",
@@ -161,7 +162,7 @@ func newIxgbe(reg esdpReg, device uint16, where string, sleep func(time.Duration
 	return b, nil
 }
 
-func (b *ixgbeBackend) Caps() Caps { return b.caps }
+func (b *ixgbeBackend) Caps() bypassapi.Caps { return b.caps }
 
 // readCTL0 reads CTL0, again while it reports no state: the firmware is
 // busy storing an earlier write in its EEPROM.
@@ -204,7 +205,7 @@ func (b *ixgbeBackend) writeCTL0(mask, value uint32, verify bool) error {
 // Set commands the state and reads it back, then hands control back to
 // the events (mode auto), as the firmware only reacts to events in auto
 // mode. The relay moves with the first of these exchanges.
-func (b *ixgbeBackend) Set(s State) error {
+func (b *ixgbeBackend) Set(s bypassapi.State) error {
 	code, ok := ixgbeCode(s)
 	if !ok {
 		return fmt.Errorf("ixgbe: %s: %w", s, ErrUnsupported)
@@ -218,16 +219,16 @@ func (b *ixgbeBackend) Set(s State) error {
 	return nil
 }
 
-func (b *ixgbeBackend) Get() (State, error) {
+func (b *ixgbeBackend) Get() (bypassapi.State, error) {
 	ctl0, err := b.readCTL0()
 	if err != nil {
-		return Unknown, err
+		return bypassapi.Unknown, err
 	}
 	return ixgbeState(ctl0 & ixgbe.StatusMask >> ixgbe.StatusShift), nil
 }
 
 // SetDefault writes an event's action, only when it differs.
-func (b *ixgbeBackend) SetDefault(e Event, s State) error {
+func (b *ixgbeBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 	shift, ok := ixgbeEvents[e]
 	code, ok2 := ixgbeCode(s)
 	if !ok || !ok2 {
@@ -246,14 +247,14 @@ func (b *ixgbeBackend) SetDefault(e Event, s State) error {
 	return nil
 }
 
-func (b *ixgbeBackend) Default(e Event) (State, error) {
+func (b *ixgbeBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
 	shift, ok := ixgbeEvents[e]
 	if !ok {
-		return Unknown, ErrUnsupported
+		return bypassapi.Unknown, ErrUnsupported
 	}
 	ctl0, err := b.readCTL0()
 	if err != nil {
-		return Unknown, err
+		return bypassapi.Unknown, err
 	}
 	return ixgbeState(ctl0 >> shift & ixgbe.FieldMask), nil // nop: Unknown
 }

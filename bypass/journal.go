@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/internal/durable"
 )
 
@@ -23,7 +24,7 @@ type Journal struct {
 	Logf func(format string, args ...any) // default log.Printf
 
 	mu      sync.Mutex
-	entries []Entry
+	entries []bypassapi.Entry
 	fileErr error // last problem writing the file, reported once
 }
 
@@ -39,7 +40,7 @@ func NewJournal(path string, capBytes int64) *Journal {
 }
 
 // Add records e.
-func (j *Journal) Add(e Entry) {
+func (j *Journal) Add(e bypassapi.Entry) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	keep := j.Keep
@@ -48,7 +49,7 @@ func (j *Journal) Add(e Entry) {
 	}
 	j.entries = append(j.entries, e)
 	if len(j.entries) > keep {
-		j.entries = append([]Entry(nil), j.entries[len(j.entries)-keep:]...)
+		j.entries = append([]bypassapi.Entry(nil), j.entries[len(j.entries)-keep:]...)
 	}
 	logf := j.Logf
 	if logf == nil {
@@ -68,7 +69,7 @@ func (j *Journal) Add(e Entry) {
 	}
 }
 
-func (j *Journal) appendFile(e Entry) error {
+func (j *Journal) appendFile(e bypassapi.Entry) error {
 	line, err := json.Marshal(e)
 	if err != nil {
 		return err
@@ -88,11 +89,11 @@ func (j *Journal) appendFile(e Entry) error {
 }
 
 // Entries returns the last n entries (all with n <= 0), oldest first.
-func (j *Journal) Entries(n int) []Entry {
+func (j *Journal) Entries(n int) []bypassapi.Entry {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if n <= 0 || n > len(j.entries) {
 		n = len(j.entries)
 	}
-	return append([]Entry(nil), j.entries[len(j.entries)-n:]...)
+	return append([]bypassapi.Entry(nil), j.entries[len(j.entries)-n:]...)
 }

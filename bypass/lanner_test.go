@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/bypass/lanner"
 	"github.com/ncpos/ncpos/config"
 )
@@ -42,9 +43,9 @@ func TestLannerBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := b1.Caps()
-	if !slices.Equal(c.States, []State{Normal, Bypass}) || c.Can(Disconnect) || !c.CanDefault(PowerOff, Normal) ||
-		!c.CanDefault(PowerUp, Bypass) || !c.CanDefault(TimerExpiry, Bypass) || c.CanDefault(TimerExpiry, Normal) ||
-		c.Timer == nil || c.Timer.Max != 255*time.Second || c.Timer.Unit != time.Second || !c.ReadBack || c.ReadBackOf != ReadsController || !c.LinkDownInBypass {
+	if !slices.Equal(c.States, []bypassapi.State{bypassapi.Normal, bypassapi.Bypass}) || c.Can(bypassapi.Disconnect) || !c.CanDefault(bypassapi.PowerOff, bypassapi.Normal) ||
+		!c.CanDefault(bypassapi.PowerUp, bypassapi.Bypass) || !c.CanDefault(bypassapi.TimerExpiry, bypassapi.Bypass) || c.CanDefault(bypassapi.TimerExpiry, bypassapi.Normal) ||
+		c.Timer == nil || c.Timer.Max != 255*time.Second || c.Timer.Unit != time.Second || !c.ReadBack || c.ReadBackOf != bypassapi.ReadsController || !c.LinkDownInBypass {
 		t.Fatalf("caps %s", c)
 	}
 	if !strings.Contains(strings.Join(c.Notes, "; "), "firmware 1.6, at i2c-0 switch 0x73:0x01 module 0x30, pair 1") {
@@ -54,7 +55,7 @@ func TestLannerBackend(t *testing.T) {
 	// Every transaction selects the bay first; each backend moves only
 	// its own module's bit.
 	bus.take()
-	if err := b1.Set(Normal); err != nil {
+	if err := b1.Set(bypassapi.Normal); err != nil {
 		t.Fatal(err)
 	}
 	log := bus.take()
@@ -64,24 +65,24 @@ func TestLannerBackend(t *testing.T) {
 	if m1.inBypass(1) || !m1.inBypass(2) || !m2.inBypass(1) || !m2.inBypass(2) {
 		t.Errorf("after pair 1 of bay 1 to normal: bay 1 %02b, bay 2 %02b", m1.relay, m2.relay)
 	}
-	if err := b2.Set(Normal); err != nil {
+	if err := b2.Set(bypassapi.Normal); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := b1.Get(); st != Normal || m2.relay != 0x01 {
+	if st, _ := b1.Get(); st != bypassapi.Normal || m2.relay != 0x01 {
 		t.Errorf("bay 1 pair 1 reads %s, bay 2 contacts %02b", st, m2.relay)
 	}
-	if err := b2.Set(Bypass); err != nil {
+	if err := b2.Set(bypassapi.Bypass); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := b2.Get(); st != Bypass || m2.relay != 0x03 || m1.relay != 0x02 {
+	if st, _ := b2.Get(); st != bypassapi.Bypass || m2.relay != 0x03 || m1.relay != 0x02 {
 		t.Errorf("bay 2 pair 2 reads %s, contacts %02b / %02b", st, m1.relay, m2.relay)
 	}
 
 	// Defaults: written and saved once when they change, not again.
 	for _, d := range []struct {
-		e Event
-		s State
-	}{{PowerOff, Bypass}, {PowerUp, Bypass}, {TimerExpiry, Bypass}} {
+		e bypassapi.Event
+		s bypassapi.State
+	}{{bypassapi.PowerOff, bypassapi.Bypass}, {bypassapi.PowerUp, bypassapi.Bypass}, {bypassapi.TimerExpiry, bypassapi.Bypass}} {
 		if err := b1.SetDefault(d.e, d.s); err != nil {
 			t.Fatal(err)
 		}
@@ -95,18 +96,18 @@ func TestLannerBackend(t *testing.T) {
 	if m1.saves != 3 || b1.saves != 3 || m1.nv[0x42] != 255 {
 		t.Errorf("%d saves (backend %d), want 3; saved WDT3 time %d", m1.saves, b1.saves, m1.nv[0x42])
 	}
-	for _, e := range []Event{PowerOff, PowerUp, TimerExpiry} {
-		if err := b1.SetDefault(e, Bypass); err != nil {
+	for _, e := range []bypassapi.Event{bypassapi.PowerOff, bypassapi.PowerUp, bypassapi.TimerExpiry} {
+		if err := b1.SetDefault(e, bypassapi.Bypass); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if m1.saves != 3 {
 		t.Errorf("%d saves after setting the same defaults again, want still 3", m1.saves)
 	}
-	if err := b1.SetDefault(TimerExpiry, Normal); !errors.Is(err, ErrUnsupported) {
+	if err := b1.SetDefault(bypassapi.TimerExpiry, bypassapi.Normal); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("timer expiry normal: %v", err)
 	}
-	if err := b1.Set(Disconnect); !errors.Is(err, ErrUnsupported) {
+	if err := b1.Set(bypassapi.Disconnect); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("disconnect: %v", err)
 	}
 
@@ -133,7 +134,7 @@ func TestLannerBackend(t *testing.T) {
 	if !m1.inBypass(1) {
 		t.Fatalf("contacts %02b after the watchdog ran out", m1.relay)
 	}
-	if st, _ := b1.Get(); st != Bypass {
+	if st, _ := b1.Get(); st != bypassapi.Bypass {
 		t.Errorf("reads %s after the watchdog expired", st)
 	}
 	if exp, err := b1.TimerExpired(); !exp || err != nil {
@@ -142,10 +143,10 @@ func TestLannerBackend(t *testing.T) {
 	if err := b1.Kick(); !errors.Is(err, ErrTimerExpired) {
 		t.Errorf("kick after expiry: %v", err)
 	}
-	if err := b1.Set(Normal); err != nil {
+	if err := b1.Set(bypassapi.Normal); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := b1.Get(); st != Normal || m1.inBypass(1) {
+	if st, _ := b1.Get(); st != bypassapi.Normal || m1.inBypass(1) {
 		t.Errorf("set normal after the expiry: reads %s, contacts %02b", st, m1.relay)
 	}
 	if d, _ := b1.Arm(time.Hour); d != 255*time.Second || m1.reg[0x22] != 255 {
@@ -217,7 +218,7 @@ func TestLannerErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Set(Normal); err != nil || mcu.relay != 0x01 {
+	if err := b.Set(bypassapi.Normal); err != nil || mcu.relay != 0x01 {
 		t.Errorf("on-board set normal: %v, contacts %02b", err, mcu.relay)
 	}
 	for _, l := range ob.take() {
@@ -362,14 +363,14 @@ func TestLannerThroughBypassd(t *testing.T) {
 	}
 	l.forwarder(true)
 	l.start()
-	if st := l.sup.pairs[0].applied; st != Bypass {
+	if st := l.sup.pairs[0].applied; st != bypassapi.Bypass {
 		t.Errorf("bypassd starts believing %s in the Just-On phase", st)
 	}
 	l.run(2*time.Second, true)
 	contacts("bypass", "Just-On, within the hold-down")
 	l.run(6*time.Second, true)
 	contacts("normal", "taken over from Just-On, forwarder live")
-	if n := l.sup.pairs[0].transitions[Normal]; n != 1 {
+	if n := l.sup.pairs[0].transitions[bypassapi.Normal]; n != 1 {
 		t.Errorf("%d transitions to normal after the takeover, want 1", n)
 	}
 	for _, m := range []*lannerMCU{m1, m2} {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/bypass/lanner"
 	"github.com/ncpos/ncpos/config"
 )
@@ -56,7 +57,7 @@ func (m *lannerModule) write(cmd, v byte) error {
 type lannerBackend struct {
 	m    *lannerModule
 	bit  byte
-	caps Caps
+	caps bypassapi.Caps
 	// Saves counts the SaveSettings commands sent: the module's
 	// non-volatile memory is written only when a default changes.
 	saves int
@@ -112,17 +113,17 @@ func newLanner(bus smbusBus, busName string, cfg config.Lanner) (*lannerBackend,
 	if mc&lanner.CapRunTime == 0 || id[lanner.RunPairCaps]&b.bit == 0 {
 		return nil, fmt.Errorf("lanner: the module at %s has run-time bypass on pairs %08b, not on pair %d", where, id[lanner.RunPairCaps], cfg.Pair)
 	}
-	c := Caps{States: []State{Normal, Bypass}, Events: map[Event][]State{}, Fixed: map[Event]State{},
-		ReadBack: true, ReadBackOf: ReadsController, LinkDownInBypass: true}
+	c := bypassapi.Caps{States: []bypassapi.State{bypassapi.Normal, bypassapi.Bypass}, Events: map[bypassapi.Event][]bypassapi.State{}, Fixed: map[bypassapi.Event]bypassapi.State{},
+		ReadBack: true, ReadBackOf: bypassapi.ReadsController, LinkDownInBypass: true}
 	if mc&lanner.CapSystemOff != 0 && id[lanner.OffPairCaps]&b.bit != 0 {
-		c.Events[PowerOff] = []State{Normal, Bypass}
+		c.Events[bypassapi.PowerOff] = []bypassapi.State{bypassapi.Normal, bypassapi.Bypass}
 	}
 	if mc&lanner.CapJustOn != 0 && id[lanner.JustOnCaps]&b.bit != 0 {
-		c.Events[PowerUp] = []State{Normal, Bypass}
+		c.Events[bypassapi.PowerUp] = []bypassapi.State{bypassapi.Normal, bypassapi.Bypass}
 	}
 	if mc&lanner.CapWDT1 != 0 && id[lanner.WDT1Caps] > 0 {
-		c.Events[TimerExpiry] = []State{Bypass}
-		c.Timer = &TimerCaps{Unit: time.Second, Min: time.Second, Max: time.Duration(id[lanner.WDT1Caps]) * time.Second, TimeLeft: true}
+		c.Events[bypassapi.TimerExpiry] = []bypassapi.State{bypassapi.Bypass}
+		c.Timer = &bypassapi.TimerCaps{Unit: time.Second, Min: time.Second, Max: time.Duration(id[lanner.WDT1Caps]) * time.Second, TimeLeft: true}
 	}
 	c.Notes = []string{
 		fmt.Sprintf("Lanner Gen 3 module, firmware %d.%d, at %s, pair %d", id[lanner.MajorVersion], id[lanner.MinorVersion], where, cfg.Pair),
@@ -191,7 +192,7 @@ func (b *lannerBackend) takeOver(moduleCaps, wdt3Max byte) error {
 	return nil
 }
 
-func (b *lannerBackend) Caps() Caps { return b.caps }
+func (b *lannerBackend) Caps() bypassapi.Caps { return b.caps }
 
 // setBit writes reg with the pair's bit set or cleared and the other
 // pairs' bits kept.
@@ -210,8 +211,8 @@ func (b *lannerBackend) setBit(reg byte, on bool) (changed bool, err error) {
 	return nv != v, nil
 }
 
-func (b *lannerBackend) Set(s State) error {
-	if s != Normal && s != Bypass {
+func (b *lannerBackend) Set(s bypassapi.State) error {
+	if s != bypassapi.Normal && s != bypassapi.Bypass {
 		return fmt.Errorf("lanner: %s: %w", s, ErrUnsupported)
 	}
 	// After watchdog 1 expired, its pairs are in bypass whatever the
@@ -225,7 +226,7 @@ func (b *lannerBackend) Set(s State) error {
 			return fmt.Errorf("lanner: %w", err)
 		}
 	}
-	if _, err := b.setBit(lanner.RunBypass, s == Bypass); err != nil {
+	if _, err := b.setBit(lanner.RunBypass, s == bypassapi.Bypass); err != nil {
 		return fmt.Errorf("lanner: setting %s: %w", s, err)
 	}
 	return nil
@@ -233,41 +234,41 @@ func (b *lannerBackend) Set(s State) error {
 
 // Get reads the pair's run-time bit, and the watchdogs: an expired one
 // holds its pairs in bypass whatever the run-time mask says.
-func (b *lannerBackend) Get() (State, error) {
+func (b *lannerBackend) Get() (bypassapi.State, error) {
 	for _, w := range []byte{lanner.WDT1, lanner.WDT2, lanner.WDT3} {
 		st, err := b.m.read(w + lanner.WDTStatus)
 		if err != nil {
-			return Unknown, fmt.Errorf("lanner: %w", err)
+			return bypassapi.Unknown, fmt.Errorf("lanner: %w", err)
 		}
 		if st != lanner.WDTExpired {
 			continue
 		}
 		pairs, err := b.m.read(w + lanner.WDTPairs)
 		if err != nil {
-			return Unknown, fmt.Errorf("lanner: %w", err)
+			return bypassapi.Unknown, fmt.Errorf("lanner: %w", err)
 		}
 		if pairs&b.bit != 0 {
-			return Bypass, nil
+			return bypassapi.Bypass, nil
 		}
 	}
 	v, err := b.m.read(lanner.RunBypass)
 	if err != nil {
-		return Unknown, fmt.Errorf("lanner: %w", err)
+		return bypassapi.Unknown, fmt.Errorf("lanner: %w", err)
 	}
 	if v&b.bit != 0 {
-		return Bypass, nil
+		return bypassapi.Bypass, nil
 	}
-	return Normal, nil
+	return bypassapi.Normal, nil
 }
 
 // defaultReg is the mask register of an event's default.
-func defaultReg(e Event) (byte, bool) {
+func defaultReg(e bypassapi.Event) (byte, bool) {
 	switch e {
-	case PowerOff:
+	case bypassapi.PowerOff:
 		return lanner.OffBypass, true
-	case PowerUp:
+	case bypassapi.PowerUp:
 		return lanner.JustOnBypass, true
-	case TimerExpiry:
+	case bypassapi.TimerExpiry:
 		return lanner.WDT1 + lanner.WDTPairs, true
 	}
 	return 0, false
@@ -276,12 +277,12 @@ func defaultReg(e Event) (byte, bool) {
 // SetDefault writes the event's mask and, only when that changed it,
 // saves the settings to the module's non-volatile memory (as after a
 // power cycle the module starts from what was saved).
-func (b *lannerBackend) SetDefault(e Event, s State) error {
+func (b *lannerBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 	reg, ok := defaultReg(e)
 	if !ok || !b.caps.CanDefault(e, s) {
 		return fmt.Errorf("lanner: %s default %s: %w", e, s, ErrUnsupported)
 	}
-	changed, err := b.setBit(reg, s == Bypass)
+	changed, err := b.setBit(reg, s == bypassapi.Bypass)
 	if err != nil {
 		return fmt.Errorf("lanner: %s default: %w", e, err)
 	}
@@ -296,22 +297,22 @@ func (b *lannerBackend) SetDefault(e Event, s State) error {
 	return nil
 }
 
-func (b *lannerBackend) Default(e Event) (State, error) {
+func (b *lannerBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
 	reg, ok := defaultReg(e)
 	if !ok {
-		return Unknown, ErrUnsupported
+		return bypassapi.Unknown, ErrUnsupported
 	}
 	v, err := b.m.read(reg)
 	if err != nil {
-		return Unknown, fmt.Errorf("lanner: %w", err)
+		return bypassapi.Unknown, fmt.Errorf("lanner: %w", err)
 	}
 	switch {
 	case v&b.bit != 0:
-		return Bypass, nil
-	case e == TimerExpiry:
-		return Unknown, nil // the pair does not react to the watchdog
+		return bypassapi.Bypass, nil
+	case e == bypassapi.TimerExpiry:
+		return bypassapi.Unknown, nil // the pair does not react to the watchdog
 	}
-	return Normal, nil
+	return bypassapi.Normal, nil
 }
 
 // Arm loads watchdog 1 with d in whole seconds (within the module's

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 )
 
@@ -161,7 +162,7 @@ func Build(cfg *config.Config, profileDir, sysClassNet string, open Opener) Setu
 	}
 	ports, resolveErr := prof.Resolve(sysClassNet)
 	for i, bp := range prof.BypassPairs {
-		p := &Pair{Name: bp.Name, Kind: bp.Backend, Timer: bp.Timer.Duration, Defaults: map[Event]State{}}
+		p := &Pair{Name: bp.Name, Kind: bp.Backend, Timer: bp.Timer.Duration, Defaults: map[bypassapi.Event]bypassapi.State{}}
 		for _, s := range cfg.Segments {
 			if s.Bypass == bp.Name {
 				p.Segment = s.Name
@@ -172,10 +173,10 @@ func Build(cfg *config.Config, profileDir, sysClassNet string, open Opener) Setu
 			p.Ports[k] = bp.Ports[k]
 			p.Ifnames[k] = ports[bp.Ports[k]]
 		}
-		for e, v := range map[Event]string{PowerOff: bp.PowerOff, OSOff: bp.OSOff, PowerRestore: bp.PowerRestore,
-			PowerUp: bp.PowerUp, TimerExpiry: bp.TimerExpiry} {
+		for e, v := range map[bypassapi.Event]string{bypassapi.PowerOff: bp.PowerOff, bypassapi.OSOff: bp.OSOff, bypassapi.PowerRestore: bp.PowerRestore,
+			bypassapi.PowerUp: bp.PowerUp, bypassapi.TimerExpiry: bp.TimerExpiry} {
 			if v != "" {
-				p.Defaults[e] = State(v)
+				p.Defaults[e] = bypassapi.State(v)
 			}
 		}
 		switch {
@@ -233,7 +234,7 @@ func SimPair(spec string, timer, unit time.Duration, cutLinks bool) (*Pair, erro
 		return nil, err
 	}
 	p := &Pair{Name: name, Segment: seg, Ports: ifs, Ifnames: ifs, Kind: "sim", Timer: timer,
-		Defaults: map[Event]State{TimerExpiry: Bypass}}
+		Defaults: map[bypassapi.Event]bypassapi.State{bypassapi.TimerExpiry: bypassapi.Bypass}}
 	b, err := OpenSim(name, ifs[0], ifs[1], unit)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 )
 
@@ -39,7 +40,7 @@ func TestBuildQemu(t *testing.T) {
 	var got []opened
 	open := func(bp config.BypassPair, ifs [2]string) (Backend, error) {
 		got = append(got, opened{bp, ifs})
-		return newFakeRelay(newClock(), Bypass), nil
+		return newFakeRelay(newClock(), bypassapi.Bypass), nil
 	}
 	set := Build(cfg, t.TempDir(), sys, open)
 	if set.Failsafe != "" || !strings.Contains(set.Source, "compiled-in profile qemu") || len(set.Pairs) != 2 {
@@ -47,7 +48,7 @@ func TestBuildQemu(t *testing.T) {
 	}
 	p1, p2 := set.Pairs[0], set.Pairs[1]
 	if p1.Segment != "seg1" || p1.Ifnames != [2]string{"eth1", "eth2"} || p1.Backend == nil || p1.Timer.String() != "2s" ||
-		p1.Defaults[PowerOff] != Bypass || p1.Defaults[TimerExpiry] != Bypass {
+		p1.Defaults[bypassapi.PowerOff] != bypassapi.Bypass || p1.Defaults[bypassapi.TimerExpiry] != bypassapi.Bypass {
 		t.Errorf("pair1 %+v", p1)
 	}
 	// LAN4 (0000:00:07.0) is absent: the sim relay needs both interfaces.

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/internal/durable"
 )
 
@@ -21,11 +22,11 @@ const DefaultOverrideFile = "/perm/ncpos/bypass-overrides.json"
 
 // overrideFile is the file's content.
 type overrideFile struct {
-	Overrides map[string]Override `json:"overrides"`
+	Overrides map[string]bypassapi.Override `json:"overrides"`
 }
 
 // readOverrides reads the file; none is no overrides.
-func readOverrides(path string) (map[string]Override, error) {
+func readOverrides(path string) (map[string]bypassapi.Override, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -47,7 +48,7 @@ func (s *Supervisor) saveOverrides(now time.Time) {
 	if path == "" {
 		return
 	}
-	f := overrideFile{Overrides: map[string]Override{}}
+	f := overrideFile{Overrides: map[string]bypassapi.Override{}}
 	for _, p := range s.pairs {
 		if p.dec == nil {
 			continue
@@ -63,14 +64,14 @@ func (s *Supervisor) saveOverrides(now time.Time) {
 		}
 	}
 	if err != nil {
-		s.logf(Entry{Time: now, Kind: "error", Cause: fmt.Sprintf("keeping the overrides on %s: %v (they hold until bypassd stops)", path, err)})
+		s.logf(bypassapi.Entry{Time: now, Kind: "error", Cause: fmt.Sprintf("keeping the overrides on %s: %v (they hold until bypassd stops)", path, err)})
 	}
 }
 
 // inForce says whether saved holds an override for pair that has not
 // expired at now, so that Start does not adopt a relay into normal that
 // an operator wanted elsewhere.
-func inForce(saved map[string]Override, pair string, now time.Time) bool {
+func inForce(saved map[string]bypassapi.Override, pair string, now time.Time) bool {
 	o, ok := saved[pair]
 	return ok && (o.Expires.IsZero() || now.Before(o.Expires))
 }
@@ -78,12 +79,12 @@ func inForce(saved map[string]Override, pair string, now time.Time) bool {
 // restoreOverrides puts the kept overrides (saved, as read from the file,
 // or the error reading it) back in force at start, with mu held; expired
 // ones are dropped and logged.
-func (s *Supervisor) restoreOverrides(now time.Time, saved map[string]Override, err error) {
+func (s *Supervisor) restoreOverrides(now time.Time, saved map[string]bypassapi.Override, err error) {
 	if s.opts.Overrides == "" {
 		return
 	}
 	if err != nil {
-		s.logf(Entry{Time: now, Kind: "error", Cause: err.Error() + " (starting without overrides)"})
+		s.logf(bypassapi.Entry{Time: now, Kind: "error", Cause: err.Error() + " (starting without overrides)"})
 		return
 	}
 	names := make([]string, 0, len(saved))
@@ -102,17 +103,17 @@ func (s *Supervisor) restoreOverrides(now time.Time, saved map[string]Override, 
 		}
 		switch {
 		case p == nil:
-			s.logf(Entry{Time: now, Kind: "override", Cause: fmt.Sprintf("kept override for %s dropped: no such pair", name)})
+			s.logf(bypassapi.Entry{Time: now, Kind: "override", Cause: fmt.Sprintf("kept override for %s dropped: no such pair", name)})
 			changed = true
 		case !o.Expires.IsZero() && !now.Before(o.Expires):
-			s.logf(Entry{Time: now, Pair: name, Kind: "override", Cause: fmt.Sprintf("kept override to %s (%s) had expired", o.State, o.Reason)})
+			s.logf(bypassapi.Entry{Time: now, Pair: name, Kind: "override", Cause: fmt.Sprintf("kept override to %s (%s) had expired", o.State, o.Reason)})
 			changed = true
 		case p.Backend != nil && !p.caps.Can(o.State):
-			s.logf(Entry{Time: now, Pair: name, Kind: "override", Cause: fmt.Sprintf("kept override to %s dropped: the pair cannot be set to it", o.State)})
+			s.logf(bypassapi.Entry{Time: now, Pair: name, Kind: "override", Cause: fmt.Sprintf("kept override to %s dropped: the pair cannot be set to it", o.State)})
 			changed = true
 		default:
 			p.dec.SetOverride(o)
-			s.logf(Entry{Time: now, Pair: name, Kind: "override", Cause: fmt.Sprintf("override to %s restored from %s: %s", o.State, s.opts.Overrides, o.Reason)})
+			s.logf(bypassapi.Entry{Time: now, Pair: name, Kind: "override", Cause: fmt.Sprintf("override to %s restored from %s: %s", o.State, s.opts.Overrides, o.Reason)})
 		}
 	}
 	if changed {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/health"
 )
 
@@ -57,17 +58,17 @@ type Health struct {
 type Decider struct {
 	p Policy
 
-	auto         State // what health alone says
+	auto         bypassapi.State // what health alone says
 	autoCause    string
 	healthySince time.Time // zero while not healthy
 	lastHealth   Health
 	failures     []time.Time // health failures that took the pair out of normal
 
-	override *Override
-	planned  *Planned
+	override *bypassapi.Override
+	planned  *bypassapi.Planned
 	failsafe string
 
-	state State // last decision
+	state bypassapi.State // last decision
 	cause string
 }
 
@@ -79,11 +80,11 @@ type Decider struct {
 func NewDecider(p Policy, now time.Time, adopt bool) *Decider {
 	d := &Decider{p: p.withDefaults()}
 	if adopt {
-		d.auto, d.autoCause = Normal, "start: relay already normal and forwarder healthy"
+		d.auto, d.autoCause = bypassapi.Normal, "start: relay already normal and forwarder healthy"
 		d.healthySince = now
 		d.lastHealth = Health{OK: true}
 	} else {
-		d.auto, d.autoCause = Bypass, "start: bypass until the forwarder is healthy"
+		d.auto, d.autoCause = bypassapi.Bypass, "start: bypass until the forwarder is healthy"
 	}
 	d.state, d.cause = d.auto, d.autoCause
 	return d
@@ -112,8 +113,8 @@ func (d *Decider) Observe(now time.Time, h Health) {
 	d.lastHealth = h
 	if !h.OK {
 		d.healthySince = time.Time{}
-		if d.auto == Normal {
-			d.auto = Bypass
+		if d.auto == bypassapi.Normal {
+			d.auto = bypassapi.Bypass
 			d.autoCause = "forwarder unhealthy: " + h.Reason
 			d.failures = append(d.failures, now)
 		}
@@ -127,28 +128,28 @@ func (d *Decider) Observe(now time.Time, h Health) {
 
 // advance returns to normal once the hold-down has passed.
 func (d *Decider) advance(now time.Time) {
-	if d.auto != Bypass || d.healthySince.IsZero() {
+	if d.auto != bypassapi.Bypass || d.healthySince.IsZero() {
 		return
 	}
 	hd := d.HoldDown(now)
 	if up := now.Sub(d.healthySince); up >= hd {
-		d.auto = Normal
+		d.auto = bypassapi.Normal
 		d.autoCause = fmt.Sprintf("forwarder healthy for %v (hold-down %v)", up.Round(time.Millisecond), hd)
 	}
 }
 
 // SetOverride forces state o.State until o.Expires (or until cleared).
-func (d *Decider) SetOverride(o Override) { d.override = &o }
+func (d *Decider) SetOverride(o bypassapi.Override) { d.override = &o }
 
 // ClearOverride returns the pair to automatic control.
 func (d *Decider) ClearOverride() { d.override = nil }
 
 // Override returns the active override, if any.
-func (d *Decider) Override() *Override { return d.override }
+func (d *Decider) Override() *bypassapi.Override { return d.override }
 
 // Plan puts the pair into bypass for a planned shutdown, reboot or update
 // until Unplan.
-func (d *Decider) Plan(p Planned) { d.planned = &p }
+func (d *Decider) Plan(p bypassapi.Planned) { d.planned = &p }
 
 // Unplan cancels a planned shutdown (an update that was called off).
 func (d *Decider) Unplan() { d.planned = nil }
@@ -166,7 +167,7 @@ func (d *Decider) LastHealth() Health { return d.lastHealth }
 // Decide returns the state the pair should be in at now and why. An
 // override that has expired is dropped here; expired reports it, so the
 // caller can log it.
-func (d *Decider) Decide(now time.Time) (s State, cause string, expired *Override) {
+func (d *Decider) Decide(now time.Time) (s bypassapi.State, cause string, expired *bypassapi.Override) {
 	d.advance(now)
 	if o := d.override; o != nil && !o.Expires.IsZero() && !now.Before(o.Expires) {
 		expired = o
@@ -174,9 +175,9 @@ func (d *Decider) Decide(now time.Time) (s State, cause string, expired *Overrid
 	}
 	switch {
 	case d.failsafe != "":
-		s, cause = Bypass, "failsafe: "+d.failsafe
+		s, cause = bypassapi.Bypass, "failsafe: "+d.failsafe
 	case d.planned != nil:
-		s, cause = Bypass, fmt.Sprintf("planned %s: %s", d.planned.Kind, d.planned.Reason)
+		s, cause = bypassapi.Bypass, fmt.Sprintf("planned %s: %s", d.planned.Kind, d.planned.Reason)
 	case d.override != nil:
 		s, cause = d.override.State, "manual override: "+d.override.Reason
 		if !d.override.Expires.IsZero() {

@@ -1,6 +1,7 @@
 package bypass
 
 import (
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ var (
 // run feeds the same verdict every step for dur (ending exactly at now+dur)
 // and returns the state at the end; it fails the test if the state changed
 // before the end.
-func run(t *testing.T, d *Decider, c *clock, h Health, dur, step time.Duration) State {
+func run(t *testing.T, d *Decider, c *clock, h Health, dur, step time.Duration) bypassapi.State {
 	t.Helper()
 	end := c.at(dur)
 	first, _, _ := d.Decide(c.now())
@@ -39,7 +40,7 @@ func run(t *testing.T, d *Decider, c *clock, h Health, dur, step time.Duration) 
 	}
 }
 
-func want(t *testing.T, d *Decider, c *clock, state State, causeHas string) {
+func want(t *testing.T, d *Decider, c *clock, state bypassapi.State, causeHas string) {
 	t.Helper()
 	s, cause, _ := d.Decide(c.now())
 	if s != state || !strings.Contains(cause, causeHas) {
@@ -50,16 +51,16 @@ func want(t *testing.T, d *Decider, c *clock, state State, causeHas string) {
 func TestPolicyBoot(t *testing.T) {
 	c := newClock()
 	d := NewDecider(Policy{}, c.now(), false)
-	want(t, d, c, Bypass, "start: bypass until the forwarder is healthy")
+	want(t, d, c, bypassapi.Bypass, "start: bypass until the forwarder is healthy")
 
 	// Unhealthy at boot (forwarder still loading): stays in bypass.
 	run(t, d, c, unhealthy, 3*time.Second, 50*time.Millisecond)
-	want(t, d, c, Bypass, "start")
+	want(t, d, c, bypassapi.Bypass, "start")
 
 	// Healthy: normal only after 5s of continuous health.
 	d.Observe(c.now(), healthy)
 	start := c.now()
-	for d.state == Bypass || d.auto == Bypass {
+	for d.state == bypassapi.Bypass || d.auto == bypassapi.Bypass {
 		c.advance(50 * time.Millisecond)
 		d.Observe(c.now(), healthy)
 		d.Decide(c.now())
@@ -70,29 +71,29 @@ func TestPolicyBoot(t *testing.T) {
 	if got := c.now().Sub(start); got != 5*time.Second {
 		t.Errorf("went normal after %v of health, want exactly the 5s hold-down", got)
 	}
-	want(t, d, c, Normal, "forwarder healthy for 5s (hold-down 5s)")
+	want(t, d, c, bypassapi.Normal, "forwarder healthy for 5s (hold-down 5s)")
 }
 
 func TestPolicyFailureAndRecovery(t *testing.T) {
 	c := newClock()
 	d := NewDecider(Policy{HoldDown: 5 * time.Second}, c.now(), true)
-	want(t, d, c, Normal, "relay already normal and forwarder healthy")
+	want(t, d, c, bypassapi.Normal, "relay already normal and forwarder healthy")
 
 	// One bad verdict is enough: bypass at once, with the reason.
 	c.advance(time.Second)
 	d.Observe(c.now(), Health{Reason: "forwarderd /healthz: connection refused"})
-	want(t, d, c, Bypass, "forwarder unhealthy: forwarderd /healthz: connection refused")
+	want(t, d, c, bypassapi.Bypass, "forwarder unhealthy: forwarderd /healthz: connection refused")
 
 	// Health that is interrupted restarts the hold-down.
 	run(t, d, c, healthy, 4*time.Second, 100*time.Millisecond)
 	d.Observe(c.now(), unhealthy)
-	want(t, d, c, Bypass, "connection refused") // still the cause of the transition
-	if got := run(t, d, c, healthy, 4900*time.Millisecond, 100*time.Millisecond); got != Bypass {
+	want(t, d, c, bypassapi.Bypass, "connection refused") // still the cause of the transition
+	if got := run(t, d, c, healthy, 4900*time.Millisecond, 100*time.Millisecond); got != bypassapi.Bypass {
 		t.Fatalf("normal after %v of health following a break", 4900*time.Millisecond)
 	}
 	c.advance(100 * time.Millisecond)
 	d.Observe(c.now(), healthy)
-	want(t, d, c, Normal, "hold-down 5s")
+	want(t, d, c, bypassapi.Normal, "hold-down 5s")
 }
 
 func TestPolicyFlapDamping(t *testing.T) {
@@ -103,7 +104,7 @@ func TestPolicyFlapDamping(t *testing.T) {
 	for i, wantHD := range []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second} {
 		c.advance(time.Second)
 		d.Observe(c.now(), unhealthy)
-		want(t, d, c, Bypass, "unhealthy")
+		want(t, d, c, bypassapi.Bypass, "unhealthy")
 		if got := d.HoldDown(c.now()); got != wantHD {
 			t.Fatalf("failure %d: hold-down %v, want %v", i+1, got, wantHD)
 		}
@@ -113,10 +114,10 @@ func TestPolicyFlapDamping(t *testing.T) {
 			d.Observe(c.now(), healthy)
 			c.advance(wantHD - time.Millisecond)
 			d.Observe(c.now(), healthy)
-			want(t, d, c, Bypass, "unhealthy")
+			want(t, d, c, bypassapi.Bypass, "unhealthy")
 			c.advance(time.Millisecond)
 			d.Observe(c.now(), healthy)
-			want(t, d, c, Normal, "hold-down "+wantHD.String())
+			want(t, d, c, bypassapi.Normal, "hold-down "+wantHD.String())
 		}
 	}
 	// Quiet for longer than the window: failures age out, the hold-down
@@ -128,21 +129,21 @@ func TestPolicyFlapDamping(t *testing.T) {
 	d.Observe(c.now(), healthy)
 	c.advance(5 * time.Second)
 	d.Observe(c.now(), healthy)
-	want(t, d, c, Normal, "hold-down 5s")
+	want(t, d, c, bypassapi.Normal, "hold-down 5s")
 }
 
 func TestPolicyOverride(t *testing.T) {
 	c := newClock()
 	d := NewDecider(Policy{}, c.now(), true)
 	// Manual bypass while healthy, for 10 minutes.
-	d.SetOverride(Override{State: Bypass, Reason: "cabling work", Set: c.now(), Expires: c.at(10 * time.Minute)})
-	want(t, d, c, Bypass, "manual override: cabling work (until 2026-01-02T03:14:05Z)")
+	d.SetOverride(bypassapi.Override{State: bypassapi.Bypass, Reason: "cabling work", Set: c.now(), Expires: c.at(10 * time.Minute)})
+	want(t, d, c, bypassapi.Bypass, "manual override: cabling work (until 2026-01-02T03:14:05Z)")
 	run(t, d, c, healthy, 10*time.Minute-time.Millisecond, time.Second)
-	want(t, d, c, Bypass, "manual override")
+	want(t, d, c, bypassapi.Bypass, "manual override")
 	c.advance(time.Second)
 	d.Observe(c.now(), healthy)
 	s, cause, expired := d.Decide(c.now())
-	if s != Normal || expired == nil || expired.Reason != "cabling work" || !strings.Contains(cause, `override "cabling work" expired`) {
+	if s != bypassapi.Normal || expired == nil || expired.Reason != "cabling work" || !strings.Contains(cause, `override "cabling work" expired`) {
 		t.Fatalf("after expiry: %s %q %+v", s, cause, expired)
 	}
 	if d.Override() != nil {
@@ -152,36 +153,36 @@ func TestPolicyOverride(t *testing.T) {
 	// Manual normal while the forwarder is down (an operator who knows
 	// better), cleared by hand: back to bypass at once.
 	d.Observe(c.now(), unhealthy)
-	want(t, d, c, Bypass, "unhealthy")
-	d.SetOverride(Override{State: Normal, Reason: "testing the NICs", Set: c.now()})
-	want(t, d, c, Normal, "manual override: testing the NICs")
+	want(t, d, c, bypassapi.Bypass, "unhealthy")
+	d.SetOverride(bypassapi.Override{State: bypassapi.Normal, Reason: "testing the NICs", Set: c.now()})
+	want(t, d, c, bypassapi.Normal, "manual override: testing the NICs")
 	c.advance(time.Hour)
-	want(t, d, c, Normal, "manual override") // no expiry
+	want(t, d, c, bypassapi.Normal, "manual override") // no expiry
 	d.ClearOverride()
-	want(t, d, c, Bypass, "forwarder unhealthy")
+	want(t, d, c, bypassapi.Bypass, "forwarder unhealthy")
 
 	// Disconnect by override.
-	d.SetOverride(Override{State: Disconnect, Reason: "force failover to the backup link", Set: c.now()})
-	want(t, d, c, Disconnect, "force failover")
+	d.SetOverride(bypassapi.Override{State: bypassapi.Disconnect, Reason: "force failover to the backup link", Set: c.now()})
+	want(t, d, c, bypassapi.Disconnect, "force failover")
 }
 
 func TestPolicyPlannedShutdown(t *testing.T) {
 	c := newClock()
 	d := NewDecider(Policy{}, c.now(), true)
-	d.SetOverride(Override{State: Normal, Reason: "keep", Set: c.now()})
-	d.Plan(Planned{Kind: "update", Reason: "ota to v2", Since: c.now()})
+	d.SetOverride(bypassapi.Override{State: bypassapi.Normal, Reason: "keep", Set: c.now()})
+	d.Plan(bypassapi.Planned{Kind: "update", Reason: "ota to v2", Since: c.now()})
 	// A planned shutdown beats an override and health.
 	d.Observe(c.now(), healthy)
-	want(t, d, c, Bypass, "planned update: ota to v2")
+	want(t, d, c, bypassapi.Bypass, "planned update: ota to v2")
 	d.Unplan()
-	want(t, d, c, Normal, "manual override: keep")
+	want(t, d, c, bypassapi.Normal, "manual override: keep")
 }
 
 func TestPolicyFailsafe(t *testing.T) {
 	c := newClock()
 	d := NewDecider(Policy{}, c.now(), true)
 	d.Failsafe("profile refused")
-	d.SetOverride(Override{State: Normal, Reason: "x", Set: c.now()})
+	d.SetOverride(bypassapi.Override{State: bypassapi.Normal, Reason: "x", Set: c.now()})
 	run(t, d, c, healthy, time.Minute, time.Second)
-	want(t, d, c, Bypass, "failsafe: profile refused")
+	want(t, d, c, bypassapi.Bypass, "failsafe: profile refused")
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 )
 
@@ -64,13 +65,13 @@ func TestSuperIO(t *testing.T) {
 	// Every state: the exact accesses, the register afterwards, and the
 	// state read back.
 	for _, tc := range []struct {
-		s    State
+		s    bypassapi.State
 		old  byte
 		f1   byte
 		want []string
 	}{
-		{Bypass, 0x10, 0x00, []string{"out 0x2e 0xf1", "in 0x2f = 0x10", "out 0x2e 0xf1", "out 0x2f 0x00"}},
-		{Normal, 0x00, 0x10, []string{"out 0x2e 0xf1", "in 0x2f = 0x00", "out 0x2e 0xf1", "out 0x2f 0x10"}},
+		{bypassapi.Bypass, 0x10, 0x00, []string{"out 0x2e 0xf1", "in 0x2f = 0x10", "out 0x2e 0xf1", "out 0x2f 0x00"}},
+		{bypassapi.Normal, 0x00, 0x10, []string{"out 0x2e 0xf1", "in 0x2f = 0x00", "out 0x2e 0xf1", "out 0x2f 0x10"}},
 	} {
 		*w.reg(8, 0xf1) = tc.old
 		if err := b.Set(tc.s); err != nil {
@@ -85,7 +86,7 @@ func TestSuperIO(t *testing.T) {
 		}
 		wantLog(t, "get "+string(tc.s), w.take(), seq(enter, []string{"out 0x2e 0xf1", "in 0x2f = " + hex(tc.f1)}, []string{leave})...)
 	}
-	if err := b.Set(Disconnect); !errors.Is(err, ErrUnsupported) {
+	if err := b.Set(bypassapi.Disconnect); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("set disconnect: %v, want ErrUnsupported", err)
 	}
 	if len(w.take()) != 0 {
@@ -94,21 +95,21 @@ func TestSuperIO(t *testing.T) {
 
 	// Event defaults, including a write to another logical device.
 	*w.reg(8, 0xf1) = 0x10
-	if err := b.SetDefault(PowerOff, Bypass); err != nil {
+	if err := b.SetDefault(bypassapi.PowerOff, bypassapi.Bypass); err != nil {
 		t.Fatal(err)
 	}
 	wantLog(t, "power_off bypass", w.take(), seq(enter, []string{"out 0x2e 0xf1", "in 0x2f = 0x10", "out 0x2e 0xf1", "out 0x2f 0x14"}, []string{leave})...)
-	if s, err := b.Default(PowerOff); s != Bypass || err != nil {
+	if s, err := b.Default(bypassapi.PowerOff); s != bypassapi.Bypass || err != nil {
 		t.Errorf("power_off default reads %s, %v", s, err)
 	}
 	w.take()
 	*w.reg(9, 0xf1) = 0x01
-	if err := b.SetDefault(TimerExpiry, Bypass); err != nil {
+	if err := b.SetDefault(bypassapi.TimerExpiry, bypassapi.Bypass); err != nil {
 		t.Fatal(err)
 	}
 	wantLog(t, "timer_expiry bypass", w.take(), seq(enter, []string{
 		"out 0x2e 0x07", "out 0x2f 0x09", "out 0x2e 0xf1", "in 0x2f = 0x01", "out 0x2e 0xf1", "out 0x2f 0x00"}, []string{leave})...)
-	if err := b.SetDefault(PowerUp, Bypass); !errors.Is(err, ErrUnsupported) {
+	if err := b.SetDefault(bypassapi.PowerUp, bypassapi.Bypass); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("power_up default: %v, want ErrUnsupported", err)
 	}
 
@@ -129,11 +130,11 @@ func TestSuperIO(t *testing.T) {
 	wantLog(t, "kick", w.take(), seq(enter, []string{"out 0x2e 0xf6", "in 0x2f = 0x01"}, []string{leave},
 		enter, []string{"out 0x2e 0xf6", "in 0x2f = 0x01", "out 0x2e 0xf6", "out 0x2f 0x03"}, []string{leave})...)
 	// Not kicked: the relay falls to bypass by itself.
-	if s, _ := b.Get(); s != Normal {
+	if s, _ := b.Get(); s != bypassapi.Normal {
 		t.Fatalf("before expiry: %s", s)
 	}
 	w.tick(3)
-	if s, _ := b.Get(); s != Bypass {
+	if s, _ := b.Get(); s != bypassapi.Bypass {
 		t.Errorf("after the watchdog expired the relay reads %s, want bypass", s)
 	}
 	if err := b.Kick(); !errors.Is(err, ErrTimerExpired) {
@@ -149,8 +150,8 @@ func TestSuperIO(t *testing.T) {
 		t.Errorf("protocol violations %v, left unlocked %v", w.violations, w.unlocked)
 	}
 	c := b.Caps()
-	if !c.Can(Normal) || !c.Can(Bypass) || c.Can(Disconnect) || !c.CanDefault(PowerOff, Normal) || c.Events[PowerUp] != nil ||
-		c.Timer == nil || c.Timer.Max != 255*time.Second || !c.Timer.TimeLeft || !c.LinkDownInBypass || c.ReadBackOf != ReadsLatch {
+	if !c.Can(bypassapi.Normal) || !c.Can(bypassapi.Bypass) || c.Can(bypassapi.Disconnect) || !c.CanDefault(bypassapi.PowerOff, bypassapi.Normal) || c.Events[bypassapi.PowerUp] != nil ||
+		c.Timer == nil || c.Timer.Max != 255*time.Second || !c.Timer.TimeLeft || !c.LinkDownInBypass || c.ReadBackOf != bypassapi.ReadsLatch {
 		t.Errorf("caps = %+v", c)
 	}
 	if !strings.Contains(strings.Join(c.Notes, "; "), "cannot fail open without power") {
@@ -179,13 +180,13 @@ func TestIOPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		s    State
+		s    bypassapi.State
 		want []string
 		reg  byte
 	}{
-		{Bypass, []string{"in 0x8e3 = 0xa1", "out 0x8e3 0xa0"}, 0xa0},
-		{Disconnect, []string{"in 0x8e3 = 0xa0", "out 0x8e3 0xa2"}, 0xa2},
-		{Normal, []string{"in 0x8e3 = 0xa2", "out 0x8e3 0xa1"}, 0xa1},
+		{bypassapi.Bypass, []string{"in 0x8e3 = 0xa1", "out 0x8e3 0xa0"}, 0xa0},
+		{bypassapi.Disconnect, []string{"in 0x8e3 = 0xa0", "out 0x8e3 0xa2"}, 0xa2},
+		{bypassapi.Normal, []string{"in 0x8e3 = 0xa2", "out 0x8e3 0xa1"}, 0xa1},
 	} {
 		if err := b.Set(tc.s); err != nil {
 			t.Fatal(err)
@@ -217,7 +218,7 @@ func TestIOPort(t *testing.T) {
 	wantLog(t, "disarm", ps.take(), "in 0x8e3 = 0xa1", "out 0x8e3 0x21")
 	// Bits that match no state are an error, not a guess.
 	ps.ports[0x8e3] = 0x03
-	if s, err := b.Get(); s != Unknown || err == nil || !strings.Contains(err.Error(), "matches no state") {
+	if s, err := b.Get(); s != bypassapi.Unknown || err == nil || !strings.Contains(err.Error(), "matches no state") {
 		t.Errorf("Get on 0x03 = %s, %v", s, err)
 	}
 }
@@ -243,12 +244,12 @@ func TestSMBus(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		s    State
+		s    bypassapi.State
 		want []string
 	}{
-		{Bypass, []string{"r 0x10 = 0x00", "w 0x10 0x01"}},
-		{Disconnect, []string{"r 0x10 = 0x01", "w 0x10 0x02"}},
-		{Normal, []string{"r 0x10 = 0x02", "w 0x10 0x00"}},
+		{bypassapi.Bypass, []string{"r 0x10 = 0x00", "w 0x10 0x01"}},
+		{bypassapi.Disconnect, []string{"r 0x10 = 0x01", "w 0x10 0x02"}},
+		{bypassapi.Normal, []string{"r 0x10 = 0x02", "w 0x10 0x00"}},
 	} {
 		if err := b.Set(tc.s); err != nil {
 			t.Fatal(err)
@@ -259,11 +260,11 @@ func TestSMBus(t *testing.T) {
 		}
 		g.take()
 	}
-	for _, e := range []Event{PowerUp, PowerOff} {
-		if err := b.SetDefault(e, Bypass); err != nil {
+	for _, e := range []bypassapi.Event{bypassapi.PowerUp, bypassapi.PowerOff} {
+		if err := b.SetDefault(e, bypassapi.Bypass); err != nil {
 			t.Fatal(err)
 		}
-		if s, err := b.Default(e); s != Bypass || err != nil {
+		if s, err := b.Default(e); s != bypassapi.Bypass || err != nil {
 			t.Errorf("%s default reads %s, %v", e, s, err)
 		}
 	}
@@ -279,7 +280,7 @@ func TestSMBus(t *testing.T) {
 	}
 	wantLog(t, "kick", g.take(), "r 0x13 = 0x01", "r 0x13 = 0x01", "w 0x13 0x02")
 	g.tick(2)
-	if s, _ := b.Get(); s != Bypass {
+	if s, _ := b.Get(); s != bypassapi.Bypass {
 		t.Errorf("controller timer expired: relay reads %s, want bypass", s)
 	}
 	if err := b.Kick(); !errors.Is(err, ErrTimerExpired) {
@@ -289,7 +290,7 @@ func TestSMBus(t *testing.T) {
 		t.Error("Close did not close the device")
 	}
 	c := b.Caps()
-	if !c.Can(Disconnect) || !c.CanDefault(PowerUp, Bypass) || !c.CanDefault(PowerOff, Normal) || c.Timer == nil {
+	if !c.Can(bypassapi.Disconnect) || !c.CanDefault(bypassapi.PowerUp, bypassapi.Bypass) || !c.CanDefault(bypassapi.PowerOff, bypassapi.Normal) || c.Timer == nil {
 		t.Errorf("caps = %+v", c)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 )
 
@@ -27,7 +28,7 @@ type regBackend struct {
 	kind  string
 	space regSpace
 	m     config.RegisterMap
-	caps  Caps
+	caps  bypassapi.Caps
 	count int // timer count last loaded
 }
 
@@ -43,13 +44,13 @@ func newRegBackend(kind string, space regSpace, m config.RegisterMap) (*regBacke
 }
 
 // regCaps derives the capabilities from what the map can write.
-func regCaps(m config.RegisterMap) Caps {
-	c := Caps{Events: map[Event][]State{}, Fixed: map[Event]State{}, ReadBack: true, ReadBackOf: ReadsLatch, LinkDownInBypass: true}
+func regCaps(m config.RegisterMap) bypassapi.Caps {
+	c := bypassapi.Caps{Events: map[bypassapi.Event][]bypassapi.State{}, Fixed: map[bypassapi.Event]bypassapi.State{}, ReadBack: true, ReadBackOf: bypassapi.ReadsLatch, LinkDownInBypass: true}
 	tableCaps(&c, &m.State, m.Event)
 	powerOffNotes(&c)
 	if t := m.Timer; t.Unit.Duration > 0 {
-		c.Timer = &TimerCaps{Unit: t.Unit.Duration, Min: t.Unit.Duration, Max: time.Duration(t.Max) * t.Unit.Duration, TimeLeft: t.CountsDown}
-		if _, ok := c.Events[TimerExpiry]; !ok {
+		c.Timer = &bypassapi.TimerCaps{Unit: t.Unit.Duration, Min: t.Unit.Duration, Max: time.Duration(t.Max) * t.Unit.Duration, TimeLeft: t.CountsDown}
+		if _, ok := c.Events[bypassapi.TimerExpiry]; !ok {
 			c.Notes = append(c.Notes, "what the relay does when its timer expires is not in the map (assumed: bypass)")
 		}
 	} else {
@@ -60,19 +61,19 @@ func regCaps(m config.RegisterMap) Caps {
 
 // powerOffNotes records the physics every bypass relay shares: without
 // power it rests in bypass, so "disconnect" cannot outlast power.
-func powerOffNotes(c *Caps) {
-	if _, ok := c.Events[PowerOff]; !ok {
-		c.Fixed[PowerOff] = Bypass
+func powerOffNotes(c *bypassapi.Caps) {
+	if _, ok := c.Events[bypassapi.PowerOff]; !ok {
+		c.Fixed[bypassapi.PowerOff] = bypassapi.Bypass
 	}
-	if !c.CanDefault(PowerOff, Disconnect) {
+	if !c.CanDefault(bypassapi.PowerOff, bypassapi.Disconnect) {
 		c.Notes = append(c.Notes, "relay cannot fail open without power: on power loss it rests in bypass")
 	}
-	if c.Can(Disconnect) {
+	if c.Can(bypassapi.Disconnect) {
 		c.Notes = append(c.Notes, "disconnect holds only while powered")
 	}
 }
 
-func (b *regBackend) Caps() Caps { return b.caps }
+func (b *regBackend) Caps() bypassapi.Caps { return b.caps }
 
 // apply performs the writes of one list in one session.
 func (b *regBackend) apply(what string, list []config.RegBits) (err error) {
@@ -121,9 +122,9 @@ func (b *regBackend) match(list []config.RegBits, cache map[[2]int]byte) (bool, 
 }
 
 // recognise reads which state of rs the registers are in.
-func (b *regBackend) recognise(what string, rs *config.RegStates) (_ State, err error) {
+func (b *regBackend) recognise(what string, rs *config.RegStates) (_ bypassapi.State, err error) {
 	if err := b.space.begin(); err != nil {
-		return Unknown, err
+		return bypassapi.Unknown, err
 	}
 	defer func() {
 		if e := b.space.end(); e != nil && err == nil {
@@ -139,17 +140,17 @@ func (b *regBackend) recognise(what string, rs *config.RegStates) (_ State, err 
 		}
 		ok, regs, err := b.match(list, cache)
 		if err != nil {
-			return Unknown, err
+			return bypassapi.Unknown, err
 		}
 		if ok {
 			return s, nil
 		}
 		seen = append(seen, regs)
 	}
-	return Unknown, fmt.Errorf("%s: %s reads %s, which matches no state of the map", b.space.describe(), what, strings.Join(seen, "; "))
+	return bypassapi.Unknown, fmt.Errorf("%s: %s reads %s, which matches no state of the map", b.space.describe(), what, strings.Join(seen, "; "))
 }
 
-func (b *regBackend) Set(s State) error {
+func (b *regBackend) Set(s bypassapi.State) error {
 	list := writesOf(&b.m.State, s)
 	if len(list) == 0 {
 		return fmt.Errorf("%s: state %s: %w", b.kind, s, ErrUnsupported)
@@ -157,9 +158,9 @@ func (b *regBackend) Set(s State) error {
 	return b.apply("set "+string(s), list)
 }
 
-func (b *regBackend) Get() (State, error) { return b.recognise("state", &b.m.State) }
+func (b *regBackend) Get() (bypassapi.State, error) { return b.recognise("state", &b.m.State) }
 
-func (b *regBackend) SetDefault(e Event, s State) error {
+func (b *regBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 	list := writesOf(b.m.Event(string(e)), s)
 	if len(list) == 0 {
 		return fmt.Errorf("%s: %s default %s: %w", b.kind, e, s, ErrUnsupported)
@@ -167,10 +168,10 @@ func (b *regBackend) SetDefault(e Event, s State) error {
 	return b.apply(fmt.Sprintf("%s default %s", e, s), list)
 }
 
-func (b *regBackend) Default(e Event) (State, error) {
+func (b *regBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
 	rs := b.m.Event(string(e))
 	if !anyWrites(rs) {
-		return Unknown, fmt.Errorf("%s: reading the %s default: %w", b.kind, e, ErrUnsupported)
+		return bypassapi.Unknown, fmt.Errorf("%s: reading the %s default: %w", b.kind, e, ErrUnsupported)
 	}
 	return b.recognise(string(e)+" default", rs)
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/bypass/bpf"
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 )
 
 // The sim relay lives entirely in the kernel, so that it outlives bypassd
@@ -45,9 +46,9 @@ type simRelay = bpf.RelayRelay
 // simRelaySize is the map's value size.
 const simRelaySize = uint32(unsafe.Sizeof(simRelay{}))
 
-var simModes = []State{Normal, Bypass, Disconnect}
+var simModes = []bypassapi.State{bypassapi.Normal, bypassapi.Bypass, bypassapi.Disconnect}
 
-func simMode(s State) uint32 {
+func simMode(s bypassapi.State) uint32 {
 	for i, m := range simModes {
 		if m == s {
 			return uint32(i)
@@ -210,7 +211,7 @@ func (s *Sim) install(links [2]netlink.Link) error {
 	if s.m, s.prog, err = newSimObjects(); err != nil {
 		return err
 	}
-	r := simRelay{Mode: simMode(Bypass), IfA: uint32(s.idx[0]), IfB: uint32(s.idx[1]), ExpiryMode: simMode(Bypass)}
+	r := simRelay{Mode: simMode(bypassapi.Bypass), IfA: uint32(s.idx[0]), IfB: uint32(s.idx[1]), ExpiryMode: simMode(bypassapi.Bypass)}
 	if err := s.store(&r); err != nil {
 		return err
 	}
@@ -290,14 +291,14 @@ func (s *Sim) current() (simRelay, error) {
 	return r, nil
 }
 
-func (s *Sim) Caps() Caps {
-	return Caps{
-		States:           []State{Normal, Bypass, Disconnect},
-		Events:           map[Event][]State{TimerExpiry: {Bypass, Disconnect}},
-		Fixed:            map[Event]State{PowerOff: Bypass, PowerUp: Bypass},
-		Timer:            &TimerCaps{Unit: s.unit, Min: s.unit, Max: time.Hour, TimeLeft: true},
+func (s *Sim) Caps() bypassapi.Caps {
+	return bypassapi.Caps{
+		States:           []bypassapi.State{bypassapi.Normal, bypassapi.Bypass, bypassapi.Disconnect},
+		Events:           map[bypassapi.Event][]bypassapi.State{bypassapi.TimerExpiry: {bypassapi.Bypass, bypassapi.Disconnect}},
+		Fixed:            map[bypassapi.Event]bypassapi.State{bypassapi.PowerOff: bypassapi.Bypass, bypassapi.PowerUp: bypassapi.Bypass},
+		Timer:            &bypassapi.TimerCaps{Unit: s.unit, Min: s.unit, Max: time.Hour, TimeLeft: true},
 		ReadBack:         true,
-		ReadBackOf:       ReadsRelay,
+		ReadBackOf:       bypassapi.ReadsRelay,
 		LinkDownInBypass: s.CutLinks,
 		Notes: []string{
 			"lab relay: a tc program on both ports' ingress redirects each to the other in bypass",
@@ -308,7 +309,7 @@ func (s *Sim) Caps() Caps {
 }
 
 // Set puts the relay into st and clears a latched expiry.
-func (s *Sim) Set(st State) error {
+func (s *Sim) Set(st bypassapi.State) error {
 	r, err := s.current()
 	if err != nil {
 		return err
@@ -340,13 +341,13 @@ func (s *Sim) Stats() (SimStats, error) {
 // Monotonic is CLOCK_MONOTONIC in ns, the clock of SimStats.
 func Monotonic() uint64 { return monotonic() }
 
-func (s *Sim) Get() (State, error) {
+func (s *Sim) Get() (bypassapi.State, error) {
 	r, err := s.current()
 	if err != nil {
-		return Unknown, err
+		return bypassapi.Unknown, err
 	}
 	if int(r.Mode) >= len(simModes) {
-		return Unknown, fmt.Errorf("sim: relay mode %d", r.Mode)
+		return bypassapi.Unknown, fmt.Errorf("sim: relay mode %d", r.Mode)
 	}
 	st := simModes[r.Mode]
 	if s.CutLinks {
@@ -364,8 +365,8 @@ func (s *Sim) TimerExpired() (bool, error) {
 	return r.Expired != 0, err
 }
 
-func (s *Sim) SetDefault(e Event, st State) error {
-	if e != TimerExpiry || st == Normal {
+func (s *Sim) SetDefault(e bypassapi.Event, st bypassapi.State) error {
+	if e != bypassapi.TimerExpiry || st == bypassapi.Normal {
 		return fmt.Errorf("sim: %s default %s: %w", e, st, ErrUnsupported)
 	}
 	r, err := s.current()
@@ -376,13 +377,13 @@ func (s *Sim) SetDefault(e Event, st State) error {
 	return s.store(&r)
 }
 
-func (s *Sim) Default(e Event) (State, error) {
-	if e != TimerExpiry {
-		return Bypass, nil
+func (s *Sim) Default(e bypassapi.Event) (bypassapi.State, error) {
+	if e != bypassapi.TimerExpiry {
+		return bypassapi.Bypass, nil
 	}
 	r, err := s.current()
 	if err != nil {
-		return Unknown, err
+		return bypassapi.Unknown, err
 	}
 	return simModes[r.ExpiryMode%3], nil
 }

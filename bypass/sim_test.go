@@ -13,6 +13,7 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/lab"
 )
@@ -102,13 +103,13 @@ func TestSim(t *testing.T) {
 			t.Error("fresh relay reported as adopted")
 		}
 		// Powered up: bypass.
-		if st, err := s.Get(); st != Bypass || err != nil {
+		if st, err := s.Get(); st != bypassapi.Bypass || err != nil {
 			t.Fatalf("new relay %s, %v; want bypass", st, err)
 		}
 		for _, tc := range []struct {
-			st   State
+			st   bypassapi.State
 			want uint32
-		}{{Bypass, tcActRedirect}, {Normal, tcActOK}, {Disconnect, tcActShot}} {
+		}{{bypassapi.Bypass, tcActRedirect}, {bypassapi.Normal, tcActOK}, {bypassapi.Disconnect, tcActShot}} {
 			if err := s.Set(tc.st); err != nil {
 				t.Fatal(err)
 			}
@@ -124,14 +125,14 @@ func TestSim(t *testing.T) {
 
 		// The instrumentation: the first frame carried since the last set,
 		// and a count.
-		s.Set(Bypass)
+		s.Set(bypassapi.Bypass)
 		t0 := monotonic()
 		runRelay(t, s, s.idx[0])
 		runRelay(t, s, s.idx[1])
 		if st, err := s.Stats(); err != nil || st.FirstCarried < t0 || st.FirstCarried > monotonic() || st.Carried < 2 {
 			t.Errorf("stats %+v (%v), want the first frame after %d", st, err, t0)
 		}
-		s.Set(Bypass)
+		s.Set(bypassapi.Bypass)
 		if st, _ := s.Stats(); st.FirstCarried != 0 {
 			t.Errorf("set did not clear the first-carried time: %+v", st)
 		}
@@ -146,7 +147,7 @@ func TestSim(t *testing.T) {
 
 		// The controller timer: kicked it holds, not kicked the relay
 		// falls to bypass by itself — decided by the program per frame.
-		if err := s.Set(Normal); err != nil {
+		if err := s.Set(bypassapi.Normal); err != nil {
 			t.Fatal(err)
 		}
 		if d, err := s.Arm(120 * time.Millisecond); d != 150*time.Millisecond || err != nil {
@@ -165,7 +166,7 @@ func TestSim(t *testing.T) {
 		if got := runRelay(t, s, s.idx[0]); got != tcActRedirect {
 			t.Errorf("unkicked relay gives verdict %d, want redirect (bypass)", got)
 		}
-		if r, _ := s.load(); r.Expired != 1 || r.Mode != simMode(Bypass) || r.Armed != 0 {
+		if r, _ := s.load(); r.Expired != 1 || r.Mode != simMode(bypassapi.Bypass) || r.Armed != 0 {
 			t.Errorf("the program did not latch the expiry: %+v", r)
 		}
 		if err := s.Kick(); !errors.Is(err, ErrTimerExpired) {
@@ -176,16 +177,16 @@ func TestSim(t *testing.T) {
 		}
 
 		// An expiry nobody's frame noticed is latched by the reader.
-		s.Set(Normal)
-		s.SetDefault(TimerExpiry, Disconnect)
+		s.Set(bypassapi.Normal)
+		s.SetDefault(bypassapi.TimerExpiry, bypassapi.Disconnect)
 		s.Arm(50 * time.Millisecond)
 		time.Sleep(80 * time.Millisecond)
-		if st, _ := s.Get(); st != Disconnect {
+		if st, _ := s.Get(); st != bypassapi.Disconnect {
 			t.Errorf("after expiry to disconnect: %s", st)
 		}
 
 		// bypassd restarts: the relay and its state are adopted.
-		s.Set(Normal)
+		s.Set(bypassapi.Normal)
 		s2, err := OpenSim("pair1", ifA, ifB, 50*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
@@ -193,7 +194,7 @@ func TestSim(t *testing.T) {
 		if !s2.Adopted {
 			t.Error("existing relay not adopted")
 		}
-		if st, _ := s2.Get(); st != Normal {
+		if st, _ := s2.Get(); st != bypassapi.Normal {
 			t.Errorf("adopted relay %s, want normal", st)
 		}
 		s2.Close()

@@ -3,6 +3,7 @@ package bypass
 import (
 	"fmt"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
@@ -32,8 +33,8 @@ const (
 
 // setCut marks the ports dormant (cut) or gives them back to their
 // carrier, once per change of the relay's state.
-func (s *Sim) setCut(st State) error {
-	cut := st != Normal
+func (s *Sim) setCut(st bypassapi.State) error {
+	cut := st != bypassapi.Normal
 	if s.cutKnown && s.cutApplied == cut {
 		return nil
 	}

@@ -3,24 +3,25 @@ package bypass
 import (
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Status reports every pair and the last log entries.
-func (s *Supervisor) Status() Status {
+func (s *Supervisor) Status() bypassapi.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opts.Now()
-	st := Status{Failsafe: s.opts.Failsafe, Planned: s.planned, Budget: Duration(s.opts.Budget), HoldDown: Duration(s.opts.Policy.HoldDown),
-		Forwarder: HealthStatus{Healthy: s.verdict.OK(), Reason: s.verdict.Summary(), Checked: s.checkedAt}}
+	st := bypassapi.Status{Failsafe: s.opts.Failsafe, Planned: s.planned, Budget: bypassapi.Duration(s.opts.Budget), HoldDown: bypassapi.Duration(s.opts.Policy.HoldDown),
+		Forwarder: bypassapi.HealthStatus{Healthy: s.verdict.OK(), Reason: s.verdict.Summary(), Checked: s.checkedAt}}
 	for _, p := range s.pairs {
-		ps := PairStatus{Name: p.Name, Segment: p.Segment, Ports: p.Ports, Interfaces: p.Ifnames, Backend: p.Kind, Problem: p.Problem,
+		ps := bypassapi.PairStatus{Name: p.Name, Segment: p.Segment, Ports: p.Ports, Interfaces: p.Ifnames, Backend: p.Kind, Problem: p.Problem,
 			State: p.applied, Desired: p.desired, Cause: p.cause, Since: p.since, Healthy: p.health.OK, Health: p.health.Reason,
 			Errors: p.errors, LastError: p.lastErr, Counts: p.transitions}
 		if p.dec != nil {
-			ps.HoldDown = Duration(p.dec.HoldDown(now))
+			ps.HoldDown = bypassapi.Duration(p.dec.HoldDown(now))
 			if hs := p.dec.HealthySince(); !hs.IsZero() {
-				ps.HealthyFor = Duration(now.Sub(hs).Round(time.Millisecond))
+				ps.HealthyFor = bypassapi.Duration(now.Sub(hs).Round(time.Millisecond))
 			}
 			ps.Override = p.dec.Override()
 		}
@@ -29,7 +30,7 @@ func (s *Supervisor) Status() Status {
 			ps.Caps = &c
 			ps.Defaults = p.defaults
 			if c.Timer != nil {
-				ps.Timer = &TimerStatus{Armed: p.armed > 0, Timeout: Duration(p.armed), TimeLeft: Duration(p.timeLeft), Unit: Duration(c.Timer.Unit)}
+				ps.Timer = &bypassapi.TimerStatus{Armed: p.armed > 0, Timeout: bypassapi.Duration(p.armed), TimeLeft: bypassapi.Duration(p.timeLeft), Unit: bypassapi.Duration(c.Timer.Unit)}
 			}
 		}
 		st.Pairs = append(st.Pairs, ps)
@@ -67,11 +68,11 @@ func (s *Supervisor) Collect(ch chan<- prometheus.Metric) {
 		return 0
 	}
 	for _, p := range s.pairs {
-		for _, st := range append(States, Unknown) {
+		for _, st := range append(bypassapi.States, bypassapi.Unknown) {
 			ch <- prometheus.MustNewConstMetric(stateDesc, prometheus.GaugeValue, b(p.applied == st), p.Name, string(st))
 			ch <- prometheus.MustNewConstMetric(desiredDesc, prometheus.GaugeValue, b(p.desired == st), p.Name, string(st))
 		}
-		for _, st := range States {
+		for _, st := range bypassapi.States {
 			ch <- prometheus.MustNewConstMetric(transDesc, prometheus.CounterValue, float64(p.transitions[st]), p.Name, string(st))
 		}
 		ch <- prometheus.MustNewConstMetric(errorsDesc, prometheus.CounterValue, float64(p.errors), p.Name)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/health"
 )
 
@@ -29,7 +30,7 @@ type Pair struct {
 	// Timer is the controller watchdog timeout to arm (0: leave it off).
 	Timer time.Duration
 	// Defaults are the event defaults the profile wants.
-	Defaults map[Event]State
+	Defaults map[bypassapi.Event]bypassapi.State
 }
 
 // Options configure a Supervisor.
@@ -88,11 +89,11 @@ func (o Options) ProbeTimeout() time.Duration  { return max(o.Budget/3, time.Mil
 // pairState is the supervisor's view of one pair.
 type pairState struct {
 	*Pair
-	caps    Caps
+	caps    bypassapi.Caps
 	dec     *Decider
-	desired State
+	desired bypassapi.State
 	cause   string
-	applied State // as last read back (or set and read back)
+	applied bypassapi.State // as last read back (or set and read back)
 	since   time.Time
 	// reconnected is when the relay last went from bypass or disconnect
 	// to normal (zero if it has not since bypassd started).
@@ -104,8 +105,8 @@ type pairState struct {
 	armed       time.Duration // controller timeout in effect, 0 if not armed
 	nextKick    time.Time
 	timeLeft    time.Duration
-	defaults    map[Event]string // what became of each wanted default
-	transitions map[State]uint64
+	defaults    map[bypassapi.Event]string // what became of each wanted default
+	transitions map[bypassapi.State]uint64
 	errors      uint64
 	lastErr     string
 	lastErrAt   time.Time
@@ -120,7 +121,7 @@ type Supervisor struct {
 	started   bool
 	verdict   Verdict
 	checkedAt time.Time
-	planned   *Planned
+	planned   *bypassapi.Planned
 	conds     health.Tracker
 }
 
@@ -128,7 +129,7 @@ type Supervisor struct {
 func NewSupervisor(pairs []*Pair, opts Options) *Supervisor {
 	s := &Supervisor{opts: opts.withDefaults(), conds: health.Tracker{Source: "bypassd"}}
 	for _, p := range pairs {
-		ps := &pairState{Pair: p, applied: Unknown, desired: Bypass, transitions: map[State]uint64{}, defaults: map[Event]string{}}
+		ps := &pairState{Pair: p, applied: bypassapi.Unknown, desired: bypassapi.Bypass, transitions: map[bypassapi.State]uint64{}, defaults: map[bypassapi.Event]string{}}
 		if p.Backend != nil {
 			ps.caps = p.Backend.Caps()
 		}
@@ -137,7 +138,7 @@ func NewSupervisor(pairs []*Pair, opts Options) *Supervisor {
 	return s
 }
 
-func (s *Supervisor) logf(e Entry) {
+func (s *Supervisor) logf(e bypassapi.Entry) {
 	if e.Time.IsZero() {
 		e.Time = s.opts.Now()
 	}
@@ -155,21 +156,21 @@ func (s *Supervisor) Start(ctx context.Context) {
 	now := s.opts.Now()
 	s.verdict, s.checkedAt = v, now
 	// The kept overrides, read once: they decide adoption and are put back.
-	var saved map[string]Override
+	var saved map[string]bypassapi.Override
 	var savedErr error
 	if s.opts.Overrides != "" {
 		saved, savedErr = readOverrides(s.opts.Overrides)
 	}
 	if s.opts.Failsafe != "" {
-		s.logf(Entry{Kind: "failsafe", Cause: "profile refused, every pair stays in bypass: " + s.opts.Failsafe})
+		s.logf(bypassapi.Entry{Kind: "failsafe", Cause: "profile refused, every pair stays in bypass: " + s.opts.Failsafe})
 	}
 	for _, p := range s.pairs {
 		if p.Backend == nil {
-			s.logf(Entry{Pair: p.Name, Kind: "start", Cause: "not driven: " + p.Problem})
+			s.logf(bypassapi.Entry{Pair: p.Name, Kind: "start", Cause: "not driven: " + p.Problem})
 			p.dec = NewDecider(s.opts.Policy, now, false)
 			continue
 		}
-		s.logf(Entry{Pair: p.Name, Kind: "start", Cause: fmt.Sprintf("%s backend on %s/%s: %s", p.Kind, p.Ports[0], p.Ports[1], p.caps)})
+		s.logf(bypassapi.Entry{Pair: p.Name, Kind: "start", Cause: fmt.Sprintf("%s backend on %s/%s: %s", p.Kind, p.Ports[0], p.Ports[1], p.caps)})
 		st, err := p.Backend.Get()
 		if err != nil {
 			s.fail(p, now, "reading the relay at start", err)
@@ -180,7 +181,7 @@ func (s *Supervisor) Start(ctx context.Context) {
 		}
 		h := s.healthOf(p, v, now)
 		p.health = h
-		p.dec = NewDecider(s.opts.Policy, now, st == Normal && h.OK && s.opts.Failsafe == "" && !inForce(saved, p.Name, now))
+		p.dec = NewDecider(s.opts.Policy, now, st == bypassapi.Normal && h.OK && s.opts.Failsafe == "" && !inForce(saved, p.Name, now))
 	}
 	for _, p := range s.pairs {
 		if s.opts.Failsafe != "" {
@@ -196,7 +197,7 @@ func (s *Supervisor) Start(ctx context.Context) {
 // software choose them, reads each back, and records what could not be
 // done.
 func (s *Supervisor) setDefaults(p *pairState) {
-	for _, e := range Events {
+	for _, e := range bypassapi.Events {
 		want, ok := p.Defaults[e]
 		if !ok || want == "" {
 			if f, fixed := p.caps.Fixed[e]; fixed {
@@ -211,13 +212,13 @@ func (s *Supervisor) setDefaults(p *pairState) {
 			}
 			p.defaults[e] = msg
 			if f := p.caps.Fixed[e]; f != want {
-				s.logf(Entry{Pair: p.Name, Kind: "start", Cause: fmt.Sprintf("%s default: %s", e, msg)})
+				s.logf(bypassapi.Entry{Pair: p.Name, Kind: "start", Cause: fmt.Sprintf("%s default: %s", e, msg)})
 			}
 			continue
 		}
 		err := p.Backend.SetDefault(e, want)
 		if err == nil {
-			var got State
+			var got bypassapi.State
 			if got, err = p.Backend.Default(e); err == nil && got != want {
 				err = fmt.Errorf("reads back %s", got)
 			} else if errors.Is(err, ErrUnsupported) {
@@ -277,9 +278,9 @@ func (s *Supervisor) cutOff(p *pairState, now time.Time) bool {
 		return false
 	}
 	switch p.applied {
-	case Bypass, Disconnect:
+	case bypassapi.Bypass, bypassapi.Disconnect:
 		return true
-	case Normal:
+	case bypassapi.Normal:
 		return !p.reconnected.IsZero() && now.Sub(p.reconnected) < s.opts.LinkSettle
 	}
 	return false
@@ -315,7 +316,7 @@ func (s *Supervisor) reconcile(now time.Time) {
 	for _, p := range s.pairs {
 		want, cause, expired := p.dec.Decide(now)
 		if expired != nil {
-			s.logf(Entry{Time: now, Pair: p.Name, Kind: "override", Cause: fmt.Sprintf("override to %s (%s) expired", expired.State, expired.Reason)})
+			s.logf(bypassapi.Entry{Time: now, Pair: p.Name, Kind: "override", Cause: fmt.Sprintf("override to %s (%s) expired", expired.State, expired.Reason)})
 			s.saveOverrides(now)
 		}
 		p.desired, p.cause = want, cause
@@ -333,7 +334,7 @@ func (s *Supervisor) reconcile(now time.Time) {
 }
 
 // set puts the relay into want and reads it back.
-func (s *Supervisor) set(p *pairState, now time.Time, want State, cause string) {
+func (s *Supervisor) set(p *pairState, now time.Time, want bypassapi.State, cause string) {
 	if !p.caps.Can(want) {
 		if !p.retry || p.lastErr == "" {
 			s.fail(p, now, "setting "+string(want), fmt.Errorf("%w (can: %v)", ErrUnsupported, p.caps.States))
@@ -352,19 +353,19 @@ func (s *Supervisor) set(p *pairState, now time.Time, want State, cause string) 
 	}
 	p.lastRead = now
 	if err != nil {
-		if got != Unknown && got != want {
+		if got != bypassapi.Unknown && got != want {
 			p.applied = got
 		}
 		p.retry = true
 		s.fail(p, now, "setting "+string(want), err)
 		return
 	}
-	if want == Normal && from != Normal {
+	if want == bypassapi.Normal && from != bypassapi.Normal {
 		p.reconnected = now
 	}
 	p.applied, p.retry, p.since = want, false, now
 	p.transitions[want]++
-	s.logf(Entry{Time: now, Pair: p.Name, Kind: "transition", From: from, To: want, Cause: cause})
+	s.logf(bypassapi.Entry{Time: now, Pair: p.Name, Kind: "transition", From: from, To: want, Cause: cause})
 }
 
 // readBack notices a relay that changed by itself.
@@ -393,9 +394,9 @@ func (s *Supervisor) readBack(p *pairState, now time.Time) {
 			p.armed = 0 // re-armed below
 		}
 	}
-	s.logf(Entry{Time: now, Pair: p.Name, Kind: "transition", From: p.applied, To: got, Cause: "relay reads back " + string(got) + ": " + why})
+	s.logf(bypassapi.Entry{Time: now, Pair: p.Name, Kind: "transition", From: p.applied, To: got, Cause: "relay reads back " + string(got) + ": " + why})
 	p.transitions[got]++
-	if got == Normal {
+	if got == bypassapi.Normal {
 		p.reconnected = now
 	}
 	p.applied, p.since = got, now
@@ -414,7 +415,7 @@ func (s *Supervisor) timer(p *pairState, now time.Time) {
 			return
 		}
 		p.armed, p.nextKick = d, now.Add(d/3)
-		s.logf(Entry{Time: now, Pair: p.Name, Kind: "timer", Cause: fmt.Sprintf("controller timer armed: %v (asked %v)", d, p.Timer)})
+		s.logf(bypassapi.Entry{Time: now, Pair: p.Name, Kind: "timer", Cause: fmt.Sprintf("controller timer armed: %v (asked %v)", d, p.Timer)})
 		return
 	}
 	if now.Before(p.nextKick) {
@@ -422,7 +423,7 @@ func (s *Supervisor) timer(p *pairState, now time.Time) {
 	}
 	if err := p.Backend.Kick(); err != nil {
 		if errors.Is(err, ErrTimerExpired) {
-			s.logf(Entry{Time: now, Pair: p.Name, Kind: "timer", Cause: "controller timer had expired; re-arming and setting the relay again"})
+			s.logf(bypassapi.Entry{Time: now, Pair: p.Name, Kind: "timer", Cause: "controller timer had expired; re-arming and setting the relay again"})
 			p.armed, p.retry = 0, true
 			return
 		}
@@ -438,7 +439,7 @@ func (s *Supervisor) fail(p *pairState, now time.Time, what string, err error) {
 	p.errors++
 	msg := what + ": " + err.Error()
 	if msg != p.lastErr || now.Sub(p.lastErrAt) >= time.Minute {
-		s.logf(Entry{Time: now, Pair: p.Name, Kind: "error", Cause: msg})
+		s.logf(bypassapi.Entry{Time: now, Pair: p.Name, Kind: "error", Cause: msg})
 		p.lastErrAt = now
 	}
 	p.lastErr = msg
@@ -461,11 +462,11 @@ func (s *Supervisor) find(pair string) ([]*pairState, error) {
 }
 
 // SetOverride forces pair ("" for every pair) into o.State and applies it.
-func (s *Supervisor) SetOverride(pair string, o Override) error {
+func (s *Supervisor) SetOverride(pair string, o bypassapi.Override) error {
 	if strings.TrimSpace(o.Reason) == "" {
 		return errors.New("an override needs a reason")
 	}
-	if !slices.Contains(States, o.State) {
+	if !slices.Contains(bypassapi.States, o.State) {
 		return fmt.Errorf("unknown state %q", o.State)
 	}
 	s.mu.Lock()
@@ -493,7 +494,7 @@ func (s *Supervisor) SetOverride(pair string, o Override) error {
 		if o.By != "" {
 			by = " by " + o.By
 		}
-		s.logf(Entry{Time: now, Pair: p.Name, Kind: "override", Cause: fmt.Sprintf("override to %s%s, %s: %s", o.State, by, until, o.Reason)})
+		s.logf(bypassapi.Entry{Time: now, Pair: p.Name, Kind: "override", Cause: fmt.Sprintf("override to %s%s, %s: %s", o.State, by, until, o.Reason)})
 	}
 	s.saveOverrides(now)
 	s.reconcile(now)
@@ -518,7 +519,7 @@ func (s *Supervisor) ClearOverride(pair, by string) error {
 		if by != "" {
 			cause += " by " + by
 		}
-		s.logf(Entry{Time: now, Pair: p.Name, Kind: "override", Cause: cause})
+		s.logf(bypassapi.Entry{Time: now, Pair: p.Name, Kind: "override", Cause: cause})
 	}
 	s.saveOverrides(now)
 	s.reconcile(now)
@@ -532,8 +533,8 @@ func (s *Supervisor) Plan(kind, reason string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.opts.Now()
-	s.planned = &Planned{Kind: kind, Reason: reason, Since: now}
-	s.logf(Entry{Time: now, Kind: "planned", Cause: fmt.Sprintf("planned %s: %s", kind, reason)})
+	s.planned = &bypassapi.Planned{Kind: kind, Reason: reason, Since: now}
+	s.logf(bypassapi.Entry{Time: now, Kind: "planned", Cause: fmt.Sprintf("planned %s: %s", kind, reason)})
 	for _, p := range s.pairs {
 		if p.dec != nil {
 			p.dec.Plan(*s.planned)
@@ -542,7 +543,7 @@ func (s *Supervisor) Plan(kind, reason string) error {
 	s.reconcile(now)
 	var bad []string
 	for _, p := range s.pairs {
-		if p.Backend != nil && p.applied != Bypass {
+		if p.Backend != nil && p.applied != bypassapi.Bypass {
 			bad = append(bad, fmt.Sprintf("%s reads %s (%s)", p.Name, p.applied, p.lastErr))
 		}
 	}
@@ -560,7 +561,7 @@ func (s *Supervisor) Unplan(by string) {
 		return
 	}
 	now := s.opts.Now()
-	s.logf(Entry{Time: now, Kind: "planned", Cause: fmt.Sprintf("planned %s called off %s", s.planned.Kind, by)})
+	s.logf(bypassapi.Entry{Time: now, Kind: "planned", Cause: fmt.Sprintf("planned %s called off %s", s.planned.Kind, by)})
 	s.planned = nil
 	for _, p := range s.pairs {
 		p.dec.Unplan()
@@ -601,11 +602,11 @@ func (s *Supervisor) Report() health.Report {
 			c.Kind, c.Detail = health.RelayMismatch, fmt.Sprintf("pair %s reads %s, wanted %s: %s", p.Name, p.applied, p.desired, p.lastErr)
 			conds = append(conds, c)
 		}
-		if p.applied == Bypass || p.applied == Disconnect {
+		if p.applied == bypassapi.Bypass || p.applied == bypassapi.Disconnect {
 			c.Kind, c.Detail = health.RelayBypass, fmt.Sprintf("pair %s in %s: %s", p.Name, p.applied, p.cause)
 			conds = append(conds, c)
 		}
-		if p.dec != nil && p.desired == Bypass && p.health.OK && !p.dec.HealthySince().IsZero() && p.dec.Override() == nil && s.planned == nil {
+		if p.dec != nil && p.desired == bypassapi.Bypass && p.health.OK && !p.dec.HealthySince().IsZero() && p.dec.Override() == nil && s.planned == nil {
 			left := p.dec.HoldDown(now) - now.Sub(p.dec.HealthySince())
 			if left > 0 {
 				c.Kind, c.Detail = health.HoldDown, fmt.Sprintf("pair %s back to normal in %v (hold-down %v)", p.Name, left.Round(time.Millisecond), p.dec.HoldDown(now))

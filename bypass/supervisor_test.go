@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/health"
 )
@@ -22,31 +23,31 @@ import (
 // fakeRelay is a relay with a controller timer, in memory.
 type fakeRelay struct {
 	clock    *clock
-	state    State
+	state    bypassapi.State
 	log      []string
 	failSet  error
 	armed    time.Duration
 	deadline time.Time
 	expired  bool
-	defaults map[Event]State
+	defaults map[bypassapi.Event]bypassapi.State
 }
 
-func newFakeRelay(c *clock, st State) *fakeRelay {
-	return &fakeRelay{clock: c, state: st, defaults: map[Event]State{}}
+func newFakeRelay(c *clock, st bypassapi.State) *fakeRelay {
+	return &fakeRelay{clock: c, state: st, defaults: map[bypassapi.Event]bypassapi.State{}}
 }
 
-func (f *fakeRelay) Caps() Caps {
-	return Caps{States: States, Events: map[Event][]State{PowerOff: {Bypass}, PowerUp: {Normal, Bypass}, TimerExpiry: {Bypass}},
-		Timer: &TimerCaps{Unit: time.Second, Min: time.Second, Max: time.Minute, TimeLeft: true}, ReadBack: true, LinkDownInBypass: true}
+func (f *fakeRelay) Caps() bypassapi.Caps {
+	return bypassapi.Caps{States: bypassapi.States, Events: map[bypassapi.Event][]bypassapi.State{bypassapi.PowerOff: {bypassapi.Bypass}, bypassapi.PowerUp: {bypassapi.Normal, bypassapi.Bypass}, bypassapi.TimerExpiry: {bypassapi.Bypass}},
+		Timer: &bypassapi.TimerCaps{Unit: time.Second, Min: time.Second, Max: time.Minute, TimeLeft: true}, ReadBack: true, LinkDownInBypass: true}
 }
 
 func (f *fakeRelay) tick() {
 	if f.armed > 0 && !f.clock.now().Before(f.deadline) {
-		f.state, f.expired, f.armed = Bypass, true, 0
+		f.state, f.expired, f.armed = bypassapi.Bypass, true, 0
 	}
 }
 
-func (f *fakeRelay) Set(s State) error {
+func (f *fakeRelay) Set(s bypassapi.State) error {
 	f.tick()
 	f.log = append(f.log, "set "+string(s))
 	if f.failSet != nil {
@@ -56,19 +57,19 @@ func (f *fakeRelay) Set(s State) error {
 	return nil
 }
 
-func (f *fakeRelay) Get() (State, error) {
+func (f *fakeRelay) Get() (bypassapi.State, error) {
 	f.tick()
 	f.log = append(f.log, "get")
 	return f.state, nil
 }
 
-func (f *fakeRelay) SetDefault(e Event, s State) error {
+func (f *fakeRelay) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 	f.log = append(f.log, "default "+string(e)+" "+string(s))
 	f.defaults[e] = s
 	return nil
 }
 
-func (f *fakeRelay) Default(e Event) (State, error) { return f.defaults[e], nil }
+func (f *fakeRelay) Default(e bypassapi.Event) (bypassapi.State, error) { return f.defaults[e], nil }
 
 func (f *fakeRelay) Arm(d time.Duration) (time.Duration, error) {
 	d = time.Duration(roundUp(d, time.Second)) * time.Second
@@ -137,13 +138,13 @@ type rig struct {
 	log    *Journal
 }
 
-func newRig(t *testing.T, relayState State, v Verdict, timer time.Duration) *rig {
+func newRig(t *testing.T, relayState bypassapi.State, v Verdict, timer time.Duration) *rig {
 	r := &rig{c: newClock(), prober: &fakeProber{v: v}}
 	r.relay = newFakeRelay(r.c, relayState)
 	r.log = NewJournal("", 0)
 	r.log.Logf = t.Logf
 	p := &Pair{Name: "pair1", Segment: "seg1", Ports: [2]string{"LAN1", "LAN2"}, Kind: "fake", Backend: r.relay, Timer: timer,
-		Defaults: map[Event]State{PowerOff: Bypass, PowerUp: Bypass, TimerExpiry: Bypass}}
+		Defaults: map[bypassapi.Event]bypassapi.State{bypassapi.PowerOff: bypassapi.Bypass, bypassapi.PowerUp: bypassapi.Bypass, bypassapi.TimerExpiry: bypassapi.Bypass}}
 	r.sup = NewSupervisor([]*Pair{p}, Options{Prober: r.prober, Log: r.log, Now: r.c.now})
 	r.sup.Start(context.Background())
 	return r
@@ -158,9 +159,9 @@ func (r *rig) steps(d time.Duration) {
 	}
 }
 
-func (r *rig) state() State { return r.sup.pairs[0].applied }
+func (r *rig) state() bypassapi.State { return r.sup.pairs[0].applied }
 
-func (r *rig) lastTransition(t *testing.T) Entry {
+func (r *rig) lastTransition(t *testing.T) bypassapi.Entry {
 	t.Helper()
 	es := r.log.Entries(0)
 	for i := len(es) - 1; i >= 0; i-- {
@@ -169,11 +170,11 @@ func (r *rig) lastTransition(t *testing.T) Entry {
 		}
 	}
 	t.Fatal("no transition logged")
-	return Entry{}
+	return bypassapi.Entry{}
 }
 
 func TestSupervisorBootFailureRecovery(t *testing.T) {
-	r := newRig(t, Bypass, fwDead, 0) // power-up: relay in bypass, forwarder loading
+	r := newRig(t, bypassapi.Bypass, fwDead, 0) // power-up: relay in bypass, forwarder loading
 	if got := r.relay.take(); strings.Join(got, ",") != "get,default power_off bypass,default power_up bypass,default timer_expiry bypass" {
 		t.Errorf("start: %v", got)
 	}
@@ -181,24 +182,24 @@ func TestSupervisorBootFailureRecovery(t *testing.T) {
 		t.Errorf("probe every %v with timeout %v, want 50ms and 100ms from the 300ms budget", o.ProbeInterval(), o.ProbeTimeout())
 	}
 	r.steps(2 * time.Second)
-	if r.state() != Bypass || len(r.relay.take()) > 2 {
+	if r.state() != bypassapi.Bypass || len(r.relay.take()) > 2 {
 		t.Fatal("left bypass, or touched the relay, while the forwarder is not up")
 	}
 
 	// Healthy: normal after exactly the hold-down, set then read back.
 	r.prober.v = fwOK
 	r.steps(5 * time.Second)
-	if r.state() != Bypass {
+	if r.state() != bypassapi.Bypass {
 		t.Fatal("normal before the hold-down")
 	}
 	r.steps(100 * time.Millisecond)
-	if r.state() != Normal {
+	if r.state() != bypassapi.Normal {
 		t.Fatalf("still %s after the hold-down", r.state())
 	}
 	if got := r.relay.take(); len(got) < 2 || got[len(got)-2] != "set normal" || got[len(got)-1] != "get" {
 		t.Errorf("normal was not set and read back: %v", got)
 	}
-	if e := r.lastTransition(t); e.From != Bypass || e.To != Normal || !strings.Contains(e.Cause, "hold-down 5s") {
+	if e := r.lastTransition(t); e.From != bypassapi.Bypass || e.To != bypassapi.Normal || !strings.Contains(e.Cause, "hold-down 5s") {
 		t.Errorf("transition %v", e)
 	}
 
@@ -206,10 +207,10 @@ func TestSupervisorBootFailureRecovery(t *testing.T) {
 	r.prober.v = fwDead
 	r.c.advance(50 * time.Millisecond)
 	r.sup.Step(context.Background())
-	if r.state() != Bypass {
+	if r.state() != bypassapi.Bypass {
 		t.Fatal("not in bypass one probe after the forwarder died")
 	}
-	if e := r.lastTransition(t); e.To != Bypass || !strings.Contains(e.Cause, "connection refused") {
+	if e := r.lastTransition(t); e.To != bypassapi.Bypass || !strings.Contains(e.Cause, "connection refused") {
 		t.Errorf("transition %v", e)
 	}
 	rep := r.sup.Report()
@@ -223,9 +224,9 @@ func TestSupervisorBootFailureRecovery(t *testing.T) {
 // reports no relay_bypass once there.
 func TestSupervisorTestPorts(t *testing.T) {
 	c := newClock()
-	relay := newFakeRelay(c, Bypass)
+	relay := newFakeRelay(c, bypassapi.Bypass)
 	p := &Pair{Name: "pair2", TestPorts: true, Ports: [2]string{"LAN3", "LAN4"}, Kind: "fake", Backend: relay,
-		Defaults: map[Event]State{PowerOff: Bypass}}
+		Defaults: map[bypassapi.Event]bypassapi.State{bypassapi.PowerOff: bypassapi.Bypass}}
 	log := NewJournal("", 0)
 	log.Logf = t.Logf
 	sup := NewSupervisor([]*Pair{p}, Options{Prober: &fakeProber{v: fwDead}, Log: log, Now: c.now})
@@ -234,14 +235,14 @@ func TestSupervisorTestPorts(t *testing.T) {
 		c.advance(sup.opts.ProbeInterval())
 		sup.Step(context.Background())
 	}
-	if st := sup.pairs[0].applied; st != Normal {
+	if st := sup.pairs[0].applied; st != bypassapi.Normal {
 		t.Fatalf("test-port pair in %s after the hold-down, want normal", st)
 	}
 	if k := kinds(sup.Report(), "pair2"); slices.Contains(k, health.RelayBypass) {
 		t.Errorf("conditions %v", k)
 	}
 	// The same pair without test ports stays in bypass: no segment.
-	relay = newFakeRelay(c, Bypass)
+	relay = newFakeRelay(c, bypassapi.Bypass)
 	p = &Pair{Name: "pair2", Ports: [2]string{"LAN3", "LAN4"}, Kind: "fake", Backend: relay}
 	sup = NewSupervisor([]*Pair{p}, Options{Prober: &fakeProber{v: fwOK}, Log: log, Now: c.now})
 	sup.Start(context.Background())
@@ -249,26 +250,26 @@ func TestSupervisorTestPorts(t *testing.T) {
 		c.advance(sup.opts.ProbeInterval())
 		sup.Step(context.Background())
 	}
-	if st := sup.pairs[0].applied; st != Bypass {
+	if st := sup.pairs[0].applied; st != bypassapi.Bypass {
 		t.Errorf("pair in no segment in %s, want bypass", st)
 	}
 }
 
 func TestSupervisorAdoptsOnRestart(t *testing.T) {
-	r := newRig(t, Normal, fwOK, 0)
+	r := newRig(t, bypassapi.Normal, fwOK, 0)
 	r.steps(time.Second)
 	for _, l := range r.relay.take() {
 		if strings.HasPrefix(l, "set") {
 			t.Fatalf("restarted bypassd touched a working relay: %s", l)
 		}
 	}
-	if r.state() != Normal {
+	if r.state() != bypassapi.Normal {
 		t.Fatalf("state %s", r.state())
 	}
 }
 
 func TestSupervisorControllerTimer(t *testing.T) {
-	r := newRig(t, Normal, fwOK, 3*time.Second)
+	r := newRig(t, bypassapi.Normal, fwOK, 3*time.Second)
 	r.steps(10 * time.Second)
 	kicks := 0
 	for _, l := range r.relay.take() {
@@ -277,12 +278,12 @@ func TestSupervisorControllerTimer(t *testing.T) {
 		}
 	}
 	// 3s timeout, kicked every second.
-	if kicks < 9 || kicks > 11 || r.state() != Normal {
+	if kicks < 9 || kicks > 11 || r.state() != bypassapi.Normal {
 		t.Fatalf("%d kicks in 10s, state %s", kicks, r.state())
 	}
 	// bypassd hangs (no steps): the controller falls to bypass by itself.
 	r.c.advance(4 * time.Second)
-	if st, _ := r.relay.Get(); st != Bypass {
+	if st, _ := r.relay.Get(); st != bypassapi.Bypass {
 		t.Fatalf("relay %s after bypassd stopped kicking", st)
 	}
 	// bypassd comes back: it notices, logs the expiry and sets normal again.
@@ -293,16 +294,16 @@ func TestSupervisorControllerTimer(t *testing.T) {
 			sawExpiry = true
 		}
 	}
-	if !sawExpiry || r.state() != Normal || r.relay.armed == 0 {
+	if !sawExpiry || r.state() != bypassapi.Normal || r.relay.armed == 0 {
 		t.Errorf("after the expiry: logged %v, state %s, armed %v", sawExpiry, r.state(), r.relay.armed)
 	}
 }
 
 func TestSupervisorSetFailure(t *testing.T) {
-	r := newRig(t, Bypass, fwOK, 0)
+	r := newRig(t, bypassapi.Bypass, fwOK, 0)
 	r.relay.failSet = errors.New("i2c: no acknowledge")
 	r.steps(6 * time.Second)
-	if r.state() != Bypass {
+	if r.state() != bypassapi.Bypass {
 		t.Fatalf("state %s", r.state())
 	}
 	rep := r.sup.Report()
@@ -320,7 +321,7 @@ func TestSupervisorSetFailure(t *testing.T) {
 	}
 	r.relay.failSet = nil
 	r.steps(100 * time.Millisecond)
-	if r.state() != Normal || len(kinds(r.sup.Report(), "pair1")) != 0 {
+	if r.state() != bypassapi.Normal || len(kinds(r.sup.Report(), "pair1")) != 0 {
 		t.Errorf("no recovery after the relay works again: %s %v", r.state(), kinds(r.sup.Report(), "pair1"))
 	}
 }
@@ -332,7 +333,7 @@ func TestSupervisorLinksDownInBypass(t *testing.T) {
 	linksDown := fwWith(
 		health.Condition{Kind: health.LinkDown, Segment: "seg1", Port: "LAN1", Detail: "port LAN1 (eth1) link down"},
 		health.Condition{Kind: health.LinkDown, Segment: "seg1", Port: "LAN2", Detail: "port LAN2 (eth2) link down"})
-	r := newRig(t, Bypass, linksDown, 0)
+	r := newRig(t, bypassapi.Bypass, linksDown, 0)
 	r.steps(9 * time.Second)
 	var got []string
 	for _, e := range r.log.Entries(0) {
@@ -412,7 +413,7 @@ func TestDecisionsIgnoreWording(t *testing.T) {
 		// And through the whole policy, on a fake clock.
 		runs := [2][]string{}
 		for k, vv := range []Verdict{v, reword(v)} {
-			r := newRig(t, Bypass, vv, 0)
+			r := newRig(t, bypassapi.Bypass, vv, 0)
 			r.steps(12 * time.Second)
 			for _, e := range r.log.Entries(0) {
 				if e.Kind == "transition" {
@@ -427,7 +428,7 @@ func TestDecisionsIgnoreWording(t *testing.T) {
 }
 
 func TestSupervisorAPI(t *testing.T) {
-	r := newRig(t, Normal, fwOK, 0)
+	r := newRig(t, bypassapi.Normal, fwOK, 0)
 	srv := httptest.NewServer(r.sup.Handler())
 	defer srv.Close()
 	post := func(path, body string) (int, string) {
@@ -456,10 +457,10 @@ func TestSupervisorAPI(t *testing.T) {
 		t.Errorf("override of an unknown pair: %d %s", code, body)
 	}
 	code, body := post("/override", `{"pair":"pair1","state":"bypass","reason":"replacing the switch","for":"10m","by":"admin","update":true}`)
-	if code != 200 || r.state() != Bypass {
+	if code != 200 || r.state() != bypassapi.Bypass {
 		t.Fatalf("override: %d %s, state %s", code, body, r.state())
 	}
-	var st Status
+	var st bypassapi.Status
 	json.Unmarshal([]byte(body), &st)
 	if o := st.Pairs[0].Override; o == nil || o.Reason != "replacing the switch" || o.By != "admin" || !o.Update || !o.Expires.Equal(r.c.at(10*time.Minute)) {
 		t.Errorf("status override %+v", st.Pairs[0].Override)
@@ -469,7 +470,7 @@ func TestSupervisorAPI(t *testing.T) {
 	}
 	// Expiry: back to normal (the forwarder has been healthy all along).
 	r.steps(10*time.Minute + 100*time.Millisecond)
-	if r.state() != Normal {
+	if r.state() != bypassapi.Normal {
 		t.Errorf("after the override expired: %s", r.state())
 	}
 	if e := r.lastTransition(t); !strings.Contains(e.Cause, `override "replacing the switch" expired`) {
@@ -478,26 +479,26 @@ func TestSupervisorAPI(t *testing.T) {
 
 	// Cleared by hand.
 	post("/override", `{"state":"bypass","reason":"maintenance"}`)
-	if r.state() != Bypass {
+	if r.state() != bypassapi.Bypass {
 		t.Fatal("override of all pairs not applied")
 	}
-	if code := del("/override?by=admin"); code != 200 || r.state() != Normal {
+	if code := del("/override?by=admin"); code != 200 || r.state() != bypassapi.Normal {
 		t.Errorf("clear: %d, state %s", code, r.state())
 	}
 
 	// Planned update: bypass before answering; called off: normal again.
-	if code, body := post("/planned", `{"kind":"update","reason":"ota v2"}`); code != 200 || r.state() != Bypass {
+	if code, body := post("/planned", `{"kind":"update","reason":"ota v2"}`); code != 200 || r.state() != bypassapi.Bypass {
 		t.Fatalf("planned: %d %s, state %s", code, body, r.state())
 	}
 	r.steps(time.Second)
-	if r.state() != Bypass {
+	if r.state() != bypassapi.Bypass {
 		t.Fatal("planned bypass not held")
 	}
 	if code, _ := post("/planned", `{"kind":"nap","reason":"x"}`); code != 400 {
 		t.Errorf("planned nap accepted: %d", code)
 	}
 	del("/planned?by=updater")
-	if r.state() != Normal {
+	if r.state() != bypassapi.Normal {
 		t.Errorf("after the update was called off: %s", r.state())
 	}
 
@@ -521,7 +522,7 @@ func TestJournalCap(t *testing.T) {
 	j := NewJournal(path, 1000)
 	j.Logf = func(string, ...any) {}
 	for i := 0; i < 50; i++ {
-		j.Add(Entry{Time: time.Unix(int64(i), 0), Pair: "pair1", Kind: "transition", From: Normal, To: Bypass, Cause: "forwarder unhealthy: heartbeat stale"})
+		j.Add(bypassapi.Entry{Time: time.Unix(int64(i), 0), Pair: "pair1", Kind: "transition", From: bypassapi.Normal, To: bypassapi.Bypass, Cause: "forwarder unhealthy: heartbeat stale"})
 	}
 	st, err := os.Stat(path)
 	if err != nil || st.Size() > 1000 {
@@ -533,7 +534,7 @@ func TestJournalCap(t *testing.T) {
 	}
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	var last Entry
+	var last bypassapi.Entry
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil || last.Time.Unix() != 49 {
 		t.Errorf("last line %q: %v", lines[len(lines)-1], err)
 	}
@@ -621,10 +622,10 @@ state.bypass = [{reg = 0xf1, mask = 0x20, value = 0x00}]
 	if got := *w.reg(8, 0xf1); got != 0x20 {
 		t.Errorf("CRF1 = %#02x, want 0x20: pair1 (bit 4) in bypass, pair9's bit 5 untouched", got)
 	}
-	if err := sup.SetOverride("pair1", Override{State: Normal, Reason: "please"}); err != nil {
+	if err := sup.SetOverride("pair1", bypassapi.Override{State: bypassapi.Normal, Reason: "please"}); err != nil {
 		t.Fatal(err)
 	}
-	if st := sup.Status(); st.Pairs[0].State != Bypass || st.Failsafe == "" || !strings.Contains(st.Pairs[1].Problem, "invalid") {
+	if st := sup.Status(); st.Pairs[0].State != bypassapi.Bypass || st.Failsafe == "" || !strings.Contains(st.Pairs[1].Problem, "invalid") {
 		t.Errorf("status %+v", st)
 	}
 	rep := sup.Report()
@@ -639,7 +640,7 @@ state.bypass = [{reg = 0xf1, mask = 0x20, value = 0x00}]
 func TestOverridesPersist(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "perm/ncpos/bypass-overrides.json")
 	c := newClock()
-	relay := newFakeRelay(c, Normal)
+	relay := newFakeRelay(c, bypassapi.Normal)
 	start := func() *Supervisor {
 		p := &Pair{Name: "pair1", Segment: "seg1", Ports: [2]string{"LAN1", "LAN2"}, Kind: "fake", Backend: relay}
 		sup := NewSupervisor([]*Pair{p}, Options{Prober: &fakeProber{fwOK}, Log: &Journal{Logf: t.Logf}, Now: c.now, Overrides: file})
@@ -654,10 +655,10 @@ func TestOverridesPersist(t *testing.T) {
 	}
 	sup := start()
 	steps(sup, time.Second)
-	if err := sup.SetOverride("pair1", Override{State: Bypass, Reason: "maintenance window", By: "ncpos", Expires: c.at(10 * time.Minute)}); err != nil {
+	if err := sup.SetOverride("pair1", bypassapi.Override{State: bypassapi.Bypass, Reason: "maintenance window", By: "ncpos", Expires: c.at(10 * time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if relay.state != Bypass {
+	if relay.state != bypassapi.Bypass {
 		t.Fatalf("relay %s after the override", relay.state)
 	}
 	// bypassd restarts (or the box reboots): the relay reads bypass, the
@@ -666,7 +667,7 @@ func TestOverridesPersist(t *testing.T) {
 	sup = start()
 	steps(sup, time.Minute)
 	st := sup.Status()
-	if o := st.Pairs[0].Override; o == nil || o.Reason != "maintenance window" || relay.state != Bypass {
+	if o := st.Pairs[0].Override; o == nil || o.Reason != "maintenance window" || relay.state != bypassapi.Bypass {
 		t.Fatalf("after a restart: override %+v, relay %s; want the override kept and the relay in bypass", o, relay.state)
 	}
 	if !slices.Contains(kinds(sup.Report(), "pair1"), health.RelayBypass) {
@@ -675,7 +676,7 @@ func TestOverridesPersist(t *testing.T) {
 	// It expires on time, is forgotten on the file, and the pair goes back
 	// to normal after the hold-down.
 	steps(sup, 7*time.Minute+6*time.Second)
-	if relay.state != Normal || sup.Status().Pairs[0].Override != nil {
+	if relay.state != bypassapi.Normal || sup.Status().Pairs[0].Override != nil {
 		t.Fatalf("after the expiry: relay %s, override %+v", relay.state, sup.Status().Pairs[0].Override)
 	}
 	saved, err := readOverrides(file)
@@ -685,7 +686,7 @@ func TestOverridesPersist(t *testing.T) {
 	// A restart now keeps normal.
 	sup = start()
 	steps(sup, time.Second)
-	if relay.state != Normal {
+	if relay.state != bypassapi.Normal {
 		t.Errorf("restart after the expiry: relay %s", relay.state)
 	}
 	// A damaged file is reported and ignored, never fatal.
@@ -703,7 +704,7 @@ func TestOverridesPersist(t *testing.T) {
 // TestReportLiveness: bypassd is live while its loop looks at the
 // forwarder, whatever the relays do, and not once the loop stops.
 func TestReportLiveness(t *testing.T) {
-	r := newRig(t, Bypass, fwDead, 0)
+	r := newRig(t, bypassapi.Bypass, fwDead, 0)
 	r.steps(time.Second)
 	if rep := r.sup.Report(); !rep.Live.Live {
 		t.Fatalf("not live while stepping: %s", rep.Live)
@@ -734,11 +735,11 @@ func TestPolicyOnEveryKind(t *testing.T) {
 			default:
 				v = fwWith(health.Condition{Kind: k, Segment: where, Port: "LAN2"})
 			}
-			want := Normal
+			want := bypassapi.Normal
 			if class == health.ClassLiveness || where == "seg1" {
-				want = Bypass
+				want = bypassapi.Bypass
 			}
-			r := newRig(t, Normal, fwOK, 0)
+			r := newRig(t, bypassapi.Normal, fwOK, 0)
 			r.steps(time.Second)
 			r.prober.v = v
 			r.steps(r.sup.opts.ProbeInterval())
@@ -747,7 +748,7 @@ func TestPolicyOnEveryKind(t *testing.T) {
 			}
 			r.prober.v = fwOK
 			r.steps(5*time.Second + r.sup.opts.ProbeInterval())
-			if r.state() != Normal {
+			if r.state() != bypassapi.Normal {
 				t.Errorf("%s on %q: relay %s after the hold-down, want normal", k, where, r.state())
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 )
 
@@ -46,7 +47,7 @@ type sysfsBackend struct {
 	dir   string
 	cfg   config.Sysfs
 	fs    files
-	caps  Caps
+	caps  bypassapi.Caps
 	count int
 }
 
@@ -60,11 +61,11 @@ func newSysfs(fs files, cfg config.Sysfs, ifnames [2]string) (*sysfsBackend, err
 	if _, err := os.Stat(b.dir); fs == (osFiles{}) && err != nil {
 		return nil, fmt.Errorf("sysfs: driver directory: %w", err)
 	}
-	c := Caps{Events: map[Event][]State{}, Fixed: map[Event]State{}, ReadBack: true, ReadBackOf: ReadsLatch, LinkDownInBypass: true}
+	c := bypassapi.Caps{Events: map[bypassapi.Event][]bypassapi.State{}, Fixed: map[bypassapi.Event]bypassapi.State{}, ReadBack: true, ReadBackOf: bypassapi.ReadsLatch, LinkDownInBypass: true}
 	tableCaps(&c, &b.cfg.State, b.cfg.Event)
 	powerOffNotes(&c)
 	if t := cfg.Timer; t.File != "" {
-		c.Timer = &TimerCaps{Unit: t.Unit.Duration, Min: t.Unit.Duration, Max: time.Duration(t.Max) * t.Unit.Duration, TimeLeft: t.Left != ""}
+		c.Timer = &bypassapi.TimerCaps{Unit: t.Unit.Duration, Min: t.Unit.Duration, Max: time.Duration(t.Max) * t.Unit.Duration, TimeLeft: t.Left != ""}
 	}
 	b.caps = c
 	return b, nil
@@ -81,7 +82,7 @@ func (b *sysfsBackend) writeAll(what string, list []config.FileWrite) error {
 	return nil
 }
 
-func (b *sysfsBackend) recognise(what string, fsx *config.FileStates) (State, error) {
+func (b *sysfsBackend) recognise(what string, fsx *config.FileStates) (bypassapi.State, error) {
 	cache := map[string]string{}
 	var seen []string
 	for _, s := range recogniseOrder {
@@ -95,7 +96,7 @@ func (b *sysfsBackend) recognise(what string, fsx *config.FileStates) (State, er
 			if !ok {
 				var err error
 				if v, err = b.fs.read(b.path(w.File)); err != nil {
-					return Unknown, fmt.Errorf("sysfs: reading %s: %w", b.path(w.File), err)
+					return bypassapi.Unknown, fmt.Errorf("sysfs: reading %s: %w", b.path(w.File), err)
 				}
 				v = strings.TrimSpace(v)
 				cache[w.File] = v
@@ -110,12 +111,12 @@ func (b *sysfsBackend) recognise(what string, fsx *config.FileStates) (State, er
 			return s, nil
 		}
 	}
-	return Unknown, fmt.Errorf("sysfs: %s in %s reads %s, which matches no state", what, b.dir, strings.Join(seen, " "))
+	return bypassapi.Unknown, fmt.Errorf("sysfs: %s in %s reads %s, which matches no state", what, b.dir, strings.Join(seen, " "))
 }
 
-func (b *sysfsBackend) Caps() Caps { return b.caps }
+func (b *sysfsBackend) Caps() bypassapi.Caps { return b.caps }
 
-func (b *sysfsBackend) Set(s State) error {
+func (b *sysfsBackend) Set(s bypassapi.State) error {
 	list := writesOf(&b.cfg.State, s)
 	if len(list) == 0 {
 		return fmt.Errorf("sysfs: state %s: %w", s, ErrUnsupported)
@@ -123,9 +124,9 @@ func (b *sysfsBackend) Set(s State) error {
 	return b.writeAll("set "+string(s), list)
 }
 
-func (b *sysfsBackend) Get() (State, error) { return b.recognise("state", &b.cfg.State) }
+func (b *sysfsBackend) Get() (bypassapi.State, error) { return b.recognise("state", &b.cfg.State) }
 
-func (b *sysfsBackend) SetDefault(e Event, s State) error {
+func (b *sysfsBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 	list := writesOf(b.cfg.Event(string(e)), s)
 	if len(list) == 0 {
 		return fmt.Errorf("sysfs: %s default %s: %w", e, s, ErrUnsupported)
@@ -133,10 +134,10 @@ func (b *sysfsBackend) SetDefault(e Event, s State) error {
 	return b.writeAll(fmt.Sprintf("%s default %s", e, s), list)
 }
 
-func (b *sysfsBackend) Default(e Event) (State, error) {
+func (b *sysfsBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
 	fsx := b.cfg.Event(string(e))
 	if !anyWrites(fsx) {
-		return Unknown, fmt.Errorf("sysfs: %s default: %w", e, ErrUnsupported)
+		return bypassapi.Unknown, fmt.Errorf("sysfs: %s default: %w", e, ErrUnsupported)
 	}
 	return b.recognise(string(e)+" default", fsx)
 }

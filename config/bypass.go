@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/bypass/lanner"
-	"github.com/ncpos/ncpos/ipc"
 )
 
 // This file is the schema of a bypass pair's backend in a platform profile:
@@ -22,7 +22,7 @@ import (
 // Bypass relay states and the events that have a hardware default, as
 // profiles spell them.
 var (
-	bypassStates = ipc.RelayStateNames(ipc.RelayStates)
+	bypassStates = bypassapi.StateNames(bypassapi.States)
 	bypassEvents = []string{"power_off", "power_up", "timer_expiry"}
 	// registerMaps says where a pair's register map (or command set) came
 	// from; "missing" means the vendor has not published it and the

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -46,7 +46,7 @@ const DefaultLease = 10 * time.Minute
 // during the reboot. A segment an operator holds by an override of their
 // own (a maintenance window) is left as it is, neither replaced nor, at
 // the end, ended: held says which, with the override.
-func (c *Client) Bypass(ctx context.Context, reason string, lease time.Duration) (done []string, held map[string]ipc.Override, err error) {
+func (c *Client) Bypass(ctx context.Context, reason string, lease time.Duration) (done []string, held map[string]bypassapi.Override, err error) {
 	segs, err := c.Segments(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -59,7 +59,7 @@ func (c *Client) Bypass(ctx context.Context, reason string, lease time.Duration)
 		}
 		if o := operatorOverride(s); o != nil {
 			if held == nil {
-				held = map[string]ipc.Override{}
+				held = map[string]bypassapi.Override{}
 			}
 			held[s.Name] = *o
 			continue
@@ -80,7 +80,7 @@ func (c *Client) Bypass(ctx context.Context, reason string, lease time.Duration)
 // update's. A build from before that mark refuses the field it does not
 // know (400): its overrides go unmarked from then on.
 func (c *Client) override(ctx context.Context, segment, reason string, lease time.Duration) error {
-	req := api.BypassRequest{Segment: segment, State: string(ipc.RelayBypass), Reason: reason, ExpiresIn: lease.String()}
+	req := api.BypassRequest{Segment: segment, State: string(bypassapi.Bypass), Reason: reason, ExpiresIn: lease.String()}
 	for {
 		req.Update = !c.unmarked.Load()
 		body, _ := json.Marshal(req)
@@ -96,7 +96,7 @@ func (c *Client) override(ctx context.Context, segment, reason string, lease tim
 
 // operatorOverride is the override an operator holds segment s by, one
 // that no update set, or nil.
-func operatorOverride(s api.Segment) *ipc.Override {
+func operatorOverride(s api.Segment) *bypassapi.Override {
 	if s.Bypass != nil && s.Bypass.Override != nil && !s.Bypass.Override.Update {
 		return s.Bypass.Override
 	}

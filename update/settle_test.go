@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/health"
-	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -28,7 +28,7 @@ func fwd(name string, healthy bool, kinds ...health.Kind) api.Segment {
 // than the settle time.
 func TestSettling(t *testing.T) {
 	held := fwd("held", false, health.RelayBypass)
-	held.Bypass = &api.BypassState{Segment: "held", State: "bypass", Override: &ipc.Override{State: "bypass", Reason: "maintenance"}}
+	held.Bypass = &api.BypassState{Segment: "held", State: "bypass", Override: &bypassapi.Override{State: "bypass", Reason: "maintenance"}}
 	segs := []api.Segment{
 		fwd("up", true),
 		fwd("down", false, health.LinkDown),

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bootpart"
-	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/update"
 )
 
@@ -222,7 +222,7 @@ func checkAfterKill(t *testing.T, v *VM, running string, slot bootpart.Slot, up 
 	}
 	// statusd samples bypassd every second or so: the override the
 	// client set just before it died shows within a few.
-	var o *ipc.Override
+	var o *bypassapi.Override
 	for deadline := time.Now().Add(v.Within(30 * time.Second)); o == nil; time.Sleep(time.Second) {
 		g := segmentOf(snapshot(t, v), "seg1")
 		if g != nil && g.Bypass != nil {

@@ -10,11 +10,11 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
@@ -42,23 +42,22 @@ type BypassController interface {
 // ErrNotRunning says the daemon that would carry out a request is absent.
 var ErrNotRunning = errors.New("not running")
 
-// ipcBypass asks bypassd over its unix socket (bypass/api.go):
-// POST /override {"pair","state","reason","for","by"} sets an override,
-// DELETE /override?pair=P&by=U ends it; both answer with bypassd's /status.
+// ipcBypass asks bypassd through its client: an override sets the pair's
+// state, OverrideAuto clears it; both answer with bypassd's /status.
 type ipcBypass struct{ runDir string }
 
 func (b ipcBypass) Override(ctx context.Context, o BypassOverride) (*api.BypassState, error) {
-	c := ipc.NewClient(b.runDir, "bypassd", 10*time.Second)
-	var st ipc.BypassStatus
+	c := bypassapi.NewClient(b.runDir, 10*time.Second)
+	var st bypassapi.Status
 	var err error
 	if o.State == api.OverrideAuto {
-		err = c.Delete(ctx, "/override?"+url.Values{"pair": {o.Pair}, "by": {o.By}}.Encode(), &st)
+		st, err = c.ClearOverride(ctx, o.Pair, o.By)
 	} else {
-		req := ipc.OverrideRequest{Pair: o.Pair, State: ipc.RelayState(o.State), Reason: o.Reason, By: o.By, Update: o.Update}
+		req := bypassapi.OverrideRequest{Pair: o.Pair, State: bypassapi.State(o.State), Reason: o.Reason, By: o.By, Update: o.Update}
 		if o.ExpiresIn > 0 {
 			req.For = o.ExpiresIn.String()
 		}
-		err = c.Post(ctx, "/override", req, &st)
+		st, err = c.Override(ctx, req)
 	}
 	if ipc.NotRunning(err) {
 		return nil, fmt.Errorf("bypassd %w", ErrNotRunning)
@@ -107,7 +106,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // overrideStates are what a BypassRequest may ask for: a relay state, or
 // OverrideAuto.
-var overrideStates = append(ipc.RelayStateNames(ipc.RelayStates), api.OverrideAuto)
+var overrideStates = append(bypassapi.StateNames(bypassapi.States), api.OverrideAuto)
 
 // MaxOverride is the longest expiry an override may ask for.
 const MaxOverride = 7 * 24 * time.Hour

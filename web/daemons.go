@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
@@ -29,11 +30,11 @@ const (
 var KnownDaemons = config.ServiceNames()
 
 // Override is a manual bypass override in force, as bypassd reports it.
-type Override = ipc.Override
+type Override = bypassapi.Override
 
 // pairOf finds the pair of bypassd's status serving segment seg (by the
 // pair's segment, else by the pair name the configuration gives).
-func pairOf(b *ipc.BypassStatus, seg, pair string) (*api.BypassState, bool) {
+func pairOf(b *bypassapi.Status, seg, pair string) (*api.BypassState, bool) {
 	for _, p := range b.Pairs {
 		if (p.Segment != "" && p.Segment == seg) || (p.Segment == "" && p.Name == pair) {
 			return &api.BypassState{Segment: seg, Pair: p.Name, Backend: p.Backend, State: string(p.State), Desired: string(p.Desired),

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/health"
@@ -382,7 +383,7 @@ func startFakeBypassd(ctx context.Context, t *testing.T, run string, now func() 
 			return
 		}
 		b.requests = append(b.requests, req)
-		o := &Override{State: ipc.RelayState(req.State), Reason: req.Reason, By: req.By, Set: b.now(), Update: req.Update}
+		o := &Override{State: bypassapi.State(req.State), Reason: req.Reason, By: req.By, Set: b.now(), Update: req.Update}
 		if req.For != "" {
 			d, _ := time.ParseDuration(req.For)
 			o.Expires = b.now().Add(d)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
@@ -173,7 +174,7 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 	var (
 		sys              *api.System
 		fwd              forwarderapi.Status
-		byp              ipc.BypassStatus
+		byp              bypassapi.Status
 		fwdDown, bypDown bool
 		fwdErr, bypErr   error
 		wg               sync.WaitGroup

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/watchdog"
 )
@@ -46,7 +47,7 @@ func (g GokrazyRebooter) Reboot(ctx context.Context, reason string) (err error) 
 		}
 	}()
 	if g.RunDir != "" {
-		err := ipc.NewClient(g.RunDir, "bypassd", 15*time.Second).Post(ctx, "/planned", ipc.PlanRequest{Kind: ipc.PlanReboot, Reason: reason}, nil)
+		_, err := bypassapi.NewClient(g.RunDir, 15*time.Second).Plan(ctx, bypassapi.PlanReboot, reason)
 		if err != nil && !ipc.NotRunning(err) {
 			// Reboot all the same: the relays fall to bypass without
 			// power or heartbeat anyway.

@@ -7,10 +7,10 @@ import (
 
 	"github.com/ncpos/ncpos/health"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
-	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -30,7 +30,7 @@ func daemonNote(daemon string, err error, down bool, services []string) string {
 
 // segments joins the configuration with what forwarderd and bypassd say
 // (fwdNote and bypNote: why they said nothing, see daemonNote).
-func segments(cfg *config.Config, fwd forwarderapi.Status, fwdNote string, byp ipc.BypassStatus, bypNote string) []api.Segment {
+func segments(cfg *config.Config, fwd forwarderapi.Status, fwdNote string, byp bypassapi.Status, bypNote string) []api.Segment {
 	out := []api.Segment{}
 	for _, cs := range cfg.Segments {
 		s := api.Segment{

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass"
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/lab"
 )
 
@@ -43,14 +44,14 @@ func SimPairArgs(l *lab.Lab) []string {
 // Stop (SIGTERM) has bypassd set every pair to bypass before it exits.
 type Bypassd struct {
 	*lab.Process // RunDir is shared with forwarderd: bypassd finds forwarderd.sock there
-	Ctl          *bypass.Control
+	Ctl          *bypassapi.Client
 }
 
 // StartBypassd runs bin in the forwarder namespace with a sim relay per
 // segment and extra flags, and waits until it answers /status. runDir
 // must be forwarderd's run folder.
 func StartBypassd(l *lab.Lab, bin, runDir string, extra ...string) (*Bypassd, error) {
-	ctl := bypass.NewControl(runDir, 2*time.Second)
+	ctl := bypassapi.NewClient(runDir, 2*time.Second)
 	args := append([]string{"-log", filepath.Join(runDir, "bypass-transitions.log"), "-overrides", filepath.Join(runDir, "bypass-overrides.json")}, SimPairArgs(l)...)
 	ready := func() error {
 		_, err := ctl.Status(context.Background())
@@ -64,24 +65,24 @@ func StartBypassd(l *lab.Lab, bin, runDir string, extra ...string) (*Bypassd, er
 }
 
 // Status fetches bypassd's /status.
-func (d *Bypassd) Status() (bypass.Status, error) { return d.Ctl.Status(context.Background()) }
+func (d *Bypassd) Status() (bypassapi.Status, error) { return d.Ctl.Status(context.Background()) }
 
 // Pair returns the status of pair i.
-func (d *Bypassd) Pair(i int) (bypass.PairStatus, error) {
+func (d *Bypassd) Pair(i int) (bypassapi.PairStatus, error) {
 	st, err := d.Status()
 	if err != nil {
-		return bypass.PairStatus{}, err
+		return bypassapi.PairStatus{}, err
 	}
 	for _, p := range st.Pairs {
 		if p.Name == PairName(i) {
 			return p, nil
 		}
 	}
-	return bypass.PairStatus{}, fmt.Errorf("bypasslab: no %s in bypassd's status", PairName(i))
+	return bypassapi.PairStatus{}, fmt.Errorf("bypasslab: no %s in bypassd's status", PairName(i))
 }
 
 // WaitPair waits until pair i's relay reads back state.
-func (d *Bypassd) WaitPair(i int, state bypass.State, timeout time.Duration) (bypass.PairStatus, error) {
+func (d *Bypassd) WaitPair(i int, state bypassapi.State, timeout time.Duration) (bypassapi.PairStatus, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		p, err := d.Pair(i)
@@ -97,7 +98,7 @@ func (d *Bypassd) WaitPair(i int, state bypass.State, timeout time.Duration) (by
 
 // RelayInfo is what a sim relay says, read in the kernel.
 type RelayInfo struct {
-	State   bypass.State
+	State   bypassapi.State
 	Expired bool // the controller timer ran out
 	bypass.SimStats
 }

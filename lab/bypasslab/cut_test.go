@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass"
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/health"
 )
 
@@ -17,7 +18,7 @@ import (
 // with a damped hold-down and returns to normal once the cable is back.
 func TestCutLinksRelay(t *testing.T) {
 	r := newRig(t, "-sim-cut-links")
-	p := r.wait(bypass.Normal, holdDown+10*time.Second)
+	p := r.wait(bypassapi.Normal, holdDown+10*time.Second)
 	if p.Caps == nil || !p.Caps.LinkDownInBypass {
 		t.Fatalf("caps %+v: want the relay to cut the links in bypass", p.Caps)
 	}
@@ -27,7 +28,7 @@ func TestCutLinksRelay(t *testing.T) {
 	if err := r.fwd.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	r.wait(bypass.Bypass, 2*time.Second)
+	r.wait(bypassapi.Bypass, 2*time.Second)
 	r.passes("through the cut-off relay", 50)
 	// It comes back: its ports show no link while the relay is in bypass,
 	// which must not keep the pair there.
@@ -44,7 +45,7 @@ func TestCutLinksRelay(t *testing.T) {
 	if !sawCut {
 		t.Error("forwarderd behind the cut-off relay did not report both links down while live")
 	}
-	r.wait(bypass.Normal, holdDown+10*time.Second)
+	r.wait(bypassapi.Normal, holdDown+10*time.Second)
 	if err := d.WaitHealthy(5 * time.Second); err != nil {
 		out, _ := exec.Command("ip", "-n", r.l.FW.Name, "-d", "link").CombinedOutput()
 		st, _ := r.bp.Status()
@@ -68,13 +69,13 @@ func TestCutLinksRelay(t *testing.T) {
 	setCable(false)
 	t.Cleanup(func() { setCable(true) })
 	// Just back in normal, the ports have LinkSettle to find their cables.
-	r.wait(bypass.Bypass, bypass.DefaultLinkSettle+2*time.Second)
+	r.wait(bypassapi.Bypass, bypass.DefaultLinkSettle+2*time.Second)
 	time.Sleep(8 * holdDown)
 	st, err := r.bp.Pair(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	probes := st.Counts[bypass.Normal]
+	probes := st.Counts[bypassapi.Normal]
 	t.Logf("cable out %v: relay %s, %d transitions to normal in all, hold-down now %v", time.Since(pulled).Round(100*time.Millisecond), st.State, probes, time.Duration(st.HoldDown))
 	if time.Duration(st.HoldDown) <= holdDown {
 		t.Errorf("hold-down %v after repeated failed probes, want it damped above %v", time.Duration(st.HoldDown), holdDown)
@@ -83,7 +84,7 @@ func TestCutLinksRelay(t *testing.T) {
 	hd := time.Duration(st.HoldDown)
 	plugged := time.Now()
 	setCable(true)
-	r.wait(bypass.Normal, hd+holdDown+5*time.Second)
+	r.wait(bypassapi.Normal, hd+holdDown+5*time.Second)
 	if err := d.WaitHealthy(5 * time.Second); err != nil {
 		out, _ := exec.Command("ip", "-n", r.l.FW.Name, "-d", "link").CombinedOutput()
 		st, _ := r.bp.Status()

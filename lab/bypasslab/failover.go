@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass"
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/lab"
 )
 
@@ -62,8 +63,8 @@ func (o *FailoverOptions) defaults() {
 // Rep is one repetition: forwarderd killed under traffic.
 type Rep struct {
 	Outage
-	Relay bypass.State // bypassd's relay afterwards, as read back
-	Cause string       // bypassd's cause for it
+	Relay bypassapi.State // bypassd's relay afterwards, as read back
+	Cause string          // bypassd's cause for it
 }
 
 // FailoverReport is the result of Failover.
@@ -129,7 +130,7 @@ func Failover(ctx context.Context, o FailoverOptions) (_ *FailoverReport, err er
 		if err := fwd.WaitHealthy(20 * time.Second); err != nil {
 			return rep, err
 		}
-		if _, err := bp.WaitPair(0, bypass.Normal, o.HoldDown+20*time.Second); err != nil {
+		if _, err := bp.WaitPair(0, bypassapi.Normal, o.HoldDown+20*time.Second); err != nil {
 			return rep, err
 		}
 		recv.Reset()

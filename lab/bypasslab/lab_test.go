@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass"
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/lab"
@@ -128,7 +129,7 @@ func (r *rig) startBypassd(extra ...string) {
 	r.bp = d
 }
 
-func (r *rig) wait(state bypass.State, timeout time.Duration) bypass.PairStatus {
+func (r *rig) wait(state bypassapi.State, timeout time.Duration) bypassapi.PairStatus {
 	r.t.Helper()
 	p, err := r.bp.WaitPair(0, state, timeout)
 	if err != nil {
@@ -204,7 +205,7 @@ func (r *rig) throughForwarder(what string, before uint64, n uint64) {
 // hold-down, with frames through the forwarder again.
 func TestKillFailsOverToBypass(t *testing.T) {
 	r := newRig(t)
-	r.wait(bypass.Normal, holdDown+10*time.Second)
+	r.wait(bypassapi.Normal, holdDown+10*time.Second)
 	if att, _ := r.l.AttachedXDP(); len(att) != 2 {
 		t.Fatalf("XDP attached on %v, want both ports", att)
 	}
@@ -239,7 +240,7 @@ func TestKillFailsOverToBypass(t *testing.T) {
 	if !o.Resumed || o.FirstAt.Sub(at) > 900*time.Millisecond {
 		t.Fatalf("traffic did not resume through the relay within 900ms of the kill: %+v", o)
 	}
-	p := r.wait(bypass.Bypass, time.Second)
+	p := r.wait(bypassapi.Bypass, time.Second)
 	if !strings.Contains(p.Cause, "forwarder unhealthy") {
 		t.Errorf("bypass cause %q", p.Cause)
 	}
@@ -251,7 +252,7 @@ func TestKillFailsOverToBypass(t *testing.T) {
 	// Restart: normal again only after the hold-down.
 	r.startForwarderd()
 	healthyAt := time.Now()
-	p = r.wait(bypass.Normal, holdDown+10*time.Second)
+	p = r.wait(bypassapi.Normal, holdDown+10*time.Second)
 	if d := p.Since.Sub(healthyAt); d < holdDown-300*time.Millisecond {
 		t.Errorf("back to normal %v after forwarderd was healthy, before the %v hold-down", d, holdDown)
 	}
@@ -265,7 +266,7 @@ func TestKillFailsOverToBypass(t *testing.T) {
 // back to normal after the hold-down.
 func TestStopAndContinue(t *testing.T) {
 	r := newRig(t)
-	r.wait(bypass.Normal, holdDown+10*time.Second)
+	r.wait(bypassapi.Normal, holdDown+10*time.Second)
 	pid := r.fwd.Pid()
 	stopped := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
@@ -273,7 +274,7 @@ func TestStopAndContinue(t *testing.T) {
 	}
 	cont := func() { syscall.Kill(pid, syscall.SIGCONT) }
 	defer cont()
-	p := r.wait(bypass.Bypass, 2*time.Second)
+	p := r.wait(bypassapi.Bypass, 2*time.Second)
 	t.Logf("SIGSTOP: relay in bypass %v after the stop: %s", p.Since.Sub(stopped), p.Cause)
 	if !strings.Contains(p.Cause, "forwarder unhealthy") {
 		t.Errorf("bypass cause %q", p.Cause)
@@ -282,7 +283,7 @@ func TestStopAndContinue(t *testing.T) {
 
 	// Stays in bypass while stopped.
 	time.Sleep(holdDown + 200*time.Millisecond)
-	if p, _ := r.bp.Pair(0); p.State != bypass.Bypass {
+	if p, _ := r.bp.Pair(0); p.State != bypassapi.Bypass {
 		t.Fatalf("relay %s while forwarderd is stopped", p.State)
 	}
 	cont()
@@ -290,7 +291,7 @@ func TestStopAndContinue(t *testing.T) {
 		t.Fatal(err)
 	}
 	healthyAt := time.Now()
-	p = r.wait(bypass.Normal, holdDown+10*time.Second)
+	p = r.wait(bypassapi.Normal, holdDown+10*time.Second)
 	if d := p.Since.Sub(healthyAt); d < holdDown-300*time.Millisecond {
 		t.Errorf("normal %v after forwarderd answered again, before the %v hold-down", d, holdDown)
 	}
@@ -302,8 +303,8 @@ func TestStopAndContinue(t *testing.T) {
 // killed too (no ncpos process left) frames cross through the relay.
 func TestBypassdKilled(t *testing.T) {
 	r := newRig(t)
-	r.wait(bypass.Normal, holdDown+10*time.Second)
-	if info, err := Relay(r.l, 0); info.State != bypass.Normal || info.Expired || err != nil {
+	r.wait(bypassapi.Normal, holdDown+10*time.Second)
+	if info, err := Relay(r.l, 0); info.State != bypassapi.Normal || info.Expired || err != nil {
 		t.Fatalf("relay %+v: %v", info, err)
 	}
 	if err := r.bp.Kill(); err != nil {
@@ -313,7 +314,7 @@ func TestBypassdKilled(t *testing.T) {
 	// The timer is 1s, kicked every third of it: give it 1.5s.
 	time.Sleep(1500 * time.Millisecond)
 	info, err := Relay(r.l, 0)
-	if err != nil || info.State != bypass.Bypass || !info.Expired {
+	if err != nil || info.State != bypassapi.Bypass || !info.Expired {
 		t.Fatalf("%v after bypassd died the relay reads %+v: %v", time.Since(killed), info, err)
 	}
 	r.passes("bypassd dead, forwarderd alive", 20)
@@ -336,7 +337,7 @@ func TestBypassdKilled(t *testing.T) {
 	// bypass.
 	r.startBypassd()
 	time.Sleep(holdDown + 300*time.Millisecond)
-	if p, _ := r.bp.Pair(0); p.State != bypass.Bypass {
+	if p, _ := r.bp.Pair(0); p.State != bypassapi.Bypass {
 		t.Errorf("restarted bypassd without forwarder: %s (%s)", p.State, p.Cause)
 	}
 	r.passes("restarted bypassd, no forwarder", 20)
@@ -347,33 +348,33 @@ func TestBypassdKilled(t *testing.T) {
 // clearing the override brings traffic back through the relay.
 func TestNormalWithoutForwarder(t *testing.T) {
 	r := newRig(t)
-	r.wait(bypass.Normal, holdDown+10*time.Second)
+	r.wait(bypassapi.Normal, holdDown+10*time.Second)
 	r.fwd.Kill()
-	r.wait(bypass.Bypass, 2*time.Second)
+	r.wait(bypassapi.Bypass, 2*time.Second)
 	ctx := context.Background()
-	if _, err := r.bp.Ctl.Override(ctx, bypass.OverrideRequest{Pair: "pair0", State: bypass.Normal, Reason: "lab: relay out of the way", By: "test"}); err != nil {
+	if _, err := r.bp.Ctl.Override(ctx, bypassapi.OverrideRequest{Pair: "pair0", State: bypassapi.Normal, Reason: "lab: relay out of the way", By: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	r.blocked("normal with forwarderd dead", 20)
 	if _, err := r.bp.Ctl.ClearOverride(ctx, "pair0", "test"); err != nil {
 		t.Fatal(err)
 	}
-	r.wait(bypass.Bypass, time.Second)
+	r.wait(bypassapi.Bypass, time.Second)
 	r.passes("override cleared", 20)
 	// A planned update (as SIGTERM does) holds bypass even when healthy.
 	r.startForwarderd()
-	r.wait(bypass.Normal, holdDown+10*time.Second)
+	r.wait(bypassapi.Normal, holdDown+10*time.Second)
 	if _, err := r.bp.Ctl.Plan(ctx, "update", "lab"); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := r.bp.Pair(0); p.State != bypass.Bypass {
+	if p, _ := r.bp.Pair(0); p.State != bypassapi.Bypass {
 		t.Errorf("planned update: %s", p.State)
 	}
 	if err := r.bp.Stop(); err != nil {
 		t.Errorf("bypassd SIGTERM: %v", err)
 	}
 	r.bp = nil
-	if info, err := Relay(r.l, 0); info.State != bypass.Bypass || err != nil {
+	if info, err := Relay(r.l, 0); info.State != bypassapi.Bypass || err != nil {
 		t.Errorf("after bypassd stopped: relay %+v, %v", info, err)
 	}
 }
@@ -391,7 +392,7 @@ func TestFailover(t *testing.T) {
 	rep.Print(&sum)
 	t.Logf("\n%s", sum.String())
 	for _, x := range rep.Reps {
-		if !x.Resumed || x.Relay != bypass.Bypass || x.Lost >= x.Sent || x.Gap < x.RelayAfter-ClockSkew {
+		if !x.Resumed || x.Relay != bypassapi.Bypass || x.Lost >= x.Sent || x.Gap < x.RelayAfter-ClockSkew {
 			t.Errorf("repetition %+v", x)
 		}
 	}

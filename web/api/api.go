@@ -6,8 +6,8 @@ package api
 import (
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/health"
-	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 )
@@ -95,16 +95,16 @@ type SegmentForwarding struct {
 // BypassState is one segment's bypass relay as the dashboard shows it,
 // taken from bypassd's /status.
 type BypassState struct {
-	Segment  string        `json:"segment"`
-	Pair     string        `json:"pair"`
-	Backend  string        `json:"backend,omitempty"`
-	State    string        `json:"state"`             // as read back: normal, bypass, disconnect or unknown
-	Desired  string        `json:"desired,omitempty"` // what the policy wants
-	Reason   string        `json:"reason"`            // bypassd's cause of the last change
-	Since    time.Time     `json:"since,omitzero"`
-	Problem  string        `json:"problem,omitempty"`   // why bypassd cannot drive the relay
-	HoldDown string        `json:"hold_down,omitempty"` // in force, with flap damping (a Go duration)
-	Override *ipc.Override `json:"override,omitempty"`
+	Segment  string              `json:"segment"`
+	Pair     string              `json:"pair"`
+	Backend  string              `json:"backend,omitempty"`
+	State    string              `json:"state"`             // as read back: normal, bypass, disconnect or unknown
+	Desired  string              `json:"desired,omitempty"` // what the policy wants
+	Reason   string              `json:"reason"`            // bypassd's cause of the last change
+	Since    time.Time           `json:"since,omitzero"`
+	Problem  string              `json:"problem,omitempty"`   // why bypassd cannot drive the relay
+	HoldDown string              `json:"hold_down,omitempty"` // in force, with flap damping (a Go duration)
+	Override *bypassapi.Override `json:"override,omitempty"`
 }
 
 // SelfTest is the latest self-test (RFC 2544) report as the dashboard shows

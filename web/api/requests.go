@@ -10,7 +10,7 @@ const OverrideAuto = "auto"
 // BypassRequest is POST /api/v1/control/bypass.
 type BypassRequest struct {
 	Segment string `json:"segment"`
-	// State is "bypass", "disconnect" or "normal" (ipc.RelayStates) to
+	// State is "bypass", "disconnect" or "normal" (bypassapi.States) to
 	// force that state, or OverrideAuto.
 	State  string `json:"state"`
 	Reason string `json:"reason"` // required except for OverrideAuto; logged
@@ -18,7 +18,7 @@ type BypassRequest struct {
 	// "30m"); "" keeps it until OverrideAuto.
 	ExpiresIn string `json:"expires_in,omitempty"`
 	// Update marks an override ncpos update sets for its reboots
-	// (ipc.Override.Update).
+	// (bypassapi.Override.Update).
 	Update bool `json:"update,omitempty"`
 }
 

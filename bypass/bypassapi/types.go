@@ -1,4 +1,8 @@
-package ipc
+// Package bypassapi is bypassd's contract: the states, events and
+// capabilities of a bypass relay, what bypassd reports on its unix socket,
+// the overrides and planned bypasses it takes, and the Client every caller
+// asks bypassd with.
+package bypassapi
 
 import (
 	"fmt"
@@ -7,29 +11,29 @@ import (
 	"time"
 )
 
-// RelayState is what a bypass relay does with its two ports.
-type RelayState string
+// State is what a bypass relay does with its two ports.
+type State string
 
 const (
 	// Normal: each port is connected to its NIC; traffic goes through the
 	// forwarder.
-	RelayNormal RelayState = "normal"
+	Normal State = "normal"
 	// Bypass: the relay connects the two ports' cables directly; the NICs
 	// are cut off. A relay without power rests here.
-	RelayBypass RelayState = "bypass"
+	Bypass State = "bypass"
 	// Disconnect: both ports open, nothing passes (to force the far ends'
 	// redundancy to take over). Holding it needs power.
-	RelayDisconnect RelayState = "disconnect"
+	Disconnect State = "disconnect"
 	// Unknown: the state could not be read.
-	RelayUnknown RelayState = "unknown"
+	Unknown State = "unknown"
 )
 
-// RelayStates are the settable states, in a fixed order.
-var RelayStates = []RelayState{RelayNormal, RelayBypass, RelayDisconnect}
+// States are the settable states, in a fixed order.
+var States = []State{Normal, Bypass, Disconnect}
 
-// RelayStateNames are the words of states, in their order, for lists in
+// StateNames are the words of states, in their order, for lists in
 // messages and for checking names.
-func RelayStateNames(states []RelayState) []string {
+func StateNames(states []State) []string {
 	out := make([]string, len(states))
 	for i, st := range states {
 		out[i] = string(st)
@@ -37,60 +41,60 @@ func RelayStateNames(states []RelayState) []string {
 	return out
 }
 
-// ParseRelayState parses a state name.
-func ParseRelayState(s string) (RelayState, error) {
-	st := RelayState(s)
-	if slices.Contains(RelayStates, st) {
+// ParseState parses a state name.
+func ParseState(s string) (State, error) {
+	st := State(s)
+	if slices.Contains(States, st) {
 		return st, nil
 	}
-	return RelayUnknown, fmt.Errorf("unknown state %q, want normal, bypass or disconnect", s)
+	return Unknown, fmt.Errorf("unknown state %q, want normal, bypass or disconnect", s)
 }
 
-// RelayEvent is something the relay hardware reacts to by itself, with a
+// Event is something the relay hardware reacts to by itself, with a
 // default state that software may be able to choose.
-type RelayEvent string
+type Event string
 
 const (
-	// EventPowerOff: the box loses its power (unplugged, or switched off
+	// PowerOff: the box loses its power (unplugged, or switched off
 	// where the hardware tells no standby power apart).
-	EventPowerOff RelayEvent = "power_off"
-	// EventOSOff: the operating system shut down with standby power still
+	PowerOff Event = "power_off"
+	// OSOff: the operating system shut down with standby power still
 	// on (Intel's MAIN_OFF).
-	EventOSOff RelayEvent = "os_off"
-	// EventPowerRestore: power comes back to an unplugged box (Intel's
+	OSOff Event = "os_off"
+	// PowerRestore: power comes back to an unplugged box (Intel's
 	// AUX_ON), before it boots.
-	EventPowerRestore RelayEvent = "power_restore"
-	// EventPowerUp: from the box's power-on (boot) until software sets a
+	PowerRestore Event = "power_restore"
+	// PowerUp: from the box's power-on (boot) until software sets a
 	// state (Lanner's "Just-On", Intel's MAIN_ON).
-	EventPowerUp RelayEvent = "power_up"
-	// EventTimerExpiry: the controller's own watchdog timer ran out.
-	EventTimerExpiry RelayEvent = "timer_expiry"
+	PowerUp Event = "power_up"
+	// TimerExpiry: the controller's own watchdog timer ran out.
+	TimerExpiry Event = "timer_expiry"
 )
 
-// RelayEvents are all events, in a fixed order: the box's life from power
+// Events are all events, in a fixed order: the box's life from power
 // loss to boot, then the watchdog.
-var RelayEvents = []RelayEvent{EventPowerOff, EventOSOff, EventPowerRestore, EventPowerUp, EventTimerExpiry}
+var Events = []Event{PowerOff, OSOff, PowerRestore, PowerUp, TimerExpiry}
 
-// RelayTimerCaps describes a controller watchdog timer.
-type RelayTimerCaps struct {
+// TimerCaps describes a controller watchdog timer.
+type TimerCaps struct {
 	Unit     time.Duration `json:"unit"` // granularity: timeouts are rounded up to a multiple (or power of two, see Notes)
 	Min      time.Duration `json:"min"`
 	Max      time.Duration `json:"max"`
 	TimeLeft bool          `json:"time_left"` // the remaining time can be read
 }
 
-// RelayCaps is what a relay can do, discovered from the hardware where it says
+// Caps is what a relay can do, discovered from the hardware where it says
 // so (bpctl) and from the profile's map otherwise. Nothing is hidden: what
 // cannot be done is listed too.
-type RelayCaps struct {
-	States []RelayState `json:"states"` // run-time states it can be set to
+type Caps struct {
+	States []State `json:"states"` // run-time states it can be set to
 	// Events lists, per event, the default states software can choose;
 	// an event that is absent has a default that cannot be changed.
-	Events map[RelayEvent][]RelayState `json:"events,omitempty"`
+	Events map[Event][]State `json:"events,omitempty"`
 	// Fixed is, per event, what the hardware does that software cannot
 	// change, where known.
-	Fixed map[RelayEvent]RelayState `json:"fixed,omitempty"`
-	Timer *RelayTimerCaps           `json:"timer,omitempty"` // nil: no controller timer
+	Fixed map[Event]State `json:"fixed,omitempty"`
+	Timer *TimerCaps      `json:"timer,omitempty"` // nil: no controller timer
 	// ReadBack: the state can be read from the hardware (not just
 	// remembered).
 	ReadBack bool `json:"read_back"`
@@ -126,18 +130,18 @@ const (
 )
 
 // Can reports whether the relay can be set to s at run time.
-func (c RelayCaps) Can(s RelayState) bool { return slices.Contains(c.States, s) }
+func (c Caps) Can(s State) bool { return slices.Contains(c.States, s) }
 
 // CanDefault reports whether the default for e can be set to s.
-func (c RelayCaps) CanDefault(e RelayEvent, s RelayState) bool {
+func (c Caps) CanDefault(e Event, s State) bool {
 	return slices.Contains(c.Events[e], s)
 }
 
 // String summarises the capabilities for logs.
-func (c RelayCaps) String() string {
+func (c Caps) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "states %v", c.States)
-	for _, e := range RelayEvents {
+	for _, e := range Events {
 		if s, ok := c.Events[e]; ok {
 			fmt.Fprintf(&b, ", %s settable %v", e, s)
 		} else if f, ok := c.Fixed[e]; ok {
@@ -162,19 +166,19 @@ func (c RelayCaps) String() string {
 	return b.String()
 }
 
-// BypassStatus is bypassd's /status.
-type BypassStatus struct {
-	Failsafe  string          `json:"failsafe,omitempty"`
-	Planned   *Planned        `json:"planned,omitempty"`
-	Forwarder BypassForwarder `json:"forwarder"`
-	Budget    Duration        `json:"budget"`
-	HoldDown  Duration        `json:"hold_down"`
-	Pairs     []PairStatus    `json:"pairs"`
-	Log       []BypassEntry   `json:"log"`
+// Status is bypassd's /status.
+type Status struct {
+	Failsafe  string       `json:"failsafe,omitempty"`
+	Planned   *Planned     `json:"planned,omitempty"`
+	Forwarder HealthStatus `json:"forwarder"`
+	Budget    Duration     `json:"budget"`
+	HoldDown  Duration     `json:"hold_down"`
+	Pairs     []PairStatus `json:"pairs"`
+	Log       []Entry      `json:"log"`
 }
 
-// BypassForwarder is the last look at the forwarder.
-type BypassForwarder struct {
+// HealthStatus is the last look at the forwarder.
+type HealthStatus struct {
 	Healthy bool      `json:"healthy"`
 	Reason  string    `json:"reason,omitempty"`
 	Checked time.Time `json:"checked"`
@@ -182,27 +186,27 @@ type BypassForwarder struct {
 
 // PairStatus is one pair.
 type PairStatus struct {
-	Name       string                `json:"name"`
-	Segment    string                `json:"segment,omitempty"`
-	Ports      [2]string             `json:"ports"`
-	Interfaces [2]string             `json:"interfaces"`
-	Backend    string                `json:"backend"`
-	Problem    string                `json:"problem,omitempty"` // why it cannot be driven
-	State      RelayState            `json:"state"`             // as read back
-	Desired    RelayState            `json:"desired"`
-	Cause      string                `json:"cause"`
-	Since      time.Time             `json:"since"`
-	Healthy    bool                  `json:"forwarder_healthy"`
-	Health     string                `json:"health,omitempty"`
-	HoldDown   Duration              `json:"hold_down"`
-	HealthyFor Duration              `json:"healthy_for"`
-	Override   *Override             `json:"override,omitempty"`
-	Timer      *TimerStatus          `json:"timer,omitempty"`
-	Defaults   map[RelayEvent]string `json:"defaults,omitempty"`
-	Caps       *RelayCaps            `json:"caps,omitempty"`
-	Errors     uint64                `json:"errors"`
-	LastError  string                `json:"last_error,omitempty"`
-	Counts     map[RelayState]uint64 `json:"transitions"`
+	Name       string           `json:"name"`
+	Segment    string           `json:"segment,omitempty"`
+	Ports      [2]string        `json:"ports"`
+	Interfaces [2]string        `json:"interfaces"`
+	Backend    string           `json:"backend"`
+	Problem    string           `json:"problem,omitempty"` // why it cannot be driven
+	State      State            `json:"state"`             // as read back
+	Desired    State            `json:"desired"`
+	Cause      string           `json:"cause"`
+	Since      time.Time        `json:"since"`
+	Healthy    bool             `json:"forwarder_healthy"`
+	Health     string           `json:"health,omitempty"`
+	HoldDown   Duration         `json:"hold_down"`
+	HealthyFor Duration         `json:"healthy_for"`
+	Override   *Override        `json:"override,omitempty"`
+	Timer      *TimerStatus     `json:"timer,omitempty"`
+	Defaults   map[Event]string `json:"defaults,omitempty"`
+	Caps       *Caps            `json:"caps,omitempty"`
+	Errors     uint64           `json:"errors"`
+	LastError  string           `json:"last_error,omitempty"`
+	Counts     map[State]uint64 `json:"transitions"`
 }
 
 // TimerStatus is the controller watchdog.
@@ -224,17 +228,17 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return err
 }
 
-// BypassEntry is one line of the transition log.
-type BypassEntry struct {
-	Time  time.Time  `json:"time"`
-	Pair  string     `json:"pair,omitempty"`
-	Kind  string     `json:"kind"` // transition, override, planned, timer, error, start, failsafe
-	From  RelayState `json:"from,omitempty"`
-	To    RelayState `json:"to,omitempty"`
-	Cause string     `json:"cause"`
+// Entry is one line of the transition log.
+type Entry struct {
+	Time  time.Time `json:"time"`
+	Pair  string    `json:"pair,omitempty"`
+	Kind  string    `json:"kind"` // transition, override, planned, timer, error, start, failsafe
+	From  State     `json:"from,omitempty"`
+	To    State     `json:"to,omitempty"`
+	Cause string    `json:"cause"`
 }
 
-func (e BypassEntry) String() string {
+func (e Entry) String() string {
 	s := e.Kind
 	if e.Pair != "" {
 		s = e.Pair + " " + s
@@ -247,11 +251,11 @@ func (e BypassEntry) String() string {
 
 // Override is a manual state set through the API.
 type Override struct {
-	State   RelayState `json:"state"`
-	Reason  string     `json:"reason"`
-	By      string     `json:"by,omitempty"`
-	Set     time.Time  `json:"set,omitzero"`
-	Expires time.Time  `json:"expires,omitzero"` // zero: until cleared
+	State   State     `json:"state"`
+	Reason  string    `json:"reason"`
+	By      string    `json:"by,omitempty"`
+	Set     time.Time `json:"set,omitzero"`
+	Expires time.Time `json:"expires,omitzero"` // zero: until cleared
 	// Update marks an override that ncpos update set for its reboots:
 	// one still in force when the next update starts is a leftover of
 	// an update whose client died, which that update ends first.
@@ -267,12 +271,12 @@ type Planned struct {
 
 // OverrideRequest is the body of POST /override.
 type OverrideRequest struct {
-	Pair   string     `json:"pair"`  // "" for every pair
-	State  RelayState `json:"state"` // normal, bypass or disconnect
-	Reason string     `json:"reason"`
-	For    string     `json:"for,omitempty"`    // Go duration; "" until cleared
-	By     string     `json:"by,omitempty"`     // who asked (statusd passes the user)
-	Update bool       `json:"update,omitempty"` // set by ncpos update (Override.Update)
+	Pair   string `json:"pair"`  // "" for every pair
+	State  State  `json:"state"` // normal, bypass or disconnect
+	Reason string `json:"reason"`
+	For    string `json:"for,omitempty"`    // Go duration; "" until cleared
+	By     string `json:"by,omitempty"`     // who asked (statusd passes the user)
+	Update bool   `json:"update,omitempty"` // set by ncpos update (Override.Update)
 }
 
 // PlanRequest is the body of POST /planned.

@@ -1,0 +1,87 @@
+package bypassapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc"
+)
+
+// TestClient drives a bypassd stand-in through the client: the requests
+// arrive typed where bypassd's handlers read them, and each answer is
+// bypassd's status.
+func TestClient(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var mu sync.Mutex
+	var got []string
+	st := Status{Pairs: []PairStatus{{Name: "pair1", State: Normal}}}
+	mux := http.NewServeMux()
+	mux.Handle("/", ipc.Handler(func() health.Report { return health.Report{Daemon: Name, Live: health.Live(time.Now())} },
+		func() any { return st }, nil))
+	answer := func(w http.ResponseWriter, what string) {
+		mu.Lock()
+		got = append(got, what)
+		mu.Unlock()
+		ipc.WriteJSON(w, st)
+	}
+	mux.HandleFunc("POST /override", func(w http.ResponseWriter, r *http.Request) {
+		var req OverrideRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		answer(w, "override "+req.Pair+" "+string(req.State)+" "+req.For+" "+req.By)
+	})
+	mux.HandleFunc("DELETE /override", func(w http.ResponseWriter, r *http.Request) {
+		answer(w, "clear "+r.URL.Query().Get("pair")+" "+r.URL.Query().Get("by"))
+	})
+	mux.HandleFunc("POST /planned", func(w http.ResponseWriter, r *http.Request) {
+		var req PlanRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		answer(w, "plan "+req.Kind+" "+req.Reason)
+	})
+	done := make(chan error, 1)
+	go func() { done <- ipc.Serve(ctx, dir, Name, mux) }()
+
+	c := NewClient(dir, time.Second)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := c.Status(ctx); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	if s, err := c.Override(ctx, OverrideRequest{Pair: "pair1", State: Bypass, Reason: "x", For: "30m0s", By: "ncpos"}); err != nil || len(s.Pairs) != 1 {
+		t.Errorf("Override = %+v, %v", s, err)
+	}
+	if _, err := c.ClearOverride(ctx, "pair1", "ncpos"); err != nil {
+		t.Error(err)
+	}
+	if _, err := c.Plan(ctx, PlanReboot, "maintenance"); err != nil {
+		t.Error(err)
+	}
+	want := []string{"override pair1 bypass 30m0s ncpos", "clear pair1 ncpos", "plan reboot maintenance"}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != len(want) {
+		t.Fatalf("bypassd saw %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("request %d: bypassd saw %q, want %q", i, got[i], want[i])
+		}
+	}
+	cancel()
+	<-done
+}
