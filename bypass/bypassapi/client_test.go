@@ -10,16 +10,14 @@ import (
 
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/ipc/ipctest"
 )
 
 // TestClient drives a bypassd stand-in through the client: the requests
 // arrive typed where bypassd's handlers read them, and each answer is
 // bypassd's status.
 func TestClient(t *testing.T) {
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-
+	ctx := context.Background()
 	var mu sync.Mutex
 	var got []string
 	st := Status{Pairs: []PairStatus{{Name: "pair1", State: Normal}}}
@@ -51,16 +49,9 @@ func TestClient(t *testing.T) {
 		}
 		answer(w, "plan "+req.Kind+" "+req.Reason)
 	})
-	done := make(chan error, 1)
-	go func() { done <- ipc.Serve(ctx, dir, Name, mux) }()
-
-	c := NewClient(dir, time.Second)
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := c.Status(ctx); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
+	c := NewClient(ipctest.Serve(t, Name, mux), time.Second)
+	if s, err := c.Status(ctx); err != nil || len(s.Pairs) != 1 || s.Pairs[0].State != Normal {
+		t.Errorf("Status = %+v, %v", s, err)
 	}
 	if s, err := c.Override(ctx, OverrideRequest{Pair: "pair1", State: Bypass, Reason: "x", For: "30m0s", By: "ncpos"}); err != nil || len(s.Pairs) != 1 {
 		t.Errorf("Override = %+v, %v", s, err)
@@ -82,6 +73,4 @@ func TestClient(t *testing.T) {
 			t.Errorf("request %d: bypassd saw %q, want %q", i, got[i], want[i])
 		}
 	}
-	cancel()
-	<-done
 }
