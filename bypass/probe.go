@@ -12,13 +12,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/bypass/ixgbe"
 	"github.com/ncpos/ncpos/bypass/lanner"
 	"github.com/ncpos/ncpos/bypass/sio"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/internal/kmsg"
-	"github.com/ncpos/ncpos/ipc"
 )
 
 // SilicomVendor is Silicom's PCI vendor ID; its bypass NICs also carry it
@@ -67,8 +67,8 @@ var probeAddresses = func() []byte {
 // switches use (never a command: DDR3/DDR4 SPD EEPROMs take writes to
 // 0x30-0x37 as write-protect and page commands). It is meant to run once
 // at boot, before bypassd drives anything through the same ports.
-func Probe(env ProbeEnv) ipc.HardwareProbe {
-	r := ipc.HardwareProbe{Time: env.Now()}
+func Probe(env ProbeEnv) bypassapi.HardwareProbe {
+	r := bypassapi.HardwareProbe{Time: env.Now()}
 	r.NICs = probeNICs(env.Sys, &r.Errors)
 	r.Watchdogs = probeWatchdogs(env.Sys)
 	// A Super I/O whose watchdog a kernel driver holds is not probed: the
@@ -77,7 +77,7 @@ func Probe(env ProbeEnv) ipc.HardwareProbe {
 	// would send its value to another register.
 	for _, w := range r.Watchdogs {
 		if f := sio.FamilyOfDriver(w.Identity); f != "" {
-			r.SuperIO = append(r.SuperIO, ipc.ProbedSuperIO{Chip: w.Identity, Family: f, Driver: "watchdog " + w.Device})
+			r.SuperIO = append(r.SuperIO, bypassapi.ProbedSuperIO{Chip: w.Identity, Family: f, Driver: "watchdog " + w.Device})
 		}
 	}
 	if env.Ports != nil && len(r.SuperIO) == 0 {
@@ -97,14 +97,14 @@ func readHex(path string) (uint16, error) {
 	return uint16(v), err
 }
 
-func probeNICs(sys string, errs *[]string) []ipc.ProbedNIC {
+func probeNICs(sys string, errs *[]string) []bypassapi.ProbedNIC {
 	dir := filepath.Join(sys, "bus", "pci", "devices")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		*errs = append(*errs, "listing PCI devices: "+err.Error())
 		return nil
 	}
-	var out []ipc.ProbedNIC
+	var out []bypassapi.ProbedNIC
 	for _, e := range entries {
 		d := filepath.Join(dir, e.Name())
 		b, err := os.ReadFile(filepath.Join(d, "class"))
@@ -119,7 +119,7 @@ func probeNICs(sys string, errs *[]string) []ipc.ProbedNIC {
 		}
 		sv, _ := readHex(filepath.Join(d, "subsystem_vendor"))
 		sd, _ := readHex(filepath.Join(d, "subsystem_device"))
-		n := ipc.ProbedNIC{PCI: e.Name(), ID: fmt.Sprintf("%04x:%04x", vendor, device), Subsystem: fmt.Sprintf("%04x:%04x", sv, sd)}
+		n := bypassapi.ProbedNIC{PCI: e.Name(), ID: fmt.Sprintf("%04x:%04x", vendor, device), Subsystem: fmt.Sprintf("%04x:%04x", sv, sd)}
 		if l, err := os.Readlink(filepath.Join(d, "driver")); err == nil {
 			n.Driver = filepath.Base(l)
 		}
@@ -135,14 +135,14 @@ func probeNICs(sys string, errs *[]string) []ipc.ProbedNIC {
 			if device == ixgbe.DeviceX540BP {
 				n.Bypass = "Intel X540 bypass adapter"
 			}
-			n.Support = ipc.SupportDrivable
+			n.Support = bypassapi.SupportDrivable
 			n.Note = "backend ixgbe"
 			if !strings.HasSuffix(n.PCI, ".0") {
 				n.Note = "backend ixgbe, through function 0 of the adapter"
 			}
 		case vendor == SilicomVendor || sv == SilicomVendor:
 			n.Bypass = "Silicom NIC (bypass models are driven by Silicom's bpctl_mod)"
-			n.Support = ipc.SupportNone
+			n.Support = bypassapi.SupportNone
 			n.Note = "ncpos's kernel has no modules: Silicom bypass is not supported"
 		}
 		out = append(out, n)
@@ -150,8 +150,8 @@ func probeNICs(sys string, errs *[]string) []ipc.ProbedNIC {
 	return out
 }
 
-func probeSuperIO(io portIO, errs *[]string) []ipc.ProbedSuperIO {
-	var out []ipc.ProbedSuperIO
+func probeSuperIO(io portIO, errs *[]string) []bypassapi.ProbedSuperIO {
+	var out []bypassapi.ProbedSuperIO
 	for _, port := range sio.Ports {
 		var err error
 		out1 := func(v byte) {
@@ -178,19 +178,19 @@ func probeSuperIO(io portIO, errs *[]string) []ipc.ProbedSuperIO {
 			*errs = append(*errs, fmt.Sprintf("Super I/O at %#x: %v", port, err))
 		case hi != sio.NoChip:
 			id := uint16(hi)<<8 | uint16(lo)
-			out = append(out, ipc.ProbedSuperIO{Port: port, ID: id, Chip: sio.Name(id, man), Family: sio.Family(id, man)})
+			out = append(out, bypassapi.ProbedSuperIO{Port: port, ID: id, Chip: sio.Name(id, man), Family: sio.Family(id, man)})
 		}
 	}
 	return out
 }
 
-func probeSMBus(env ProbeEnv, errs *[]string) []ipc.ProbedSMBus {
+func probeSMBus(env ProbeEnv, errs *[]string) []bypassapi.ProbedSMBus {
 	dir := filepath.Join(env.Sys, "bus", "i2c", "devices")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil // no I2C at all
 	}
-	var out []ipc.ProbedSMBus
+	var out []bypassapi.ProbedSMBus
 	for _, e := range entries {
 		n, ok := strings.CutPrefix(e.Name(), "i2c-")
 		bus, err := strconv.Atoi(n)
@@ -207,13 +207,13 @@ func probeSMBus(env ProbeEnv, errs *[]string) []ipc.ProbedSMBus {
 			*errs = append(*errs, fmt.Sprintf("SMBus i2c-%d: %v", bus, err))
 			continue
 		}
-		sb := ipc.ProbedSMBus{Bus: bus, Name: name}
+		sb := bypassapi.ProbedSMBus{Bus: bus, Name: name}
 		for _, addr := range probeAddresses {
 			v, err := a.ReceiveByte(addr)
 			if err != nil {
 				continue
 			}
-			sb.Answers = append(sb.Answers, ipc.ProbedAddress{Address: addr, Value: v, Maybe: maybeAt(addr, v)})
+			sb.Answers = append(sb.Answers, bypassapi.ProbedAddress{Address: addr, Value: v, Maybe: maybeAt(addr, v)})
 		}
 		a.Close()
 		out = append(out, sb)
@@ -233,33 +233,33 @@ func maybeAt(addr, v byte) string {
 	return fmt.Sprintf("an I2C switch (control register %#02x)", v)
 }
 
-func probeWatchdogs(sys string) []ipc.ProbedWatchdog {
+func probeWatchdogs(sys string) []bypassapi.ProbedWatchdog {
 	dir := filepath.Join(sys, "class", "watchdog")
 	entries, _ := os.ReadDir(dir)
-	var out []ipc.ProbedWatchdog
+	var out []bypassapi.ProbedWatchdog
 	for _, e := range entries {
 		b, _ := os.ReadFile(filepath.Join(dir, e.Name(), "identity"))
-		out = append(out, ipc.ProbedWatchdog{Device: "/dev/" + e.Name(), Identity: strings.TrimSpace(string(b))})
+		out = append(out, bypassapi.ProbedWatchdog{Device: "/dev/" + e.Name(), Identity: strings.TrimSpace(string(b))})
 	}
 	return out
 }
 
 // fits checks every bypass pair of the compiled-in profiles whose
 // hardware the probe can recognise against what it found.
-func fits(r *ipc.HardwareProbe) []ipc.ProfileFit {
-	answered := func(bus ipc.ProbedSMBus, addr byte) bool {
-		return slices.ContainsFunc(bus.Answers, func(a ipc.ProbedAddress) bool { return a.Address == addr })
+func fits(r *bypassapi.HardwareProbe) []bypassapi.ProfileFit {
+	answered := func(bus bypassapi.ProbedSMBus, addr byte) bool {
+		return slices.ContainsFunc(bus.Answers, func(a bypassapi.ProbedAddress) bool { return a.Address == addr })
 	}
-	var out []ipc.ProfileFit
+	var out []bypassapi.ProfileFit
 	for _, name := range config.ProfileNames() {
 		p, err := config.LookupProfile(name)
 		if err != nil {
 			continue
 		}
 		for _, bp := range p.BypassPairs {
-			f := ipc.ProfileFit{Profile: name, Pair: bp.Name, Backend: bp.Backend, Support: ipc.SupportOperatorMap}
+			f := bypassapi.ProfileFit{Profile: name, Pair: bp.Name, Backend: bp.Backend, Support: bypassapi.SupportOperatorMap}
 			if bp.RegisterMap == "vendor" {
-				f.Support = ipc.SupportDrivable
+				f.Support = bypassapi.SupportDrivable
 			}
 			switch bp.Backend {
 			case "lanner":
@@ -274,7 +274,7 @@ func fits(r *ipc.HardwareProbe) []ipc.ProfileFit {
 					what = fmt.Sprintf("its I2C switch at %#02x", want)
 				}
 				adapter := bp.Lanner.WithDefaults().Adapter
-				i := slices.IndexFunc(r.SMBus, func(b ipc.ProbedSMBus) bool { return strings.HasPrefix(b.Name, adapter) })
+				i := slices.IndexFunc(r.SMBus, func(b bypassapi.ProbedSMBus) bool { return strings.HasPrefix(b.Name, adapter) })
 				switch {
 				case i < 0:
 					f.Why = fmt.Sprintf("no SMBus adapter named %q", adapter)
@@ -285,7 +285,7 @@ func fits(r *ipc.HardwareProbe) []ipc.ProfileFit {
 					f.Why = fmt.Sprintf("i2c-%d answers at %#02x, where board %s has %s", r.SMBus[i].Bus, want, bp.Lanner.Board, what)
 				}
 			case "ixgbe":
-				i := slices.IndexFunc(r.NICs, func(n ipc.ProbedNIC) bool { return n.Support == ipc.SupportDrivable })
+				i := slices.IndexFunc(r.NICs, func(n bypassapi.ProbedNIC) bool { return n.Support == bypassapi.SupportDrivable })
 				if f.Found = i >= 0; f.Found {
 					f.Why = fmt.Sprintf("%s at %s", r.NICs[i].Bypass, r.NICs[i].PCI)
 				} else {
@@ -294,7 +294,7 @@ func fits(r *ipc.HardwareProbe) []ipc.ProfileFit {
 			case "superio":
 				// ncpos's Super I/O maps are all for Winbond/Nuvoton GPIO.
 				port := uint16(bp.SuperIO.WithDefaults().IndexPort)
-				i := slices.IndexFunc(r.SuperIO, func(s ipc.ProbedSuperIO) bool { return s.Port == port || s.Port == 0 })
+				i := slices.IndexFunc(r.SuperIO, func(s bypassapi.ProbedSuperIO) bool { return s.Port == port || s.Port == 0 })
 				switch {
 				case i < 0:
 					f.Why = fmt.Sprintf("no Super I/O answers at %#x", port)
@@ -321,7 +321,7 @@ func fits(r *ipc.HardwareProbe) []ipc.ProfileFit {
 }
 
 // ProbeSummary is the probe in a few lines for the boot log.
-func ProbeSummary(r ipc.HardwareProbe) []string {
+func ProbeSummary(r bypassapi.HardwareProbe) []string {
 	var lines []string
 	for _, n := range r.NICs {
 		if n.Bypass != "" {
@@ -364,9 +364,9 @@ func ProbeSummary(r ipc.HardwareProbe) []string {
 // probing again while its own backends hold the hardware). The summary
 // goes to the log and to the kernel's log, which is the serial console's
 // boot log.
-func ProbeOnce(runDir string, env ProbeEnv, kmsgPath string) (ipc.HardwareProbe, error) {
-	path := filepath.Join(runDir, ipc.HardwareFile)
-	var r ipc.HardwareProbe
+func ProbeOnce(runDir string, env ProbeEnv, kmsgPath string) (bypassapi.HardwareProbe, error) {
+	path := filepath.Join(runDir, bypassapi.HardwareFile)
+	var r bypassapi.HardwareProbe
 	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &r) == nil {
 		return r, nil
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 )
 
 // ioBus routes I/O port accesses to the device at each port; a port with
@@ -97,14 +97,14 @@ func TestProbe(t *testing.T) {
 	r := Probe(env)
 
 	// NICs: the bypass adapter's two functions, Silicom's, the others plain.
-	byPCI := map[string]ipc.ProbedNIC{}
+	byPCI := map[string]bypassapi.ProbedNIC{}
 	for _, n := range r.NICs {
 		byPCI[n.PCI] = n
 	}
-	if len(r.NICs) != 4 || byPCI["0000:03:00.0"].Support != ipc.SupportDrivable || byPCI["0000:03:00.0"].Driver != "ixgbe" ||
+	if len(r.NICs) != 4 || byPCI["0000:03:00.0"].Support != bypassapi.SupportDrivable || byPCI["0000:03:00.0"].Driver != "ixgbe" ||
 		!slices.Equal(byPCI["0000:03:00.0"].Interfaces, []string{"eth1"}) ||
 		!strings.Contains(byPCI["0000:03:00.1"].Note, "through function 0") ||
-		byPCI["0000:05:00.0"].Support != ipc.SupportNone || byPCI["0000:06:00.0"].Bypass != "" {
+		byPCI["0000:05:00.0"].Support != bypassapi.SupportNone || byPCI["0000:06:00.0"].Bypass != "" {
 		t.Errorf("NICs %+v", r.NICs)
 	}
 	if len(r.SuperIO) != 1 || r.SuperIO[0].Port != 0x2e || r.SuperIO[0].ID != 0x5241 || r.SuperIO[0].Chip != "Winbond W83627HF" {
@@ -134,17 +134,17 @@ func TestProbe(t *testing.T) {
 		t.Errorf("Super I/O violations %q", w.violations)
 	}
 
-	fit := map[string]ipc.ProfileFit{}
+	fit := map[string]bypassapi.ProfileFit{}
 	for _, f := range r.Fits {
 		fit[f.Profile+"/"+f.Pair] = f
 	}
-	if f := fit["fw-8865/pair1"]; !f.Found || f.Support != ipc.SupportDrivable || !strings.Contains(f.Why, "i2c-0 answers at 0x73") {
+	if f := fit["fw-8865/pair1"]; !f.Found || f.Support != bypassapi.SupportDrivable || !strings.Contains(f.Why, "i2c-0 answers at 0x73") {
 		t.Errorf("fw-8865 pair1: %+v", f)
 	}
-	if f := fit["iec-516p/pair1"]; !f.Found || f.Support != ipc.SupportOperatorMap || !strings.Contains(f.Why, "Winbond W83627HF at 0x2e; the profile's register map is not public") {
+	if f := fit["iec-516p/pair1"]; !f.Found || f.Support != bypassapi.SupportOperatorMap || !strings.Contains(f.Why, "Winbond W83627HF at 0x2e; the profile's register map is not public") {
 		t.Errorf("iec-516p pair1: %+v", f)
 	}
-	if f := fit["fw-7565/pair2"]; !f.Found || f.Support != ipc.SupportDrivable || f.Why != "Winbond W83627HF at 0x2e" {
+	if f := fit["fw-7565/pair2"]; !f.Found || f.Support != bypassapi.SupportDrivable || f.Why != "Winbond W83627HF at 0x2e" {
 		t.Errorf("fw-7565 pair2: %+v", f)
 	}
 	if _, ok := fit["qemu/pair1"]; ok {
@@ -181,7 +181,7 @@ func TestProbe(t *testing.T) {
 
 	// An empty box: no hardware, no fits, and it says so.
 	empty := Probe(ProbeEnv{Sys: t.TempDir(), Now: time.Now, OpenBus: env.OpenBus})
-	if len(empty.NICs)+len(empty.SMBus)+len(empty.SuperIO) != 0 || slices.ContainsFunc(empty.Fits, func(f ipc.ProfileFit) bool { return f.Found }) ||
+	if len(empty.NICs)+len(empty.SMBus)+len(empty.SuperIO) != 0 || slices.ContainsFunc(empty.Fits, func(f bypassapi.ProfileFit) bool { return f.Found }) ||
 		len(empty.Errors) != 1 || !strings.Contains(empty.Errors[0], "listing PCI devices") {
 		t.Errorf("empty box: %+v", empty)
 	}
@@ -214,11 +214,11 @@ func TestProbeOnce(t *testing.T) {
 	}
 }
 
-func findFit(r ipc.HardwareProbe, profile, pair string) ipc.ProfileFit {
+func findFit(r bypassapi.HardwareProbe, profile, pair string) bypassapi.ProfileFit {
 	for _, f := range r.Fits {
 		if f.Profile == profile && f.Pair == pair {
 			return f
 		}
 	}
-	return ipc.ProfileFit{}
+	return bypassapi.ProfileFit{}
 }

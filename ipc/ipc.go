@@ -1,9 +1,10 @@
-// Package ipc owns the contract the appliance daemons keep with each
+// Package ipc is the transport the appliance daemons talk to each
 // other: HTTP on a unix socket /run/ncpos/<daemon>.sock with GET /livez
 // (the daemon's health.Liveness as JSON: 200 when live, 503 when not), GET
 // /health (its health.Report: liveness and conditions), GET /status (JSON,
-// typed in each daemon's contract package, e.g. forwarder/forwarderapi,
-// and here for bypassd) and GET /metrics (Prometheus text).
+// typed in each daemon's contract package: forwarder/forwarderapi,
+// bypass/bypassapi, watchdog/watchdogapi) and GET /metrics (Prometheus
+// text).
 // Keeping it in one place means no daemon opens another's socket by hand
 // or keeps its own copy of another's JSON, and a test can point every
 // client at a temporary folder.

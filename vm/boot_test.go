@@ -18,11 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/image/kernel"
 	"github.com/ncpos/ncpos/internal/testenv"
-	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -314,7 +314,7 @@ func checkBooted(t *testing.T, v *VM) *api.System {
 func checkProbe(t *testing.T, v *VM) {
 	t.Helper()
 	var hw struct {
-		Hardware *ipc.HardwareProbe `json:"hardware"`
+		Hardware *bypassapi.HardwareProbe `json:"hardware"`
 	}
 	getAPI(t, v, "api/v1/hardware", &hw)
 	p := hw.Hardware
@@ -331,8 +331,8 @@ func checkProbe(t *testing.T, v *VM) {
 			t.Errorf("bypass hardware on a VM: %+v", n)
 		}
 	}
-	found := slices.ContainsFunc(p.Fits, func(f ipc.ProfileFit) bool { return f.Found })
-	if virtio == 0 || !slices.ContainsFunc(p.Watchdogs, func(w ipc.ProbedWatchdog) bool { return strings.Contains(w.Identity, "6300") }) || found {
+	found := slices.ContainsFunc(p.Fits, func(f bypassapi.ProfileFit) bool { return f.Found })
+	if virtio == 0 || !slices.ContainsFunc(p.Watchdogs, func(w bypassapi.ProbedWatchdog) bool { return strings.Contains(w.Identity, "6300") }) || found {
 		t.Errorf("probe %+v", p)
 	}
 	t.Logf("probe: %d NICs (%d virtio), Super I/O %+v, SMBus %+v, watchdogs %+v, errors %q", len(p.NICs), virtio, p.SuperIO, p.SMBus, p.Watchdogs, p.Errors)

@@ -133,7 +133,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		t.Fatal(err)
 	}
 	hw, _ := json.Marshal(fixtureHardware)
-	if err := os.WriteFile(filepath.Join(run, ipc.HardwareFile), hw, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(run, bypassapi.HardwareFile), hw, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -429,11 +429,11 @@ func hasEvent(evs []events.Event, kind, contains string) bool {
 }
 
 // fixtureHardware is bypassd's probe of an FW-8865.
-var fixtureHardware = ipc.HardwareProbe{
-	NICs: []ipc.ProbedNIC{{PCI: "0000:03:00.0", ID: "8086:10fb"}, {PCI: "0000:05:00.0", ID: "8086:10d3", Subsystem: "1374:0001",
-		Bypass: "Silicom NIC", Support: ipc.SupportNone}},
-	SMBus:     []ipc.ProbedSMBus{{Bus: 0, Name: "SMBus I801 adapter at f000", Answers: []ipc.ProbedAddress{{Address: 0x73}}}},
-	Watchdogs: []ipc.ProbedWatchdog{{Device: "/dev/watchdog0", Identity: "iTCO_wdt"}},
-	Fits: []ipc.ProfileFit{{Profile: "fw-8865", Pair: "pair1", Backend: "lanner", Support: ipc.SupportDrivable, Found: true,
-		Why: "i2c-0 answers at 0x73"}, {Profile: "iec-516p", Pair: "pair1", Backend: "superio", Support: ipc.SupportOperatorMap}},
+var fixtureHardware = bypassapi.HardwareProbe{
+	NICs: []bypassapi.ProbedNIC{{PCI: "0000:03:00.0", ID: "8086:10fb"}, {PCI: "0000:05:00.0", ID: "8086:10d3", Subsystem: "1374:0001",
+		Bypass: "Silicom NIC", Support: bypassapi.SupportNone}},
+	SMBus:     []bypassapi.ProbedSMBus{{Bus: 0, Name: "SMBus I801 adapter at f000", Answers: []bypassapi.ProbedAddress{{Address: 0x73}}}},
+	Watchdogs: []bypassapi.ProbedWatchdog{{Device: "/dev/watchdog0", Identity: "iTCO_wdt"}},
+	Fits: []bypassapi.ProfileFit{{Profile: "fw-8865", Pair: "pair1", Backend: "lanner", Support: bypassapi.SupportDrivable, Found: true,
+		Why: "i2c-0 answers at 0x73"}, {Profile: "iec-516p", Pair: "pair1", Backend: "superio", Support: bypassapi.SupportOperatorMap}},
 }

@@ -38,10 +38,10 @@ type Snapshot struct {
 	// Hardware is bypassd's probe of this boot: what bypass and watchdog
 	// hardware the box has and which profiles fit (nil until bypassd
 	// has run it).
-	Hardware *ipc.HardwareProbe `json:"hardware"`
-	Events   []events.Event     `json:"events"`
-	Control  ControlInfo        `json:"control"`
-	Errors   []string           `json:"errors,omitempty"`
+	Hardware *bypassapi.HardwareProbe `json:"hardware"`
+	Events   []events.Event           `json:"events"`
+	Control  ControlInfo              `json:"control"`
+	Errors   []string                 `json:"errors,omitempty"`
 }
 
 // Host is the machine's load, memory and sensors.
@@ -87,7 +87,7 @@ type monitorState struct {
 	conds     map[string]health.Condition
 	resetSeen bool
 	selfTest  time.Time // Finished of the last reported self-test
-	hardware  *ipc.HardwareProbe
+	hardware  *bypassapi.HardwareProbe
 }
 
 type portState struct {
@@ -441,12 +441,12 @@ func (m *Monitor) daemonEvents(ds []api.Daemon, first bool) {
 }
 
 // readHardware reads bypassd's probe of this boot, nil until it is there.
-func readHardware(runDir string) *ipc.HardwareProbe {
-	b, err := os.ReadFile(filepath.Join(runDir, ipc.HardwareFile))
+func readHardware(runDir string) *bypassapi.HardwareProbe {
+	b, err := os.ReadFile(filepath.Join(runDir, bypassapi.HardwareFile))
 	if err != nil {
 		return nil
 	}
-	var h ipc.HardwareProbe
+	var h bypassapi.HardwareProbe
 	if json.Unmarshal(b, &h) != nil {
 		return nil
 	}
