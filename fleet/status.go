@@ -3,10 +3,9 @@ package fleet
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -66,36 +65,23 @@ func (a *Asker) Check(ctx context.Context, b Box) (Report, *tls.ConnectionState)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", "https://"+b.Address+"/api/v1/status", nil)
-	if err != nil {
-		r.Error = err.Error()
-		return r, nil
-	}
+	c := &api.Client{URL: "https://" + b.Address + "/", TLS: a.TLS(b)}
 	if a.Password != nil {
-		if pw := a.Password(b); pw != "" {
-			req.SetBasicAuth("ncpos", pw)
-		}
-	}
-	c := &http.Client{Transport: &http.Transport{TLSClientConfig: a.TLS(b), DisableKeepAlives: true}}
-	resp, err := c.Do(req)
-	if err != nil {
-		r.Error = err.Error()
-		return r, nil
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		r.Error = fmt.Sprintf("reading its status: %v", err)
-		return r, resp.TLS
-	}
-	if resp.StatusCode != http.StatusOK {
-		r.Error = fmt.Sprintf("GET /api/v1/status: %s: %s", resp.Status, firstLine(body))
-		return r, resp.TLS
+		c.Password = a.Password(b)
 	}
 	var s status
-	if err := json.Unmarshal(body, &s); err != nil || s.System == nil {
+	cs, err := c.Call(ctx, http.MethodGet, "api/v1/status", nil, &s)
+	var se *api.StatusError
+	switch {
+	case errors.As(err, &se):
+		r.Error = fmt.Sprintf("GET /api/v1/status: %s: %s", se.Status, firstLine([]byte(se.Message)))
+		return r, cs
+	case err != nil && cs == nil:
+		r.Error = err.Error()
+		return r, nil
+	case err != nil || s.System == nil:
 		r.Error = fmt.Sprintf("GET /api/v1/status: not an ncpos status (%v)", err)
-		return r, resp.TLS
+		return r, cs
 	}
 	r.Reachable = true
 	r.Build = s.System.BuildID
@@ -114,7 +100,7 @@ func (a *Asker) Check(ctx context.Context, b Box) (Report, *tls.ConnectionState)
 	if p := s.System.Watchdog.Petter; p != nil {
 		r.LastReset = p.LastReset.Text
 	}
-	return r, resp.TLS
+	return r, cs
 }
 
 // Status asks every box at once and records in the inventory what each

@@ -61,22 +61,9 @@ func (c *Client) http() *http.Client {
 func (c *Client) System(ctx context.Context) (*api.System, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", c.StatusURL+"api/v1/system", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.SetBasicAuth("ncpos", c.Password) // needed with auth_read
-	resp, err := c.http().Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%sapi/v1/system: %s", c.StatusURL, resp.Status)
-	}
 	var s api.System
-	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
-		return nil, fmt.Errorf("%sapi/v1/system: %w", c.StatusURL, err)
+	if err := c.statusd().Get(ctx, "api/v1/system", &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", c.StatusURL, err)
 	}
 	return &s, nil
 }
@@ -120,19 +107,9 @@ func (c *Client) step(ctx context.Context, method, step string, body []byte) (st
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, apiMessage(b))
+		return "", fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, api.Message(b))
 	}
 	return string(b), nil
-}
-
-// apiMessage is why a refusal says it refused: statusd says so as
-// {"error": "..."}, gokrazy in plain text.
-func apiMessage(b []byte) string {
-	var e struct{ Error string }
-	if json.Unmarshal(b, &e) == nil && e.Error != "" {
-		return e.Error
-	}
-	return strings.TrimSpace(string(b))
 }
 
 // BootPartition is what the box says of its boot partition: the SHA-256
@@ -160,7 +137,7 @@ func (c *Client) BootPartition(ctx context.Context) (*BootPartition, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("GET api/v1/update/boot: %s: %s", resp.Status, apiMessage(b))
+		return nil, fmt.Errorf("GET api/v1/update/boot: %s: %s", resp.Status, api.Message(b))
 	}
 	var got BootPartition
 	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {

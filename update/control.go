@@ -1,9 +1,7 @@
 package update
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,8 +22,7 @@ import (
 func (c *Client) Reboot(ctx context.Context, reason string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	body, _ := json.Marshal(api.RebootRequest{Reason: reason})
-	err := c.postJSON(ctx, "api/v1/control/reboot", body)
+	err := c.postJSON(ctx, "api/v1/control/reboot", api.RebootRequest{Reason: reason})
 	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
 		return nil
 	}
@@ -83,9 +80,8 @@ func (c *Client) override(ctx context.Context, segment, reason string, lease tim
 	req := api.BypassRequest{Segment: segment, State: string(bypassapi.Bypass), Reason: reason, ExpiresIn: lease.String()}
 	for {
 		req.Update = !c.unmarked.Load()
-		body, _ := json.Marshal(req)
-		err := c.postJSON(ctx, "api/v1/control/bypass", body)
-		var se *StatusError
+		err := c.postJSON(ctx, "api/v1/control/bypass", req)
+		var se *api.StatusError
 		if errors.As(err, &se) && se.Code == http.StatusBadRequest && req.Update {
 			c.unmarked.Store(true)
 			continue
@@ -203,8 +199,7 @@ func (c *Client) EndBypass(ctx context.Context, segments []string) error {
 		var left []string
 		err = nil
 		for _, s := range segments {
-			body, _ := json.Marshal(api.BypassRequest{Segment: s, State: api.OverrideAuto})
-			if e := c.postJSON(ctx, "api/v1/control/bypass", body); e != nil {
+			if e := c.postJSON(ctx, "api/v1/control/bypass", api.BypassRequest{Segment: s, State: api.OverrideAuto}); e != nil {
 				left, err = append(left, s), e
 			}
 		}
@@ -213,54 +208,22 @@ func (c *Client) EndBypass(ctx context.Context, segments []string) error {
 	return err
 }
 
+// statusd is the box's statusd, through the client's HTTP client.
+func (c *Client) statusd() *api.Client {
+	return &api.Client{URL: c.StatusURL, Password: c.Password, HTTP: c.http()}
+}
+
+// getJSON reads path into v, within 10 s.
 func (c *Client) getJSON(ctx context.Context, path string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "GET", c.StatusURL+path, nil)
-	if err != nil {
-		return err
-	}
-	req.SetBasicAuth("ncpos", c.Password)
-	resp, err := c.http().Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", path, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
+	return c.statusd().Get(ctx, path, v)
 }
 
-func (c *Client) postJSON(ctx context.Context, path string, body []byte) error {
+// postJSON sends req to path, within 10 s; a refusal is an
+// *api.StatusError.
+func (c *Client) postJSON(ctx context.Context, path string, req any) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, "POST", c.StatusURL+path, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.SetBasicAuth("ncpos", c.Password)
-	resp, err := c.http().Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return &StatusError{Method: "POST", Path: path, Code: resp.StatusCode, Status: resp.Status, Message: apiMessage(msg)}
-	}
-	return nil
-}
-
-// StatusError is a request the box refused: its status and what it said.
-type StatusError struct {
-	Method, Path string
-	Code         int
-	Status       string
-	Message      string
-}
-
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("%s %s: %s: %s", e.Method, e.Path, e.Status, e.Message)
+	return c.statusd().Post(ctx, path, req, nil)
 }

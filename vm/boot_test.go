@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -224,24 +223,25 @@ func system(t *testing.T, v *VM) *api.System {
 // and then.
 func getAPI(t *testing.T, v *VM, path string, out any) {
 	t.Helper()
-	c := v.Client(10 * time.Second)
+	readStatusd(t, v, path, out, 10*time.Second)
+}
+
+// readStatusd reads path through statusd's client, with the control
+// password (which reading needs on a box with status.auth_read), each
+// try within timeout, five tries at most.
+func readStatusd(t *testing.T, v *VM, path string, out any, timeout time.Duration) {
+	t.Helper()
+	c := &api.Client{URL: v.StatusURL(), Password: testPassword, HTTP: v.Client(timeout)}
 	var err error
 	for try := 0; try < 5; try++ {
-		var resp *http.Response
-		if resp, err = readAPI(c, v.StatusURL()+path); err == nil {
-			if resp.StatusCode != http.StatusOK {
-				err = fmt.Errorf("GET %s: %s", path, resp.Status)
-			} else {
-				err = json.NewDecoder(resp.Body).Decode(out)
-			}
-			resp.Body.Close()
-			if err == nil {
-				return
-			}
+		if try > 0 {
+			time.Sleep(2 * time.Second)
 		}
-		time.Sleep(2 * time.Second)
+		if err = c.Get(context.Background(), path, out); err == nil {
+			return
+		}
 	}
-	t.Fatal(err)
+	t.Fatalf("%s%s: %v", v.StatusURL(), path, err)
 }
 
 // readAPI GETs url with the control password, which reading needs on a

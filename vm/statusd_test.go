@@ -615,28 +615,12 @@ func waitQuery(t *testing.T, p *prometheusServer, q string, within time.Duration
 }
 
 // getJSON reads path from the box's statusd, trusting its announced key.
+// A guest starved by two others in software emulation (or by its own
+// self-test's traffic) was seen to miss a TLS handshake's deadline: each
+// try has 30 s.
 func getJSON(t *testing.T, vm *VM, path string, v any) {
 	t.Helper()
-	u := vm.StatusURL() + path
-	// A guest starved by two others in software emulation (or by its own
-	// self-test's traffic) was seen to miss a TLS handshake's deadline:
-	// a few tries before giving up.
-	var err error
-	for try := 0; try < 5; try++ {
-		if try > 0 {
-			time.Sleep(2 * time.Second)
-		}
-		var resp *http.Response
-		if resp, err = vm.Client(30 * time.Second).Get(u); err != nil {
-			continue
-		}
-		err = json.NewDecoder(resp.Body).Decode(v)
-		resp.Body.Close()
-		if err == nil {
-			return
-		}
-	}
-	t.Fatalf("%s: %v", u, err)
+	readStatusd(t, vm, path, v, 30*time.Second)
 }
 
 // artifacts is $NCPOS_ARTIFACTS or test-artifacts/ at the module root.

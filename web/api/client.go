@@ -1,0 +1,114 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Client talks to one box's statusd over HTTPS: the host's update and
+// fleet commands and the QEMU tests read and control a box through it.
+// Deadlines come from the context.
+type Client struct {
+	URL      string // statusd, ending in a slash: https://box/
+	Password string // the control password (user ncpos); "" sends none
+	// HTTP is the client to use; nil: one without keep-alive (a box
+	// that rebooted since would answer a kept connection with EOF) that
+	// checks the box's key with TLS.
+	HTTP *http.Client
+	TLS  *tls.Config // for the default HTTP client, e.g. a boxtls.Pin's
+}
+
+// maxAnswer bounds what a JSON answer may take; /api/v1/status with its
+// charts and events is the largest.
+const maxAnswer = 16 << 20
+
+func (c *Client) http() *http.Client {
+	if c.HTTP != nil {
+		return c.HTTP
+	}
+	return &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: c.TLS}}
+}
+
+// Get reads path (e.g. "api/v1/system") into v.
+func (c *Client) Get(ctx context.Context, path string, v any) error {
+	_, err := c.Call(ctx, http.MethodGet, path, nil, v)
+	return err
+}
+
+// Post sends body as JSON to path and reads the answer into v (nil:
+// discarded).
+func (c *Client) Post(ctx context.Context, path string, body, v any) error {
+	_, err := c.Call(ctx, http.MethodPost, path, body, v)
+	return err
+}
+
+// Call sends a request, with body as JSON unless it is nil, and reads a
+// 2xx answer's JSON into v (nil: discarded). A refusal is a *StatusError.
+// It returns the connection's TLS state whenever the box answered, so
+// that a caller can record the key it proved.
+func (c *Client) Call(ctx context.Context, method, path string, body, v any) (*tls.ConnectionState, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", method, path, err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.URL+path, r)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Password != "" {
+		req.SetBasicAuth("ncpos", c.Password)
+	}
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return resp.TLS, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return resp.TLS, &StatusError{Method: method, Path: path, Code: resp.StatusCode, Status: resp.Status, Message: Message(b)}
+	}
+	if v != nil {
+		if err := json.Unmarshal(b, v); err != nil {
+			return resp.TLS, fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	return resp.TLS, nil
+}
+
+// StatusError is a request the box refused: its status and what it said.
+type StatusError struct {
+	Method, Path string
+	Code         int
+	Status       string
+	Message      string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%s %s: %s: %s", e.Method, e.Path, e.Status, e.Message)
+}
+
+// Message is why a refusal says it refused: statusd says so as
+// {"error": "..."}, gokrazy in plain text.
+func Message(b []byte) string {
+	var e struct{ Error string }
+	if json.Unmarshal(b, &e) == nil && e.Error != "" {
+		return e.Error
+	}
+	return strings.TrimSpace(string(b))
+}
