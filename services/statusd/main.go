@@ -31,6 +31,7 @@ import (
 	"github.com/ncpos/ncpos/internal/kmsg"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/logs"
+	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/watchdog"
 	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/api"
@@ -119,7 +120,7 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		Syslog:   sender,
 		Logs:     collector,
 		// Install to internal disk, e.g. from a box booted off a USB stick.
-		Installer: &installer{},
+		Installer: &web.DiskInstaller{},
 		SelfTest:  newSelfTest(ctx, cfg, selfTest), // RFC 2544 between the [selftest] test ports
 		Names:     cfg.Status.Names,
 		TLS:       id,
@@ -142,7 +143,7 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		}}
 	}
 	if cfg.SNMP.Enabled() {
-		if srv.SNMP, srv.SNMPNotifier, err = startSNMP(ctx, cfg.SNMP, ifname, mon, evlog, SNMPEngineFile); err != nil {
+		if srv.SNMP, srv.SNMPNotifier, err = startSNMP(ctx, cfg.SNMP, ifname, mon, evlog, snmp.EngineFile); err != nil {
 			return err
 		}
 	}

@@ -1,18 +1,18 @@
-package main
+package web
 
 import (
 	"github.com/ncpos/ncpos/install"
 	"github.com/ncpos/ncpos/internal/job"
-	"github.com/ncpos/ncpos/web"
 )
 
-// installer adapts package install to the web API's Installer: install to
-// internal disk from the appliance itself.
-type installer struct {
+// DiskInstaller is the box's own Installer: it lists the disks of the
+// system it runs on and installs to one of them with package install's
+// job (install to internal disk from the appliance itself).
+type DiskInstaller struct {
 	job install.Job
 }
 
-func (i *installer) Disks() ([]web.InstallDisk, string, error) {
+func (i *DiskInstaller) Disks() ([]InstallDisk, string, error) {
 	src, err := install.BootDisk("/")
 	if err != nil {
 		return nil, "", err
@@ -21,12 +21,12 @@ func (i *installer) Disks() ([]web.InstallDisk, string, error) {
 	if err != nil {
 		return nil, src, err
 	}
-	var out []web.InstallDisk
+	var out []InstallDisk
 	for _, d := range disks {
 		if d.Transport == "loop" {
 			continue
 		}
-		out = append(out, web.InstallDisk{
+		out = append(out, InstallDisk{
 			Path: d.Path, Model: d.Model, SizeBytes: d.Size, Transport: d.Transport,
 			Removable: d.Removable, Eligible: d.Eligible(), Why: d.WhyNot(),
 		})
@@ -34,8 +34,8 @@ func (i *installer) Disks() ([]web.InstallDisk, string, error) {
 	return out, src, nil
 }
 
-func (i *installer) Start(target string, wipePerm bool, by string) error {
+func (i *DiskInstaller) Start(target string, wipePerm bool, by string) error {
 	return i.job.Start(target, wipePerm, by)
 }
 
-func (i *installer) Job() job.State[install.Progress] { return i.job.State() }
+func (i *DiskInstaller) Job() job.State[install.Progress] { return i.job.State() }

@@ -1,4 +1,4 @@
-package main
+package snmp
 
 import (
 	"bytes"
@@ -12,22 +12,22 @@ import (
 // from start to start, and that a corrupt file is replaced, not fatal.
 func TestEngineKeptAcrossStarts(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "snmp", "engine.json")
-	id1, b1, note, err := loadEngine(file)
+	id1, b1, note, err := LoadEngine(file)
 	if err != nil || note != "" || b1 != 1 || len(id1) != 13 {
 		t.Fatalf("first start: %x boots %d note %q err %v", id1, b1, note, err)
 	}
-	id2, b2, _, err := loadEngine(file)
+	id2, b2, _, err := LoadEngine(file)
 	if err != nil || !bytes.Equal(id1, id2) || b2 != 2 {
 		t.Fatalf("second start: %x boots %d err %v, want %x boots 2", id2, b2, err, id1)
 	}
 	os.WriteFile(file, []byte("{garbage"), 0o600)
-	id3, b3, note, err := loadEngine(file)
+	id3, b3, note, err := LoadEngine(file)
 	if err != nil || bytes.Equal(id3, id1) || b3 != 1 || !strings.Contains(note, "corrupt") {
 		t.Fatalf("after corruption: %x boots %d note %q err %v", id3, b3, note, err)
 	}
 	// Without a writable /perm: a path that does not exist and cannot be
 	// made, even by root (procfs takes no new directories).
-	if _, b, note, err := loadEngine("/proc/ncpt-no-perm/snmp/engine.json"); err != nil || b != 1 || !strings.Contains(note, "keeping the SNMP engine") {
+	if _, b, note, err := LoadEngine("/proc/ncpt-no-perm/snmp/engine.json"); err != nil || b != 1 || !strings.Contains(note, "keeping the SNMP engine") {
 		t.Errorf("unwritable: boots %d note %q err %v", b, note, err)
 	}
 }
@@ -41,7 +41,7 @@ func TestEngineLeavesUnreadable(t *testing.T) {
 	if err := os.Symlink("engine.json", file); err != nil {
 		t.Fatal(err)
 	}
-	id, boots, note, err := loadEngine(file)
+	id, boots, note, err := LoadEngine(file)
 	if err != nil || len(id) == 0 || boots != 1 || !strings.Contains(note, "left as it is") {
 		t.Fatalf("unreadable: %x boots %d note %q err %v", id, boots, note, err)
 	}
