@@ -42,11 +42,11 @@ type BypassController interface {
 // ErrNotRunning says the daemon that would carry out a request is absent.
 var ErrNotRunning = errors.New("not running")
 
-// ipcBypass asks bypassd through its client: an override sets the pair's
+// bypassdOverrides asks bypassd through its client: an override sets the pair's
 // state, OverrideAuto clears it; both answer with bypassd's /status.
-type ipcBypass struct{ runDir string }
+type bypassdOverrides struct{ runDir string }
 
-func (b ipcBypass) Override(ctx context.Context, o BypassOverride) (*api.BypassState, error) {
+func (b bypassdOverrides) Override(ctx context.Context, o BypassOverride) (*api.BypassState, error) {
 	c := bypassapi.NewClient(b.runDir, 10*time.Second)
 	var st bypassapi.Status
 	var err error
@@ -234,7 +234,7 @@ func (s *Server) bypass() BypassController {
 	if s.Bypass != nil {
 		return s.Bypass
 	}
-	return ipcBypass{runDir: s.Monitor.Collector.RunDir}
+	return bypassdOverrides{runDir: s.Monitor.Collector.RunDir}
 }
 
 func (s *Server) event(sev events.Severity, kind string, fields []string, msg string) {
