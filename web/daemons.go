@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -42,15 +40,6 @@ func pairOf(b *bypassapi.Status, seg, pair string) (*api.BypassState, bool) {
 		}
 	}
 	return nil, false
-}
-
-// daemonStatus fetches a daemon's /status into v; notRunning tells a
-// missing daemon from one that answered badly.
-func daemonStatus(ctx context.Context, runDir, daemon string, v any) (notRunning bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	err = ipc.NewClient(runDir, daemon, time.Second).Status(ctx, v)
-	return err != nil && ipc.NotRunning(err), err
 }
 
 // readSelfTest reads the latest report; nil, nil when there is none yet.

@@ -191,8 +191,20 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 	}
 	wg.Add(3)
 	go func() { defer wg.Done(); sys = c.Collect(ctx) }()
-	go func() { defer wg.Done(); fwdDown, fwdErr = daemonStatus(ctx, c.RunDir, "forwarderd", &fwd) }()
-	go func() { defer wg.Done(); bypDown, bypErr = daemonStatus(ctx, c.RunDir, "bypassd", &byp) }()
+	go func() {
+		defer wg.Done()
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		fwd, fwdErr = forwarderapi.NewClient(c.RunDir, time.Second).Status(sctx)
+		fwdDown = ipc.NotRunning(fwdErr)
+	}()
+	go func() {
+		defer wg.Done()
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		byp, bypErr = bypassapi.NewClient(c.RunDir, time.Second).Status(sctx)
+		bypDown = ipc.NotRunning(bypErr)
+	}()
 	wg.Wait()
 	rec, err := sysinfo.ReadInitRecord(c.RunDir)
 	if err != nil {
