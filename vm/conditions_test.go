@@ -417,7 +417,7 @@ func TestOverrideSurvivesRestartAndReboot(t *testing.T) {
 		}
 	}
 
-	resp := controlRequest(t, v, "POST", "api/v1/control/bypass", map[string]string{"segment": "seg1", "state": "bypass", "reason": "maintenance window", "expires_in": "20m"})
+	resp := controlRequest(t, v, "POST", "api/v1/control/bypass", api.BypassRequest{Segment: "seg1", State: "bypass", Reason: "maintenance window", ExpiresIn: "20m"})
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("override: %s", resp.Status)
@@ -455,7 +455,7 @@ func TestOverrideSurvivesRestartAndReboot(t *testing.T) {
 
 	// A reboot: the override is on /perm.
 	asked := time.Now()
-	resp = controlRequest(t, v, "POST", "api/v1/control/reboot", map[string]string{"reason": "override test"})
+	resp = controlRequest(t, v, "POST", "api/v1/control/reboot", api.RebootRequest{Reason: "override test"})
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("reboot: %s", resp.Status)
@@ -470,7 +470,7 @@ func TestOverrideSurvivesRestartAndReboot(t *testing.T) {
 	}
 
 	// Ended: the policy takes seg1 back to normal.
-	resp = controlRequest(t, v, "POST", "api/v1/control/bypass", map[string]string{"segment": "seg1", "state": "auto"})
+	resp = controlRequest(t, v, "POST", "api/v1/control/bypass", api.BypassRequest{Segment: "seg1", State: api.OverrideAuto})
 	resp.Body.Close()
 	ended := time.Now()
 	waitFor("seg1 forwarding normally after the override ended", 2*time.Minute, func(s *web.Snapshot) error {

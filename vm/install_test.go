@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // controlStatus is the status code of a control request (the install
@@ -87,13 +88,13 @@ func TestInstallToInternalDisk(t *testing.T) {
 		t.Fatalf("no eligible internal disk among %+v (source %s)", info.Disks, info.Source)
 	}
 	// A wrong confirmation is refused before anything is written.
-	resp = controlRequest(t, v, "POST", "api/v1/control/install", map[string]any{"device": target, "confirm": info.Source})
+	resp = controlRequest(t, v, "POST", "api/v1/control/install", api.InstallRequest{Device: target, Confirm: info.Source})
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("install with a wrong confirmation: %s", resp.Status)
 	}
 	start := time.Now()
-	resp = controlRequest(t, v, "POST", "api/v1/control/install", map[string]any{"device": target, "confirm": target})
+	resp = controlRequest(t, v, "POST", "api/v1/control/install", api.InstallRequest{Device: target, Confirm: target})
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("install: %s", resp.Status)

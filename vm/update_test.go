@@ -16,6 +16,7 @@ import (
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/update"
 	"github.com/ncpos/ncpos/update/signature"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 func updateClient(v *VM) *update.Client {
@@ -173,7 +174,7 @@ func noOverride(t *testing.T, v *VM, when string) {
 // through the API.
 func setPassword(t *testing.T, v *VM, old, new string) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]string{"new_password": new})
+	body, _ := json.Marshal(api.PasswordRequest{NewPassword: new})
 	req, err := http.NewRequest("POST", v.StatusURL()+"api/v1/control/password", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)

@@ -191,7 +191,7 @@ func TestWatchdogPlannedReboot(t *testing.T) {
 	waitPastGrace(t, v)
 
 	asked := time.Now()
-	resp := controlRequest(t, v, "POST", "api/v1/control/reboot", map[string]string{"reason": "planned reboot test"})
+	resp := controlRequest(t, v, "POST", "api/v1/control/reboot", api.RebootRequest{Reason: "planned reboot test"})
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("statusd reboot: %s", resp.Status)
