@@ -11,7 +11,6 @@ import (
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -87,29 +86,15 @@ func (c *Client) step(ctx context.Context, method, step string, body []byte) (st
 		pr := progressbar.NewReader(r, bar)
 		r = &pr
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.StatusURL+path, r)
-	if err != nil {
-		return "", err
-	}
-	req.ContentLength = int64(len(body))
-	req.SetBasicAuth("ncpos", c.Password)
-	resp, err := c.http().Do(req)
+	answer, err := c.statusd().Send(ctx, method, path, r, int64(len(body)))
 	if bar != nil {
-		if err != nil || resp.StatusCode != http.StatusOK {
+		if err != nil {
 			bar.Exit()
 		} else {
 			bar.Finish()
 		}
 	}
-	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, api.Message(b))
-	}
-	return string(b), nil
+	return answer, err
 }
 
 // BootPartition is what the box says of its boot partition: the SHA-256
@@ -125,23 +110,9 @@ type BootPartition struct {
 // box, minutes on an emulated one beside others, so it is bounded by the
 // client's timeout alone.
 func (c *Client) BootPartition(ctx context.Context) (*BootPartition, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", c.StatusURL+"api/v1/update/boot", nil)
-	if err != nil {
-		return nil, err
-	}
-	req.SetBasicAuth("ncpos", c.Password)
-	resp, err := c.http().Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return nil, fmt.Errorf("GET api/v1/update/boot: %s: %s", resp.Status, api.Message(b))
-	}
 	var got BootPartition
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
-		return nil, fmt.Errorf("GET api/v1/update/boot: %w", err)
+	if err := c.statusd().Get(ctx, "api/v1/update/boot", &got); err != nil {
+		return nil, err
 	}
 	if len(got.Files) == 0 {
 		return nil, errors.New("GET api/v1/update/boot: no files")

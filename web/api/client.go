@@ -91,6 +91,29 @@ func (c *Client) Call(ctx context.Context, method, path string, body, v any) (*t
 	return resp.TLS, nil
 }
 
+// Send sends size bytes of body as they are (an update's image) and
+// returns the answer's text; a refusal is a *StatusError.
+func (c *Client) Send(ctx context.Context, method, path string, body io.Reader, size int64) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.URL+path, body)
+	if err != nil {
+		return "", err
+	}
+	req.ContentLength = size
+	if c.Password != "" {
+		req.SetBasicAuth("ncpos", c.Password)
+	}
+	resp, err := c.http().Do(req)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode != http.StatusOK {
+		return "", &StatusError{Method: method, Path: path, Code: resp.StatusCode, Status: resp.Status, Message: Message(b)}
+	}
+	return string(b), nil
+}
+
 // StatusError is a request the box refused: its status and what it said.
 type StatusError struct {
 	Method, Path string

@@ -36,6 +36,15 @@ func TestClient(t *testing.T) {
 		}
 		w.Write([]byte(`{}`))
 	})
+	mux.HandleFunc("PUT /api/v1/update/root", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.ContentLength != int64(len(b)) || len(b) == 0 {
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"error": "an empty image"}`))
+			return
+		}
+		w.Write([]byte("wrote " + string(b)))
+	})
 	srv := httptest.NewTLSServer(mux)
 	defer srv.Close()
 	ctx := context.Background()
@@ -56,6 +65,12 @@ func TestClient(t *testing.T) {
 	wrong := &Client{URL: srv.URL + "/", Password: "guess", HTTP: srv.Client()}
 	if err := wrong.Get(ctx, "api/v1/system", &s); !errors.As(err, &se) || se.Code != http.StatusUnauthorized || !strings.Contains(err.Error(), "GET api/v1/system: 401") {
 		t.Errorf("Get with a wrong password: %v, want a 401 naming the path", err)
+	}
+	if got, err := c.Send(ctx, http.MethodPut, "api/v1/update/root", strings.NewReader("abc"), 3); err != nil || got != "wrote abc" {
+		t.Errorf("Send = %q, %v", got, err)
+	}
+	if _, err := c.Send(ctx, http.MethodPut, "api/v1/update/root", strings.NewReader(""), 0); !errors.As(err, &se) || se.Message != "an empty image" {
+		t.Errorf("Send of nothing: %v, want statusd's refusal", err)
 	}
 	cs, err := c.Call(ctx, http.MethodGet, "api/v1/system", nil, nil)
 	if err != nil || cs == nil || len(cs.PeerCertificates) == 0 {
