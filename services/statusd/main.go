@@ -121,7 +121,7 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		Logs:     collector,
 		// Install to internal disk, e.g. from a box booted off a USB stick.
 		Installer: &web.DiskInstaller{},
-		SelfTest:  newSelfTest(ctx, cfg, selfTest), // RFC 2544 between the [selftest] test ports
+		SelfTest:  web.NewSelfTest(ctx, cfg, selfTest), // RFC 2544 between the [selftest] test ports
 		Names:     cfg.Status.Names,
 		TLS:       id,
 		TLSNote:   tlsNote,

@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"context"
@@ -47,8 +47,8 @@ func TestSelfTester(t *testing.T) {
 		t.Errorf("streams() with directions = 2: %+v, %v; want seg wan reversed as LAN2 → LAN1", segments, err)
 	}
 	s.cfg.SelfTest.Directions = 1
-	if jobs := newSelfTest(context.Background(), cfg, s.report); jobs.Ready() != nil || jobs.Run == nil {
-		t.Error("newSelfTest: not ready")
+	if jobs := NewSelfTest(context.Background(), cfg, s.report); jobs.Ready() != nil || jobs.Run == nil {
+		t.Error("NewSelfTest: not ready")
 	}
 }
 

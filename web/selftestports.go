@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"context"
@@ -42,9 +42,9 @@ func (s *selfTester) testPorts(streams []bench.PortStream) []testPort {
 	return out
 }
 
-// busy says why ifname is in use by something else: an XDP program that
+// portBusy says why ifname is in use by something else: an XDP program that
 // is not the self-test's (its own are detached when a run ends).
-func busy(ifname string) error {
+func portBusy(ifname string) error {
 	l, err := netlink.LinkByName(ifname)
 	if err != nil {
 		return err
@@ -55,8 +55,8 @@ func busy(ifname string) error {
 	return nil
 }
 
-// up brings a test port's link up, so that it can find its carrier.
-func up(ifname string) error {
+// bringUp brings a test port's link up, so that it can find its carrier.
+func bringUp(ifname string) error {
 	l, err := netlink.LinkByName(ifname)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package main
+package web
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/dataport"
 	"github.com/ncpos/ncpos/dataport/fence"
-	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -26,10 +25,10 @@ type selfTester struct {
 	report      string // the self-test report file
 }
 
-// newSelfTest is the self-test job of the configuration in effect.
-func newSelfTest(ctx context.Context, cfg *config.Config, report string) *web.SelfTestJobs {
+// NewSelfTest is the self-test job of the configuration in effect.
+func NewSelfTest(ctx context.Context, cfg *config.Config, report string) *SelfTestJobs {
 	s := &selfTester{cfg: cfg, sysClassNet: config.SysClassNet, report: report}
-	return &web.SelfTestJobs{Ready: s.ready, Run: s.run, Context: ctx}
+	return &SelfTestJobs{Ready: s.ready, Run: s.run, Context: ctx}
 }
 
 func (s *selfTester) ready() error {
@@ -98,7 +97,7 @@ func (s *selfTester) run(ctx context.Context, sizes []int, progress func(size, i
 	}
 	ports := s.testPorts(streams)
 	for _, tp := range ports {
-		if err := busy(tp.ifname); err != nil {
+		if err := portBusy(tp.ifname); err != nil {
 			return "", fmt.Errorf("test port %s (%s) is busy: %w", tp.name, tp.ifname, err)
 		}
 	}
@@ -116,7 +115,7 @@ func (s *selfTester) run(ctx context.Context, sizes []int, progress func(size, i
 		if err := fence.Install(tp.ifname); err != nil {
 			return "", err
 		}
-		if err := up(tp.ifname); err != nil {
+		if err := bringUp(tp.ifname); err != nil {
 			return "", fmt.Errorf("test port %s: %w", tp.name, err)
 		}
 	}
