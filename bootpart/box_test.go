@@ -10,9 +10,9 @@ import (
 
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/image"
-	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/internal/testenv"
-	"github.com/ncpos/ncpos/update/signature"
+	"github.com/ncpos/ncpos/partition"
+	"github.com/ncpos/ncpos/signature"
 )
 
 // TestBox drives the files of a boot partition as the image builds it,

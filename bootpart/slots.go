@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/partition"
 )
 
 // A Slot is one of the two roots with the kernel that boots it: slot a is

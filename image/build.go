@@ -15,10 +15,10 @@ import (
 
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/internal/durable"
+	"github.com/ncpos/ncpos/partition"
 	"github.com/ncpos/ncpos/passwd"
-	"github.com/ncpos/ncpos/update/signature"
+	"github.com/ncpos/ncpos/signature"
 )
 
 // Options says what to build.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/internal/testenv"
+	"github.com/ncpos/ncpos/partition"
 	"github.com/ncpos/ncpos/passwd"
 )
 

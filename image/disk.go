@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/partition"
 )
 
 const sector = 512

@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/partition"
 )
 
 const (

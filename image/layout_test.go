@@ -3,7 +3,7 @@ package image
 import (
 	"testing"
 
-	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/partition"
 )
 
 func TestParseSize(t *testing.T) {

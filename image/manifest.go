@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/ncpos/ncpos/image/partition"
-	"github.com/ncpos/ncpos/update/signature"
+	"github.com/ncpos/ncpos/partition"
+	"github.com/ncpos/ncpos/signature"
 )
 
 // ManifestFile is where the build's signed manifest lies on the boot

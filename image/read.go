@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/ncpos/ncpos/bootpart"
-	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/partition"
 )
 
 // Image is an ncpos image file read back: its disk signature and partition

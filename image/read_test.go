@@ -14,8 +14,8 @@ import (
 
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/image/partition"
-	"github.com/ncpos/ncpos/update/signature"
+	"github.com/ncpos/ncpos/partition"
+	"github.com/ncpos/ncpos/signature"
 )
 
 func TestOpenImageRoundTrip(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/partition"
 )
 
 const sectorSize = 512

@@ -15,8 +15,8 @@ import (
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/image"
-	"github.com/ncpos/ncpos/image/partition"
-	"github.com/ncpos/ncpos/update/signature"
+	"github.com/ncpos/ncpos/partition"
+	"github.com/ncpos/ncpos/signature"
 	"github.com/ncpos/ncpos/web/api"
 )
 

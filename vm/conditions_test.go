@@ -12,8 +12,8 @@ import (
 
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/image"
-	"github.com/ncpos/ncpos/image/partition"
 	"github.com/ncpos/ncpos/internal/syslogtest"
+	"github.com/ncpos/ncpos/partition"
 	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/api"
 )

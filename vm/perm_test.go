@@ -17,7 +17,7 @@ import (
 	"time"
 
 	evlog "github.com/ncpos/ncpos/events"
-	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/partition"
 )
 
 // permFile is one entry of /perm as the disk holds it.

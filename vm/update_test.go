@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/image"
+	"github.com/ncpos/ncpos/signature"
 	"github.com/ncpos/ncpos/update"
-	"github.com/ncpos/ncpos/update/signature"
 	"github.com/ncpos/ncpos/web/api"
 )
 

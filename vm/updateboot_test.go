@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/partition"
+	"github.com/ncpos/ncpos/signature"
 	"github.com/ncpos/ncpos/update"
-	"github.com/ncpos/ncpos/update/signature"
 )
 
 // TestUpdateKernelPanicRollsBack updates a box under OVMF to a build

@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/image"
-	"github.com/ncpos/ncpos/image/partition"
+	"github.com/ncpos/ncpos/partition"
+	"github.com/ncpos/ncpos/signature"
 	"github.com/ncpos/ncpos/update"
-	"github.com/ncpos/ncpos/update/signature"
 )
 
 // TestUpdateRefused offers a box builds it must not take: unsigned, signed

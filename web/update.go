@@ -13,7 +13,7 @@ import (
 
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/events"
-	"github.com/ncpos/ncpos/update/signature"
+	"github.com/ncpos/ncpos/signature"
 )
 
 // Updates pass through statusd: gokrazy serves its update endpoints only

@@ -18,7 +18,7 @@ import (
 
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/events"
-	"github.com/ncpos/ncpos/update/signature"
+	"github.com/ncpos/ncpos/signature"
 )
 
 // testGate gives the fixture's server an update gate that trusts a new

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/internal/durable"
+	"github.com/ncpos/ncpos/signature"
 	"github.com/ncpos/ncpos/sysinfo"
-	"github.com/ncpos/ncpos/update/signature"
 )
 
 // UpdateGate is what an update passes on the box before gokrazy writes

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bootpart"
-	"github.com/ncpos/ncpos/update/signature"
+	"github.com/ncpos/ncpos/signature"
 )
 
 // blockingGokrazy is gokrazy's update endpoint that holds each root

@@ -13,7 +13,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/image/kernel"
-	"github.com/ncpos/ncpos/update/signature"
+	"github.com/ncpos/ncpos/signature"
 )
 
 func runBuild(ctx context.Context, args []string) error {

@@ -15,17 +15,10 @@ const module = "github.com/ncpos/ncpos"
 var hostOnly = []string{
 	module + "/cmd",
 	module + "/fleet",
-	module + "/image", // the builder; image/partition is shared, see below
+	module + "/image", // the builder
 	module + "/lab",
 	module + "/update",
 	module + "/vm",
-}
-
-// shared are packages under a hostOnly prefix that the appliance may link.
-var shared = []string{
-	module + "/image/partition",
-	// Builds are signed on the host and checked on the box.
-	module + "/update/signature",
 }
 
 // bpfLoaders are the appliance programs that load BPF programs: the
@@ -99,9 +92,6 @@ func applianceViolations(prog string, linked []string) []string {
 	name := prog[strings.LastIndex(prog, "/")+1:]
 	var bad []string
 	for _, p := range linked {
-		if slices.Contains(shared, p) {
-			continue
-		}
 		for _, h := range hostOnly {
 			if under(p, h) {
 				bad = append(bad, p+" (host or lab code)")
@@ -170,7 +160,7 @@ func TestRulesCatch(t *testing.T) {
 			t.Errorf("%s linking %s: violations %v, want one", tc.prog, tc.pkg, bad)
 		}
 	}
-	if bad := applianceViolations(module+"/services/statusd", []string{module + "/image/partition", module + "/web"}); len(bad) != 0 {
+	if bad := applianceViolations(module+"/services/statusd", []string{module + "/partition", module + "/signature", module + "/web"}); len(bad) != 0 {
 		t.Errorf("allowed links reported: %v", bad)
 	}
 	for _, pkg := range []string{"github.com/gokrazy/gokrazy", module + "/appliance", module + "/services/init", module + "/web", module + "/watchdog"} {
