@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -68,27 +70,16 @@ func (c *Client) Call(ctx context.Context, method, path string, body, v any) (*t
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.Password != "" {
-		req.SetBasicAuth("ncpos", c.Password)
-	}
-	resp, err := c.http().Do(req)
+	cs, b, err := c.exchange(req, path, maxAnswer)
 	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return resp.TLS, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return resp.TLS, &StatusError{Method: method, Path: path, Code: resp.StatusCode, Status: resp.Status, Message: Message(b)}
+		return cs, err
 	}
 	if v != nil {
 		if err := json.Unmarshal(b, v); err != nil {
-			return resp.TLS, fmt.Errorf("%s %s: %w", method, path, err)
+			return cs, fmt.Errorf("%s %s: %w", method, path, err)
 		}
 	}
-	return resp.TLS, nil
+	return cs, nil
 }
 
 // Send sends size bytes of body as they are (an update's image) and
@@ -99,19 +90,35 @@ func (c *Client) Send(ctx context.Context, method, path string, body io.Reader, 
 		return "", err
 	}
 	req.ContentLength = size
+	_, b, err := c.exchange(req, path, 64<<10)
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	return string(b), err
+}
+
+// exchange sends req with the password and reads up to limit bytes of
+// the answer; an answer other than 2xx is a *StatusError. The TLS state
+// is there whenever the box answered; the transport's errors come as
+// they are.
+func (c *Client) exchange(req *http.Request, path string, limit int64) (*tls.ConnectionState, []byte, error) {
 	if c.Password != "" {
 		req.SetBasicAuth("ncpos", c.Password)
 	}
 	resp, err := c.http().Do(req)
 	if err != nil {
-		return "", fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode != http.StatusOK {
-		return "", &StatusError{Method: method, Path: path, Code: resp.StatusCode, Status: resp.Status, Message: Message(b)}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return resp.TLS, nil, fmt.Errorf("%s %s: reading the answer: %w", req.Method, path, err)
 	}
-	return string(b), nil
+	if resp.StatusCode/100 != 2 {
+		return resp.TLS, nil, &StatusError{Method: req.Method, Path: path, Code: resp.StatusCode, Status: resp.Status, Message: Message(b)}
+	}
+	return resp.TLS, b, nil
 }
 
 // StatusError is a request the box refused: its status and what it said.
