@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
-	"github.com/ncpos/ncpos/bypass/lanner"
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/lanner"
 )
 
 // mb887x is the bus of an MB-8865 (board "mb-887x"): a PCA9545 at 0x73

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
-	"github.com/ncpos/ncpos/bypass/lanner"
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/lanner"
 )
 
 // Every command and value below is one of bypass/lanner's, each traced

@@ -5,7 +5,7 @@ import (
 	"maps"
 	"time"
 
-	"github.com/ncpos/ncpos/bypass/lanner"
+	"github.com/ncpos/ncpos/lanner"
 )
 
 // lannerMCU emulates the microcontroller of a Lanner Gen 3 bypass module

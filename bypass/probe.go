@@ -14,11 +14,11 @@ import (
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/bypass/ixgbe"
-	"github.com/ncpos/ncpos/bypass/lanner"
 	"github.com/ncpos/ncpos/bypass/sio"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/internal/kmsg"
+	"github.com/ncpos/ncpos/lanner"
 )
 
 // SilicomVendor is Silicom's PCI vendor ID; its bypass NICs also carry it

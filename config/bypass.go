@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
-	"github.com/ncpos/ncpos/bypass/lanner"
+	"github.com/ncpos/ncpos/lanner"
 )
 
 // This file is the schema of a bypass pair's backend in a platform profile:
@@ -116,10 +116,10 @@ type SMBus struct {
 
 // Lanner reaches one pair of a Lanner "Generation 3" bypass module: its
 // microcontroller on the PCH's SMBus, behind the board's I2C switches for
-// a LAN module slot (see bypass/lanner for the boards and the sources).
+// a LAN module slot (see package lanner for the boards and the sources).
 type Lanner struct {
 	// Board names how the module is reached: "onboard" (a controller on
-	// the main board, no switch) or a board family of bypass/lanner
+	// the main board, no switch) or a board family of package lanner
 	// ("mb-887x" for the FW-8865's MB-8865, ...).
 	Board string `toml:"board"`
 	Slot  int    `toml:"slot"` // LAN module slot, 1..; 0 with board "onboard"
