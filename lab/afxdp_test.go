@@ -2,21 +2,21 @@ package lab_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
-	"runtime"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/ncpos/ncpos/bench"
+	"github.com/ncpos/ncpos/bench/xdptraffic"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/lab"
 )
 
-// TestAFXDPBurst sends bursts through the afxdp engine, 4096 frames in
-// all, eight times its 512 transmit frames, each frame numbered in its UDP
-// source port by the generator: every frame that arrives must be intact
-// and later than the one before. A worker that reused a transmit frame
+// TestAFXDPBurst sends a stream through the afxdp engine, 4096 frames in
+// all, eight times its 512 transmit frames, each frame numbered by the
+// generator in its stamp and its UDP source port: every frame that arrives
+// must be intact and later than the one before. A worker that reused a transmit frame
 // before the kernel had sent it would deliver a frame twice or garbled.
 func TestAFXDPBurst(t *testing.T) {
 	l := newLab(t, 1, 1)
@@ -28,30 +28,21 @@ func TestAFXDPBurst(t *testing.T) {
 	startForwarderd(t, l, "-engine", "afxdp", "-mode", "forward")
 
 	const n = 4096
-	g, err := l.Generator(0, 0, n+1) // source ports 10001 .. 10000+n
+	g, err := l.Generator(0, 0, n) // source ports 10000 .. 10000+n-1
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { g.Close() })
 	frame := frames.UDPFrame(128, 10000, 9)
-	// Bursts of half a ring, so that few frames are dropped for want of
-	// room in the receive ring, even on a loaded machine. From one CPU:
-	// the generator numbers frames per CPU.
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var cpu0, old unix.CPUSet
-	cpu0.Set(0)
-	if err := unix.SchedGetaffinity(0, &old); err != nil {
+	bench.PutStamp(frame, bench.Stamp{Trial: 1})
+	// Paced, so that few frames are dropped for want of room in the
+	// receive ring, even on a loaded machine.
+	sent, err := g.Run(context.Background(), xdptraffic.Send{Frame: frame, Frames: n, RatePPS: 50_000})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := unix.SchedSetaffinity(0, &cpu0); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.SchedSetaffinity(0, &old)
-	for range n / 256 {
-		if err := g.Send(frame, 256); err != nil {
-			t.Fatal(err)
-		}
+	if sent.Frames != n {
+		t.Fatalf("the generator sent %d frames, want %d", sent.Frames, n)
 	}
 	got, err := sinks.Capture(n, 5*time.Second)
 	if err != nil {
@@ -68,13 +59,18 @@ func TestAFXDPBurst(t *testing.T) {
 		if f.Sink != lab.SinkID(0, 1) || len(f.Data) != len(frame) {
 			t.Fatalf("frame %d: %d bytes at sink %d, want %d bytes at sink %d", i, len(f.Data), f.Sink, len(frame), lab.SinkID(0, 1))
 		}
-		seq := int(binary.BigEndian.Uint16(f.Data[34:])) - 10000
+		st, err := bench.ParseStamp(f.Data)
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		seq := int(st.Seq)
 		want := bytes.Clone(frame)
 		binary.BigEndian.PutUint16(want[34:], uint16(10000+seq))
+		bench.PutStamp(want, bench.Stamp{Trial: 1, Seq: st.Seq})
 		if !bytes.Equal(f.Data, want) {
 			t.Fatalf("frame %d (number %d) changed in transit:\n want %x\n  got %x", i, seq, want, f.Data)
 		}
-		if seq <= last || seq > n {
+		if seq <= last || seq >= n {
 			t.Fatalf("frame %d is number %d after number %d: repeated or out of order", i, seq, last)
 		}
 		last = seq

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
 	"github.com/ncpos/ncpos/bench"
+	"github.com/ncpos/ncpos/bench/xdptraffic"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/lab/bpf"
 )
@@ -103,7 +103,7 @@ const (
 
 // Setups lists every setup RunBench measures, for BenchOptions.Only.
 var Setups = []string{SetupCeiling, SetupBridge, SetupReference, SetupXDPForward, SetupXDPSvc1, SetupXDPSvc10k, SetupAFXDP,
-	SetupSelfTestGenAB, SetupSelfTestGenBA, SetupRFC2544, SetupOverload}
+	SetupRFC2544, SetupOverload}
 
 const (
 	ceilingSink = 60 // sink id of the XDP_DROP program on the port itself
@@ -177,12 +177,9 @@ func RunBench(ctx context.Context, o BenchOptions) (*BenchReport, error) {
 	}
 	if o.Wants(SetupRFC2544) {
 		size := o.Sizes[0]
-		// The search tries up to what the self-test's generator
-		// offered flat out, or the ceiling where it was not measured.
-		maxPPS := rep.find(SetupSelfTestGenAB, size)
-		if maxPPS == 0 {
-			maxPPS = rep.find(SetupCeiling, size)
-		}
+		// The search tries up to what the generator offered flat out
+		// into the ceiling's drop.
+		maxPPS := rep.find(SetupCeiling, size)
 		if maxPPS == 0 {
 			maxPPS = bench.LinePPS(size, 1e9)
 		}
@@ -204,7 +201,7 @@ type ppsBench struct {
 	lab        *Lab
 	sinks      *Sinks
 	o          BenchOptions
-	gen1, genN *Generator // one flow, benchFlows flows
+	gen1, genN *xdptraffic.Generator // one flow, benchFlows flows
 }
 
 // setups measures every setup once at one frame size.
@@ -230,7 +227,7 @@ func (b *ppsBench) setups(ctx context.Context, size int) ([]BenchRow, error) {
 	}
 	// Ceiling: the port itself drops what arrives.
 	if b.o.Wants(SetupCeiling) {
-		lk, err := b.sinks.attach(b.lab.FW, b.lab.Segments[0].Ports[0], ceilingSink)
+		lk, err := b.sinks.attachPort(b.lab.FW, b.lab.Segments[0].Ports[0], ceilingSink)
 		if err != nil {
 			return nil, err
 		}
@@ -254,18 +251,9 @@ func (b *ppsBench) setups(ctx context.Context, size int) ([]BenchRow, error) {
 			return nil, err
 		}
 	}
-	for side, setup := range []string{SetupSelfTestGenAB, SetupSelfTestGenBA} {
-		if !b.o.Wants(setup) {
-			continue
-		}
-		pps, off, err := b.selfTestGen(ctx, size, side)
-		if err := add(setup, SinkXDP, pps, off, err); err != nil {
-			return nil, err
-		}
-	}
 	for _, c := range []struct {
 		setup string
-		gen   *Generator
+		gen   *xdptraffic.Generator
 		sinks []string
 		args  []string
 	}{
@@ -306,7 +294,7 @@ func (b *ppsBench) withSink(sink string, measure func() (float64, float64, error
 // offered. The CPU is shared with whatever else runs on the host, which can
 // only slow a setup down, so both are those of the half-second window in
 // which the sink saw the most.
-func (b *ppsBench) measure(ctx context.Context, g *Generator, frame []byte, sink int, pps float64) (fwd, offered float64, err error) {
+func (b *ppsBench) measure(ctx context.Context, g *xdptraffic.Generator, frame []byte, sink int, pps float64) (fwd, offered float64, err error) {
 	const (
 		warmup = 300 * time.Millisecond
 		step   = 100 * time.Millisecond
@@ -322,8 +310,8 @@ func (b *ppsBench) measure(ctx context.Context, g *Generator, frame []byte, sink
 		// The generator keeps to CPU 0, the management core, so that
 		// forwarderd's own threads (afxdp) have the forwarding core.
 		start := time.Now()
-		n, err := g.Run(ctx, frame, warmup+b.o.Duration+step, pps, 0)
-		done <- result{n, time.Since(start), err}
+		sent, err := g.Run(ctx, xdptraffic.Send{Frame: frame, RatePPS: pps, For: warmup + b.o.Duration + step})
+		done <- result{sent.Frames, time.Since(start), err}
 	}()
 	time.Sleep(warmup)
 	type point struct {
@@ -332,12 +320,13 @@ func (b *ppsBench) measure(ctx context.Context, g *Generator, frame []byte, sink
 	}
 	var pts []point
 	for end := time.Now().Add(b.o.Duration); ; {
-		n, _, cerr := b.sinks.countID(sink)
-		if cerr != nil {
-			err = cerr
+		n, _, cerr := b.sinks.xs.Count(sink)
+		sent, gerr := g.Progress()
+		if cerr != nil || gerr != nil {
+			err = errors.Join(cerr, gerr)
 			break
 		}
-		pts = append(pts, point{n, g.Sent.Load(), time.Now()})
+		pts = append(pts, point{n, sent, time.Now()})
 		if time.Now().After(end) {
 			break
 		}
@@ -365,7 +354,7 @@ func (b *ppsBench) measure(ctx context.Context, g *Generator, frame []byte, sink
 // bridge measures a Linux bridge joining the two ports in the forwarder's
 // namespace, with GRO on the ingress port so that the veth accepts the
 // generator's XDP frames, and bridge netfilter off.
-func (b *ppsBench) bridge(ctx context.Context, g *Generator, frame []byte) (float64, float64, error) {
+func (b *ppsBench) bridge(ctx context.Context, g *xdptraffic.Generator, frame []byte) (float64, float64, error) {
 	fw, seg := b.lab.FW, b.lab.Segments[0]
 	undo, err := b.lab.Bridge(0)
 	if err != nil {
@@ -381,7 +370,7 @@ func (b *ppsBench) bridge(ctx context.Context, g *Generator, frame []byte) (floa
 
 // reference measures the smallest useful XDP forwarder: one devmap
 // redirect to a fixed port, no counters, no parsing.
-func (b *ppsBench) reference(ctx context.Context, g *Generator, frame []byte) (float64, float64, error) {
+func (b *ppsBench) reference(ctx context.Context, g *xdptraffic.Generator, frame []byte) (float64, float64, error) {
 	detach, err := b.attachReference()
 	if err != nil {
 		return 0, 0, err
@@ -394,19 +383,11 @@ func (b *ppsBench) reference(ctx context.Context, g *Generator, frame []byte) (f
 // redirecting to the second; the returned function detaches it.
 func (b *ppsBench) attachReference() (func(), error) {
 	fw, seg := b.lab.FW, b.lab.Segments[0]
-	spec, err := bpf.LoadLab()
-	if err != nil {
-		return nil, err
+	var objs bpf.LabObjects
+	if err := bpf.LoadLabObjects(&objs, nil); err != nil {
+		return nil, fmt.Errorf("loading the reference: %w", err)
 	}
-	egress, err := ebpf.NewMap(spec.Maps[bpf.LabMapRefEgress])
-	if err != nil {
-		return nil, err
-	}
-	prog, err := loadProgram(spec, bpf.LabProgReference, map[string]*ebpf.Map{bpf.LabMapRefEgress: egress}, nil)
-	if err != nil {
-		egress.Close()
-		return nil, err
-	}
+	prog, egress := objs.Reference, objs.RefEgress
 	in, err := fw.Link(seg.Ports[0])
 	if err == nil {
 		var out netlink.Link
@@ -435,7 +416,7 @@ func (b *ppsBench) attachReference() (func(), error) {
 }
 
 // forwarderd measures forwarderd started with args.
-func (b *ppsBench) forwarderd(ctx context.Context, g *Generator, frame []byte, args ...string) (float64, float64, error) {
+func (b *ppsBench) forwarderd(ctx context.Context, g *xdptraffic.Generator, frame []byte, args ...string) (float64, float64, error) {
 	d, err := b.startForwarderd(args...)
 	if err != nil {
 		return 0, 0, err

@@ -26,10 +26,10 @@ import (
 //     the veth harness itself does under overload is not taken for ncpos.
 //   - afxdp forward, whose worker is on the forwarding core already.
 //
-// The generator is slowed frame by frame (a busy loop in its program, so
-// that the load stays smooth) to offer a sweep of rates up to flat out; the
-// maximum is the most any of them got through. Then it is slowed to offer
-// 150 % of that maximum, where one core can offer that much.
+// The generator offers flat out, then is paced (frame by frame, on a
+// schedule in its program, so that the load stays smooth) to a sweep of
+// shares of that; the maximum is the most any of them got through. Then it
+// is paced to 150 % of that maximum, where one core can offer that much.
 func (b *ppsBench) overload(ctx context.Context, size int) ([]*Saturation, error) {
 	if runtime.NumCPU() < 2 {
 		return nil, errors.New("needs two CPUs")
@@ -101,70 +101,51 @@ func (b *ppsBench) ownCore(ctx context.Context, frame []byte, setup string) (*Sa
 	return b.loadCurve(ctx, frame, setup)
 }
 
-// point is one measured point of a load curve: the generator's spin, and
-// the rates forwarded and offered.
-type point struct {
-	spin     uint32
-	fwd, off float64
-}
-
-// loadCurveSpins slow the generator from light load to flat out.
-var loadCurveSpins = []uint32{400, 200, 100, 50, 25, 10, 0}
+// loadCurveShares are the loads of a curve below flat out, as shares of
+// what the generator offers flat out.
+var loadCurveShares = []float64{0.1, 0.2, 0.35, 0.5, 0.7, 0.85}
 
 // loadCurve measures the datapath attached to the first port over a load
 // curve, then at 150 % of the most it forwarded.
 func (b *ppsBench) loadCurve(ctx context.Context, frame []byte, setup string) (*Saturation, error) {
 	size := len(frame) + 4
-	run := func(step string, spin uint32) (point, error) {
-		if err := ctx.Err(); err != nil {
-			return point{}, err
-		}
-		g, err := b.lab.ThrottledGenerator(0, 0, 0, spin)
-		if err != nil {
-			return point{}, err
-		}
-		defer g.Close()
-		fwd, off, err := b.measure(ctx, g, frame, SinkID(0, 1), 0)
-		if err == nil {
-			fmt.Fprintf(b.o.Out, "  %4d bytes  overload, %-34s offered %6.2f -> %6.2f Mpps\n", size, setup+", "+step, off/1e6, fwd/1e6)
-		}
-		return point{spin, fwd, off}, err
+	g, err := b.lab.Generator(0, 0, 1)
+	if err != nil {
+		return nil, err
 	}
+	defer g.Close()
 	sat := &Saturation{Setup: setup}
-	var pts []point
 	// Each point is measured Rounds times and the best kept, as the rates
 	// are: whatever else runs on the host can only slow a datapath down.
-	for _, spin := range loadCurveSpins {
-		var p point
+	point := func(step string, pps float64) (LoadPoint, error) {
+		var p LoadPoint
 		for round := 0; round < b.o.Rounds; round++ {
-			q, err := run(fmt.Sprintf("spin %d", spin), spin)
+			fwd, off, err := b.measure(ctx, g, frame, SinkID(0, 1), pps)
 			if err != nil {
-				return nil, err
+				return p, err
 			}
-			if round == 0 || q.fwd > p.fwd {
-				p = q
+			fmt.Fprintf(b.o.Out, "  %4d bytes  overload, %-34s offered %6.2f -> %6.2f Mpps\n", size, setup+", "+step, off/1e6, fwd/1e6)
+			if round == 0 || fwd > p.Forwarded {
+				p = LoadPoint{Offered: off, Forwarded: fwd}
 			}
 		}
-		pts = append(pts, p)
-		sat.Curve = append(sat.Curve, LoadPoint{Offered: p.off, Forwarded: p.fwd})
-		sat.Max = max(sat.Max, p.fwd)
+		sat.Curve = append(sat.Curve, p)
+		sat.Max = max(sat.Max, p.Forwarded)
+		return p, nil
 	}
-	// Up to three tries at 150 %, each fitted to every point so far (the
-	// throttle's rate varies a little from run to run).
-	target := 1.5 * sat.Max
-	for try := 0; try < 3; try++ {
-		spin, ok := spinFor(target, pts[len(loadCurveSpins)-1].off, pts)
-		if !ok {
-			break
-		}
-		p, err := run("150 %", spin)
-		if err != nil {
+	flat, err := point("flat out", 0)
+	if err != nil {
+		return nil, err
+	}
+	for _, share := range loadCurveShares {
+		if _, err := point(fmt.Sprintf("%.0f %% of flat out", 100*share), share*flat.Offered); err != nil {
 			return nil, err
 		}
-		pts = append(pts, p)
-		sat.Curve = append(sat.Curve, LoadPoint{Offered: p.off, Forwarded: p.fwd})
-		if math.Abs(p.off/target-1) < 0.05 {
-			break
+	}
+	// 150 %, where one core can offer that much.
+	if target := 1.5 * sat.Max; flat.Offered >= target {
+		if _, err := point("150 %", target); err != nil {
+			return nil, err
 		}
 	}
 	p := overloadPoint(sat.Curve, sat.Max)
@@ -174,7 +155,7 @@ func (b *ppsBench) loadCurve(ctx context.Context, frame []byte, setup string) (*
 }
 
 // nearly150 is the least load, as a multiple of the maximum, that counts
-// as the 150 % asked for: the generator's throttle cannot hit it exactly.
+// as the 150 % asked for: a paced generator that shares the host may slip.
 const nearly150 = 1.4
 
 // overloadPoint picks the overload figure from a curve: of the points
@@ -194,43 +175,6 @@ func overloadPoint(curve []LoadPoint, max float64) LoadPoint {
 		}
 	}
 	return best
-}
-
-// spinFor returns the spin that makes the generator offer target frames
-// per second, interpolated between the two measured points nearest to it
-// (the time per frame grows linearly with the spin), or false when even
-// flat out (flat, frames per second) offers less.
-func spinFor(target, flat float64, measured []point) (uint32, bool) {
-	if flat < target || target <= 0 {
-		return 0, false
-	}
-	// Time per frame: t(spin) = 1/offered, linear in spin.
-	var lo, hi struct {
-		spin uint32
-		t    float64
-		ok   bool
-	}
-	want := 1 / target
-	for _, p := range measured {
-		if p.off <= 0 {
-			continue
-		}
-		spin, t := p.spin, 1/p.off
-		if t <= want && (!lo.ok || t > lo.t) {
-			lo.spin, lo.t, lo.ok = spin, t, true
-		}
-		if t >= want && (!hi.ok || t < hi.t) {
-			hi.spin, hi.t, hi.ok = spin, t, true
-		}
-	}
-	switch {
-	case !lo.ok:
-		return 0, false
-	case !hi.ok || hi.t == lo.t:
-		return lo.spin, true
-	}
-	f := (want - lo.t) / (hi.t - lo.t)
-	return uint32(float64(lo.spin) + f*(float64(hi.spin)-float64(lo.spin)) + 0.5), true
 }
 
 // pinNAPIThreads moves the kernel threads whose name starts with prefix

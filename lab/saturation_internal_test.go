@@ -6,31 +6,6 @@ import (
 	"testing"
 )
 
-func TestSpinFor(t *testing.T) {
-	// A generator whose time per frame is 100 ns plus 10 ns per spin.
-	offered := func(spin uint32) float64 { return 1e9 / (100 + 10*float64(spin)) }
-	var measured []point
-	for _, s := range []uint32{400, 200, 100, 50, 25, 10, 0} {
-		measured = append(measured, point{spin: s, off: offered(s)})
-	}
-	for _, c := range []struct {
-		target float64
-		spin   uint32
-		ok     bool
-	}{
-		{offered(37), 37, true}, // between 25 and 50
-		{offered(0), 0, true},   // flat out exactly
-		{offered(400), 400, true},
-		{2 * offered(0), 0, false}, // beyond flat out
-		{offered(1000), 400, true}, // slower than the slowest measured
-	} {
-		spin, ok := spinFor(c.target, offered(0), measured)
-		if spin != c.spin || ok != c.ok {
-			t.Errorf("spinFor(%.0f) = %d, %v; want %d, %v", c.target, spin, ok, c.spin, c.ok)
-		}
-	}
-}
-
 func TestOverloadPoint(t *testing.T) {
 	curve := []LoadPoint{{1, 1}, {2, 1.9}, {3, 2}, {4.1, 1.8}, {5.5, 1.5}, {8, 1}}
 	// Max 2: 150 % is 3, offered 2.8 or more counts; 3 itself is there.

@@ -4,77 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/ncpos/ncpos/bench"
-	"github.com/ncpos/ncpos/bench/xdptraffic"
 )
 
-// The self-test's own traffic, measured by RunBench beside the lab's:
-// its generator (bench/xdptraffic) from each traffic end into the drop
-// the ceiling is measured at, and its RFC 2544 throughput search through
-// the setup the lab measures as SetupXDPForward.
-const (
-	SetupSelfTestGen   = "self-test generator"
-	SetupSelfTestGenAB = SetupSelfTestGen + " a->b -> XDP_DROP"
-	SetupSelfTestGenBA = SetupSelfTestGen + " b->a -> XDP_DROP"
-	SetupRFC2544       = "RFC 2544 ncpos xdp forward"
-)
-
-// Sink ids of the drops the self-test's generator sends into, one per
-// side (the ceiling's is ceilingSink, on side a).
-const selfTestGenSink = ceilingSink + 1
-
-// selfTestGen measures the self-test's generator flat out from side of
-// the first segment into an XDP_DROP on the forwarder port it feeds: the
-// rate the drop counted over the run, and the rate the generator says it
-// offered.
-func (b *ppsBench) selfTestGen(ctx context.Context, size, side int) (pps, offered float64, err error) {
-	seg := b.lab.Segments[0]
-	id := selfTestGenSink + side
-	lk, err := b.sinks.attach(b.lab.FW, seg.Ports[side], id)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer lk.Close()
-	g, err := xdptraffic.NewGenerator(xdptraffic.GeneratorOptions{Ifindex: seg.HostIndex[side], Flows: 1, Do: seg.Hosts[side].Do, CPU: 0})
-	if err != nil {
-		return 0, 0, err
-	}
-	defer g.Close()
-	bld, err := bench.NewBuilder(bench.FrameSpec{Size: size, Reversed: side == 1})
-	if err != nil {
-		return 0, 0, err
-	}
-	frame := bld.Write(make([]byte, bld.Len()), 1, 0, 0)
-	// A short run first: it warms the path up and tells how many
-	// frames make a run of the bench's duration.
-	warm, err := g.Run(ctx, xdptraffic.Send{Frame: frame, Frames: 100_000})
-	if err != nil {
-		return 0, 0, err
-	}
-	n := max(uint64(warm.OfferedPPS()*b.o.Duration.Seconds()), 100_000)
-	c0, _, err := b.sinks.countID(id)
-	if err != nil {
-		return 0, 0, err
-	}
-	start := time.Now()
-	sent, err := g.Run(ctx, xdptraffic.Send{Frame: frame, Frames: n})
-	if err != nil {
-		return 0, 0, err
-	}
-	c1, _, err := b.sinks.countID(id)
-	if err != nil {
-		return 0, 0, err
-	}
-	// The drop counts in the kernel as frames arrive; the run's own
-	// first-to-last time is the span they arrived in.
-	secs := sent.Elapsed().Seconds()
-	if secs <= 0 {
-		secs = time.Since(start).Seconds()
-	}
-	return float64(c1-c0) / secs, sent.OfferedPPS(), nil
-}
+// SetupRFC2544 is the self-test's RFC 2544 throughput search, measured by
+// RunBench through the setup it measures as SetupXDPForward. The lab's
+// traffic is the self-test's (bench/xdptraffic), so the ceiling is also
+// what the self-test's generator offers on this host.
+const SetupRFC2544 = "RFC 2544 ncpos xdp forward"
 
 // RFC2544Figure is the self-test's RFC 2544 throughput search through
 // ncpos xdp forward, in the lab the other setups are measured in.
@@ -115,25 +53,20 @@ func (b *ppsBench) rfc2544(ctx context.Context, size int, maxPPS float64) (*RFC2
 }
 
 // printSelfTest writes the self-test's figures: its generator's rate per
-// size and direction as a share of the ceiling and of 1 GbE line rate,
-// and its RFC 2544 throughput against the capacity measured for the same
-// setup.
+// size (the ceiling's) as a share of 1 GbE line rate, and its RFC 2544
+// throughput against the capacity measured for the same setup.
 func (r *BenchReport) printSelfTest(w io.Writer) {
-	if r.find(SetupSelfTestGenAB, r.firstSize()) == 0 && r.RFC2544 == nil {
+	if r.find(SetupCeiling, r.firstSize()) == 0 && r.RFC2544 == nil {
 		return
 	}
-	fmt.Fprintln(w, "self-test traffic (bench/xdptraffic: BPF_PROG_RUN live frames, one core, flat out into the drop the ceiling is measured at):")
+	fmt.Fprintln(w, "self-test traffic (bench/xdptraffic, the lab's too: BPF_PROG_RUN live frames, one core, flat out into the ceiling's drop):")
 	for _, size := range r.sizes() {
-		ceil := r.find(SetupCeiling, size)
-		line := bench.LinePPS(size, 1e9)
-		for _, setup := range []string{SetupSelfTestGenAB, SetupSelfTestGenBA} {
-			pps := r.find(setup, size)
-			if pps == 0 {
-				continue
-			}
-			fmt.Fprintf(w, "  %5d bytes  %-38s %6.2f Mpps  %5s ceiling  %5s 1 GbE line rate (%.2f Mpps)\n",
-				size, setup, pps/1e6, ratio(pps, ceil), ratio(pps, line), line/1e6)
+		pps := r.find(SetupCeiling, size)
+		if pps == 0 {
+			continue
 		}
+		line := bench.LinePPS(size, 1e9)
+		fmt.Fprintf(w, "  %5d bytes  generator %6.2f Mpps  %5s 1 GbE line rate (%.2f Mpps)\n", size, pps/1e6, ratio(pps, line), line/1e6)
 	}
 	if f := r.RFC2544; f != nil && f.Result != nil {
 		capacity := r.find(SetupXDPForward, f.Size)

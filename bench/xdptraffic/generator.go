@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"time"
@@ -39,9 +40,11 @@ type Generator struct {
 // GeneratorOptions say where a generator sends.
 type GeneratorOptions struct {
 	Ifindex int // the test port
-	// Flows is how many UDP source ports (from 1024 on) the frames
+	// Flows is how many UDP source ports (from SportBase on) the frames
 	// cycle over, so that a forwarder's flow handling has work; 1 when 0.
 	Flows int
+	// SportBase is the first of the flows' source ports; 1024 when 0.
+	SportBase uint16
 	// Do runs fn in the port's network namespace; nil: this one.
 	Do func(fn func() error) error
 	// CPU is the core the generator's threads run on; -1: any.
@@ -63,6 +66,11 @@ func NewGenerator(o GeneratorOptions) (*Generator, error) {
 	}
 	if err := spec.Variables["flows"].Set(uint32(flows)); err != nil {
 		return nil, fmt.Errorf("generator: %w", err)
+	}
+	if o.SportBase != 0 {
+		if err := spec.Variables["sport_base"].Set(o.SportBase); err != nil {
+			return nil, fmt.Errorf("generator: %w", err)
+		}
 	}
 	if o.CPU >= 0 {
 		if err := spec.Variables["one_cpu"].Set(uint32(1)); err != nil {
@@ -92,8 +100,11 @@ type Send struct {
 	// and stream; the generator writes sequence number and time into
 	// each copy it sends.
 	Frame   []byte
-	Frames  uint64  // how many to send
+	Frames  uint64  // how many to send; 0 with For: no limit
 	RatePPS float64 // paced to this rate; 0: as fast as the core can
+	// For ends the run after this long, whatever is left to send; 0:
+	// when Frames are out.
+	For time.Duration
 	// Timed writes the kernel's time into every frame, for the
 	// analyzer's latency; without it the clock is read only when the
 	// schedule needs it, which leaves the core more time for frames.
@@ -144,14 +155,14 @@ const (
 	runsPerPacedCall = 1 << 19
 )
 
-// Run sends s and returns when all its frames are out, ctx is done, or
-// the run has taken twice as long as its rate says (and 2 s more); then
-// Sent has fewer frames than asked for.
+// Run sends s and returns when all its frames are out, ctx is done, s.For
+// has passed, or the run has taken twice as long as its rate says (and
+// 2 s more); then Sent has fewer frames than asked for.
 func (g *Generator) Run(ctx context.Context, s Send) (Sent, error) {
 	if len(s.Frame) < StampOffset+18 {
 		return Sent{}, fmt.Errorf("generator: a frame of %d bytes has no room for the stamp", len(s.Frame))
 	}
-	if s.Frames == 0 {
+	if s.Frames == 0 && s.For <= 0 {
 		return Sent{}, errors.New("generator: no frames to send")
 	}
 	var interval uint64
@@ -161,6 +172,12 @@ func (g *Generator) Run(ctx context.Context, s Send) (Sent, error) {
 		budget += 2 * time.Duration(float64(s.Frames)/s.RatePPS*float64(time.Second))
 	} else {
 		budget += time.Duration(s.Frames) * time.Microsecond // 1 Mpps, the slowest port worth benching
+	}
+	if s.For > 0 {
+		budget = s.For
+		if s.Frames == 0 {
+			s.Frames = math.MaxUint64
+		}
 	}
 	// Frame 0 is due once the threads have had time to start.
 	st := TrafficGenState{StartNs: uint64(Monotonic() + 5*time.Millisecond), IntervalPs: interval, Limit: s.Frames}
@@ -192,6 +209,16 @@ func (g *Generator) Run(ctx context.Context, s Send) (Sent, error) {
 		return sent, err
 	}
 	return sent, ctx.Err()
+}
+
+// Progress returns how many frames the run under way (or the last one)
+// has sent so far.
+func (g *Generator) Progress() (uint64, error) {
+	var st TrafficGenState
+	if err := g.state.Lookup(uint32(0), &st); err != nil {
+		return 0, fmt.Errorf("generator: %w", err)
+	}
+	return st.Next, nil
 }
 
 // loop calls the program until the run's frames are out.

@@ -8,34 +8,16 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
-	"structs"
 
 	"github.com/cilium/ebpf"
 )
-
-type LabSinkStats struct {
-	_       structs.HostLayout
-	Packets uint64
-	Bytes   uint64
-}
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	LabMapCaptured   = "captured"
-	LabMapGenSeq     = "gen_seq"
 	LabMapRefEgress  = "ref_egress"
-	LabMapSinkCounts = "sink_counts"
-	LabProgCapture   = "capture"
-	LabProgGen       = "gen"
 	LabProgReference = "reference"
-	LabProgSink      = "sink"
-	LabProgSinkSkb   = "sink_skb"
-	LabVarFlows      = "flows"
-	LabVarSinkId     = "sink_id"
-	LabVarSpin       = "spin"
-	LabVarSportOff   = "sport_off"
 )
 
 // LoadLab returns the embedded CollectionSpec for Lab.
@@ -80,31 +62,20 @@ type LabSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type LabProgramSpecs struct {
-	Capture   *ebpf.ProgramSpec `ebpf:"capture"`
-	Gen       *ebpf.ProgramSpec `ebpf:"gen"`
 	Reference *ebpf.ProgramSpec `ebpf:"reference"`
-	Sink      *ebpf.ProgramSpec `ebpf:"sink"`
-	SinkSkb   *ebpf.ProgramSpec `ebpf:"sink_skb"`
 }
 
 // LabMapSpecs contains maps before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type LabMapSpecs struct {
-	Captured   *ebpf.MapSpec `ebpf:"captured"`
-	GenSeq     *ebpf.MapSpec `ebpf:"gen_seq"`
-	RefEgress  *ebpf.MapSpec `ebpf:"ref_egress"`
-	SinkCounts *ebpf.MapSpec `ebpf:"sink_counts"`
+	RefEgress *ebpf.MapSpec `ebpf:"ref_egress"`
 }
 
 // LabVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type LabVariableSpecs struct {
-	Flows    *ebpf.VariableSpec `ebpf:"flows"`
-	SinkId   *ebpf.VariableSpec `ebpf:"sink_id"`
-	Spin     *ebpf.VariableSpec `ebpf:"spin"`
-	SportOff *ebpf.VariableSpec `ebpf:"sport_off"`
 }
 
 // LabObjects contains all objects after they have been loaded into the kernel.
@@ -127,18 +98,12 @@ func (o *LabObjects) Close() error {
 //
 // It can be passed to LoadLabObjects or ebpf.CollectionSpec.LoadAndAssign.
 type LabMaps struct {
-	Captured   *ebpf.Map `ebpf:"captured"`
-	GenSeq     *ebpf.Map `ebpf:"gen_seq"`
-	RefEgress  *ebpf.Map `ebpf:"ref_egress"`
-	SinkCounts *ebpf.Map `ebpf:"sink_counts"`
+	RefEgress *ebpf.Map `ebpf:"ref_egress"`
 }
 
 func (m *LabMaps) Close() error {
 	return _LabClose(
-		m.Captured,
-		m.GenSeq,
 		m.RefEgress,
-		m.SinkCounts,
 	)
 }
 
@@ -146,30 +111,18 @@ func (m *LabMaps) Close() error {
 //
 // It can be passed to LoadLabObjects or ebpf.CollectionSpec.LoadAndAssign.
 type LabVariables struct {
-	Flows    *ebpf.Variable `ebpf:"flows"`
-	SinkId   *ebpf.Variable `ebpf:"sink_id"`
-	Spin     *ebpf.Variable `ebpf:"spin"`
-	SportOff *ebpf.Variable `ebpf:"sport_off"`
 }
 
 // LabPrograms contains all programs after they have been loaded into the kernel.
 //
 // It can be passed to LoadLabObjects or ebpf.CollectionSpec.LoadAndAssign.
 type LabPrograms struct {
-	Capture   *ebpf.Program `ebpf:"capture"`
-	Gen       *ebpf.Program `ebpf:"gen"`
 	Reference *ebpf.Program `ebpf:"reference"`
-	Sink      *ebpf.Program `ebpf:"sink"`
-	SinkSkb   *ebpf.Program `ebpf:"sink_skb"`
 }
 
 func (p *LabPrograms) Close() error {
 	return _LabClose(
-		p.Capture,
-		p.Gen,
 		p.Reference,
-		p.Sink,
-		p.SinkSkb,
 	)
 }
 
