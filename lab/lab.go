@@ -11,9 +11,11 @@
 // Nothing is ever addressed outside these namespaces.
 //
 // Traffic comes from AF_PACKET sockets (Sender: exact frames, for the
-// tests) or from the Generator (BPF_PROG_RUN live frames, for the bench),
-// and ends in Sinks: XDP programs on the traffic ends that count, copy out
-// (for byte-for-byte checks) and drop. A veth drops frames XDP redirects
+// tests) or from the bench's generator (Generator: BPF_PROG_RUN live
+// frames, paced or flat out), and ends in Sinks: the bench's counting
+// sinks on the traffic ends, which count, copy out (for byte-for-byte
+// checks) and drop. The in-kernel traffic is bench/xdptraffic's, the
+// self-test's own; the lab holds namespaces, processes and targets. A veth drops frames XDP redirects
 // into it unless its peer has an XDP program or GRO, so the traffic ends
 // always have one of the two.
 //
@@ -22,7 +24,7 @@
 //
 //	go test ./forwarder/... ./lab/... ./services/forwarderd/...
 //	NCPOS_LAB_RACE=1 go test ./lab/...         # forwarderd built with -race
-//	go run ./cmd/ncpos lab bench               # the benchmark, about 2 minutes
+//	go run ./cmd/ncpos bench -compare          # the comparisons, about 2 minutes
 //	go run ./cmd/ncpos lab up [-engine afxdp] [-mode service] [-segments 2]
 //	go run ./cmd/ncpos lab down
 package lab

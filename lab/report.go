@@ -20,7 +20,7 @@ func (r *BenchReport) find(setup string, size int) float64 {
 // devmap reference; then the overload figure and the targets the datapath
 // is held to on a 2-core lab.
 func (r *BenchReport) Print(w io.Writer) {
-	fmt.Fprintf(w, "ncpos lab bench: veth lab, %d CPUs, generator on CPU %d, best 0.5 s window of %v, best of %d rounds\n", r.CPUs, r.GenCPU, r.Duration, r.Rounds)
+	fmt.Fprintf(w, "ncpos bench -compare: veth lab, %d CPUs, generator on CPU %d, best 0.5 s window of %v, best of %d rounds\n", r.CPUs, r.GenCPU, r.Duration, r.Rounds)
 	fmt.Fprintf(w, "(on veth the generator, the datapath and the sink share one core's softirq: ns/frame is the honest figure)\n\n")
 	fmt.Fprintf(w, "%5s  %-32s %8s %9s %10s %9s %9s  %s\n", "bytes", "setup", "Mpps", "ns/frame", "+ns/frame", "x bridge", "x ref", "sink")
 	sizes := r.sizes()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 // benchArgs is `ncpos bench`'s command line, checked before any traffic.
 type benchArgs struct {
+	compare       *lab.BenchOptions // -compare: the lab's comparisons instead of RFC 2544
 	target        string
 	configs       []int // segments per configuration
 	ports         []int // segments that carry traffic; all when nil
@@ -56,11 +58,24 @@ func parseBenchArgs(args []string, stderr io.Writer) (*benchArgs, error) {
 	svgOut := fs.String("svg", "", "write the throughput chart as SVG to this file")
 	selftestOut := fs.String("selftest", "", "write the first configuration as statusd's self-test report (latest.json) to this file")
 	expect := fs.String("expect", "95%", "with -selftest: what every size must reach per stream, a share of line rate (95%) or a frame rate (1.2Mpps)")
+	compare := fs.Bool("compare", false, "instead of RFC 2544: frames per second of the lab's setups side by side (ceiling, Linux bridge, devmap reference, ncpos engines, the self-test's search, overload curves); takes -sizes (64,1518 by default), -trial, -rounds and -only")
+	rounds := fs.Int("rounds", 2, "with -compare: measure everything this many times and keep each setup's best")
+	only := fs.String("only", "", "with -compare: comma-separated words: measure only the setups whose names contain one ("+strings.Join(lab.Setups, "; ")+")")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *compare {
+		return parseCompare(set, *sizes, *trial, *rounds, *only)
+	}
+	for _, name := range []string{"rounds", "only"} {
+		if set[name] {
+			return nil, fmt.Errorf("-%s applies only with -compare", name)
+		}
 	}
 	a := &benchArgs{target: *target, flows: *flows, directions: *directions,
 		json: *jsonOut, csv: *csvOut, svg: *svgOut, selftest: *selftestOut}
@@ -143,6 +158,68 @@ func parseBenchArgs(args []string, stderr io.Writer) (*benchArgs, error) {
 	return a, nil
 }
 
+// compareFlags are the flags -compare takes.
+var compareFlags = []string{"compare", "sizes", "trial", "rounds", "only"}
+
+// parseCompare checks the command line of `ncpos bench -compare`.
+func parseCompare(set map[string]bool, sizes string, trial time.Duration, rounds int, only string) (*benchArgs, error) {
+	for name := range set {
+		if !slices.Contains(compareFlags, name) {
+			return nil, fmt.Errorf("-%s applies to the RFC 2544 bench, not to -compare (which takes -%s)", name, strings.Join(compareFlags[1:], ", -"))
+		}
+	}
+	o := &lab.BenchOptions{Duration: trial, Rounds: rounds, Out: os.Stdout}
+	if !set["sizes"] {
+		sizes = "64,1518"
+	}
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 64 || n > 1518 {
+			return nil, fmt.Errorf("-sizes: %q is not a frame size between 64 and 1518", s)
+		}
+		o.Sizes = append(o.Sizes, n)
+	}
+	if trial < 100*time.Millisecond {
+		return nil, fmt.Errorf("-trial %v: at least 100ms with -compare", trial)
+	}
+	if rounds < 1 {
+		return nil, fmt.Errorf("-rounds %d: at least 1", rounds)
+	}
+	for _, w := range strings.Split(only, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			o.Only = append(o.Only, w)
+		}
+	}
+	if len(o.Only) > 0 && !slices.ContainsFunc(lab.Setups, o.Wants) {
+		return nil, fmt.Errorf("-only %q names no setup; setups are: %s", only, strings.Join(lab.Setups, "; "))
+	}
+	return &benchArgs{compare: o}, nil
+}
+
+// runCompare measures the lab's setups side by side (lab.RunBench).
+func runCompare(ctx context.Context, o lab.BenchOptions) error {
+	if os.Geteuid() != 0 {
+		return errors.New("the lab needs root (network namespaces, XDP, AF_XDP)")
+	}
+	dir, err := os.MkdirTemp("", "ncpos-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Println("building forwarderd ...")
+	if o.Forwarderd, err = lab.BuildForwarderd(dir); err != nil {
+		return err
+	}
+	o.RunDir = dir
+	rep, err := lab.RunBench(ctx, o)
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	rep.Print(os.Stdout)
+	return nil
+}
+
 // parseBPS reads 100M, 1G, 2.5G, 10G or a plain number of bits per second.
 func parseBPS(s string) (float64, error) {
 	mult := 1.0
@@ -200,6 +277,9 @@ func runBench(ctx context.Context, args []string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if a.compare != nil {
+		return runCompare(ctx, *a.compare)
 	}
 	var bin, dir string
 	if a.target == lab.TargetForwarder {

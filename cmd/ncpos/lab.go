@@ -26,7 +26,7 @@ var labRunDir = filepath.Join(os.TempDir(), "ncpos-lab")
 
 func runLab(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: ncpos lab up|down|bench|failover [flags]")
+		return errors.New("usage: ncpos lab up|down|failover [flags]")
 	}
 	switch args[0] {
 	case "up":
@@ -34,11 +34,11 @@ func runLab(ctx context.Context, args []string) error {
 	case "down":
 		return labDown()
 	case "bench":
-		return labBench(ctx, args[1:])
+		return errors.New("the lab's comparisons are `ncpos bench -compare` now")
 	case "failover":
 		return labFailover(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown lab command %q, want up, down, bench or failover", args[0])
+	return fmt.Errorf("unknown lab command %q, want up, down or failover", args[0])
 }
 
 // labUp builds a lab and leaves forwarderd running in it, for poking at by
@@ -106,54 +106,4 @@ func labDown() error {
 func isForwarderd(pid int) bool {
 	name, err := procs.Proc.Name(pid)
 	return err == nil && name == "forwarderd"
-}
-
-func labBench(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("lab bench", flag.ExitOnError)
-	dur := fs.Duration("duration", 2*time.Second, "measuring time per figure")
-	sizes := fs.String("sizes", "64,1518", "frame sizes with FCS, comma-separated")
-	rounds := fs.Int("rounds", 2, "measure everything this many times and keep each setup's best")
-	only := fs.String("only", "", "comma-separated words: measure only the setups whose names contain one ("+strings.Join(lab.Setups, "; ")+")")
-	fs.Parse(args)
-	var words []string
-	for _, w := range strings.Split(*only, ",") {
-		if w = strings.TrimSpace(w); w != "" {
-			words = append(words, w)
-		}
-	}
-	if len(words) > 0 {
-		o := lab.BenchOptions{Only: words}
-		var known bool
-		for _, s := range lab.Setups {
-			known = known || o.Wants(s)
-		}
-		if !known {
-			return fmt.Errorf("-only %q names no setup; setups are: %s", *only, strings.Join(lab.Setups, "; "))
-		}
-	}
-	var sz []int
-	for _, s := range strings.Split(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 64 || n > 1518 {
-			return fmt.Errorf("-sizes: %q is not a frame size between 64 and 1518", s)
-		}
-		sz = append(sz, n)
-	}
-	dir, err := os.MkdirTemp("", "ncpos-bench")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	fmt.Println("building forwarderd ...")
-	bin, err := lab.BuildForwarderd(dir)
-	if err != nil {
-		return err
-	}
-	rep, err := lab.RunBench(ctx, lab.BenchOptions{Forwarderd: bin, RunDir: dir, Duration: *dur, Sizes: sz, Rounds: *rounds, Only: words, Out: os.Stdout})
-	if err != nil {
-		return err
-	}
-	fmt.Println()
-	rep.Print(os.Stdout)
-	return nil
 }

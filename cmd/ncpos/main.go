@@ -19,8 +19,8 @@ var commands = map[string]struct {
 	"vm":      {runVM, "boot an image in QEMU with NICs, watchdog and serial console"},
 	"update":  {runUpdate, "update a running appliance over the network (test boot, then permanent)"},
 	"install": {runInstall, "write an image onto a USB stick, CF card or DOM (keeps its /perm)"},
-	"lab":     {runLab, "network-namespace lab: up, down, bench, failover (needs root)"},
-	"bench":   {runBench, "RFC 2544 self-test over AF_XDP in the lab: throughput, latency, loss, back-to-back"},
+	"lab":     {runLab, "network-namespace lab: up, down, failover (needs root)"},
+	"bench":   {runBench, "RFC 2544 self-test in the lab (throughput, latency, loss, back-to-back), or -compare: the lab's setups side by side"},
 	"fleet":   {runFleet, "the boxes this host has installed and updated: list, status, Prometheus service discovery"},
 }
 
