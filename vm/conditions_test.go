@@ -14,7 +14,6 @@ import (
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/internal/syslogtest"
 	"github.com/ncpos/ncpos/partition"
-	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -30,9 +29,9 @@ func condImage(t *testing.T) string {
 }
 
 // snapshot reads /api/v1/status.
-func snapshot(t *testing.T, v *VM) *web.Snapshot {
+func snapshot(t *testing.T, v *VM) *api.Snapshot {
 	t.Helper()
-	var s web.Snapshot
+	var s api.Snapshot
 	getAPI(t, v, "api/v1/status", &s)
 	return &s
 }
@@ -55,7 +54,7 @@ func metricsText(t *testing.T, v *VM) string {
 
 // hasCondition says whether the snapshot shows a condition of kind on
 // segment and port ("" matches any).
-func hasCondition(s *web.Snapshot, kind health.Kind, segment, port string) bool {
+func hasCondition(s *api.Snapshot, kind health.Kind, segment, port string) bool {
 	for _, c := range s.Conditions {
 		if c.Kind == kind && (segment == "" || c.Segment == segment) && (port == "" || c.Port == port) {
 			return true
@@ -66,7 +65,7 @@ func hasCondition(s *web.Snapshot, kind health.Kind, segment, port string) bool 
 
 // conditionList is the snapshot's conditions and its latest bypass and
 // condition events, for failure messages.
-func conditionList(s *web.Snapshot) string {
+func conditionList(s *api.Snapshot) string {
 	var out []string
 	for _, c := range s.Conditions {
 		out = append(out, c.String())
@@ -83,10 +82,10 @@ func conditionList(s *web.Snapshot) string {
 // holdNoReset waits three watchdog timeouts (past grace, which the caller
 // made sure of) and fails if the box reset meanwhile: QEMU saw its
 // watchdog fire, or the uptime went back.
-func holdNoReset(t *testing.T, v *VM, from *api.System, check func(*web.Snapshot) error) *web.Snapshot {
+func holdNoReset(t *testing.T, v *VM, from *api.System, check func(*api.Snapshot) error) *api.Snapshot {
 	t.Helper()
 	start := time.Now()
-	var last *web.Snapshot
+	var last *api.Snapshot
 	for time.Since(start) < 3*wdTimeout {
 		time.Sleep(wdInterval)
 		last = snapshot(t, v)
@@ -120,7 +119,7 @@ func holdNoReset(t *testing.T, v *VM, from *api.System, check func(*web.Snapshot
 }
 
 // segmentOf finds a segment in a snapshot.
-func segmentOf(s *web.Snapshot, name string) *api.Segment {
+func segmentOf(s *api.Snapshot, name string) *api.Segment {
 	for i := range s.Segments {
 		if s.Segments[i].Name == name {
 			return &s.Segments[i]
@@ -131,7 +130,7 @@ func segmentOf(s *web.Snapshot, name string) *api.Segment {
 
 // forwardingNormally: forwarderd forwards the segment and its relay is
 // back to normal.
-func forwardingNormally(s *web.Snapshot, seg string) bool {
+func forwardingNormally(s *api.Snapshot, seg string) bool {
 	g := segmentOf(s, seg)
 	return g != nil && g.Forwarding != nil && g.Forwarding.Healthy && g.Bypass != nil && g.Bypass.State == "normal"
 }
@@ -166,7 +165,7 @@ func TestCablePullNoReset(t *testing.T) {
 	}
 	t.Logf("cable pull to the dashboard showing link_down on seg1 LAN2: %v", shown.Round(100*time.Millisecond))
 
-	last := holdNoReset(t, v, before, func(s *web.Snapshot) error {
+	last := holdNoReset(t, v, before, func(s *api.Snapshot) error {
 		if !hasCondition(s, health.LinkDown, "seg1", "LAN2") {
 			return fmt.Errorf("link_down on LAN2 no longer shown: %s", conditionList(s))
 		}
@@ -193,7 +192,7 @@ func TestCablePullNoReset(t *testing.T) {
 	var (
 		seen, back time.Duration
 		holdDown   time.Duration
-		s          *web.Snapshot
+		s          *api.Snapshot
 	)
 	for deadline := plugged.Add(v.Within(3 * time.Minute)); back == 0; time.Sleep(200 * time.Millisecond) {
 		s = snapshot(t, v)
@@ -230,7 +229,7 @@ func TestCablePullNoReset(t *testing.T) {
 // cableOut says whether the snapshot still shows port's cable out: a
 // link_down condition that reads "link down" (a relay that cuts the NIC
 // off shows its ports dormant instead).
-func cableOut(s *web.Snapshot, segment, port string) bool {
+func cableOut(s *api.Snapshot, segment, port string) bool {
 	for _, c := range s.Conditions {
 		if c.Kind == health.LinkDown && c.Segment == segment && c.Port == port && strings.Contains(c.Detail, "link down") {
 			return true
@@ -250,7 +249,7 @@ func TestAbsentPortsNoReset(t *testing.T) {
 	img := testImage(t, "absent", []byte(cfg))
 	v, _ := boot(t, img, false, func(o *Options) { o.DataNICs = 2 })
 	before := waitPastGrace(t, v)
-	last := holdNoReset(t, v, before, func(s *web.Snapshot) error {
+	last := holdNoReset(t, v, before, func(s *api.Snapshot) error {
 		switch {
 		case !hasCondition(s, health.PortAbsent, "seg2", "LAN3") || !hasCondition(s, health.PortAbsent, "seg2", "LAN4"):
 			return fmt.Errorf("seg2's ports not reported absent: %s", conditionList(s))
@@ -299,7 +298,7 @@ func TestPermUnmountableNoReset(t *testing.T) {
 	if before.Perm != nil && before.Perm.FSType == "ext4" && !before.Perm.ReadOnly() {
 		t.Fatalf("/perm mounted read-write from a zeroed partition: %+v", before.Perm)
 	}
-	last := holdNoReset(t, v, before, func(s *web.Snapshot) error {
+	last := holdNoReset(t, v, before, func(s *api.Snapshot) error {
 		if !hasCondition(s, health.PermDegraded, "", "") {
 			return fmt.Errorf("perm_degraded not reported: %s", conditionList(s))
 		}
@@ -391,7 +390,7 @@ func TestOverrideSurvivesRestartAndReboot(t *testing.T) {
 	t.Parallel()
 	v, _ := boot(t, condImage(t), false)
 	before := waitPastGrace(t, v)
-	overridden := func(s *web.Snapshot) error {
+	overridden := func(s *api.Snapshot) error {
 		g := segmentOf(s, "seg1")
 		switch {
 		case g == nil || g.Bypass == nil:
@@ -403,7 +402,7 @@ func TestOverrideSurvivesRestartAndReboot(t *testing.T) {
 		}
 		return nil
 	}
-	waitFor := func(what string, within time.Duration, ok func(*web.Snapshot) error) *web.Snapshot {
+	waitFor := func(what string, within time.Duration, ok func(*api.Snapshot) error) *api.Snapshot {
 		t.Helper()
 		for deadline := time.Now().Add(v.Within(within)); ; time.Sleep(time.Second) {
 			s := snapshot(t, v)
@@ -422,7 +421,7 @@ func TestOverrideSurvivesRestartAndReboot(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("override: %s", resp.Status)
 	}
-	waitFor("the override with the links cut", 20*time.Second, func(s *web.Snapshot) error {
+	waitFor("the override with the links cut", 20*time.Second, func(s *api.Snapshot) error {
 		if err := overridden(s); err != nil {
 			return err
 		}
@@ -443,7 +442,7 @@ func TestOverrideSurvivesRestartAndReboot(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second)
 	waitFor("the override after a bypassd restart", time.Minute, overridden)
-	holdNoReset(t, v, before, func(s *web.Snapshot) error {
+	holdNoReset(t, v, before, func(s *api.Snapshot) error {
 		if g := segmentOf(s, "seg1"); g != nil && g.Bypass == nil && strings.Contains(g.BypassNote, "deadline exceeded") {
 			// bypassd did not answer statusd in time once (a loaded
 			// host): this sample says nothing about the override.
@@ -473,7 +472,7 @@ func TestOverrideSurvivesRestartAndReboot(t *testing.T) {
 	resp = controlRequest(t, v, "POST", "api/v1/control/bypass", api.BypassRequest{Segment: "seg1", State: api.OverrideAuto})
 	resp.Body.Close()
 	ended := time.Now()
-	waitFor("seg1 forwarding normally after the override ended", 2*time.Minute, func(s *web.Snapshot) error {
+	waitFor("seg1 forwarding normally after the override ended", 2*time.Minute, func(s *api.Snapshot) error {
 		if !forwardingNormally(s, "seg1") {
 			return fmt.Errorf("seg1 %+v", segmentOf(s, "seg1"))
 		}

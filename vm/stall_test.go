@@ -12,7 +12,7 @@ import (
 	evlog "github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/internal/frames"
-	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // stallWatch fails the test if seg1 shows tx_stalled or leaves normal
@@ -163,7 +163,7 @@ func countArrivals(c *net.UDPConn, n int) func() int {
 // checkRealStall stops LAN2's transmit unit (the 82574L's TCTL.EN) while
 // well-formed frames enter LAN1 at 20 a second: seg1 must report
 // tx_stalled on LAN2, and forward normally again once the unit runs.
-func checkRealStall(t *testing.T, v *VM, lan1 cable, lan2 *web.Port) {
+func checkRealStall(t *testing.T, v *VM, lan1 cable, lan2 *api.Port) {
 	t.Helper()
 	post := func(op string) {
 		t.Helper()
@@ -201,7 +201,7 @@ func checkRealStall(t *testing.T, v *VM, lan1 cable, lan2 *web.Port) {
 			post("txon")
 		}
 	}()
-	var s *web.Snapshot
+	var s *api.Snapshot
 	for deadline := time.Now().Add(v.Within(20 * time.Second)); ; time.Sleep(500 * time.Millisecond) {
 		s = snapshot(t, v)
 		if hasCondition(s, health.TxStalled, "seg1", "LAN2") {

@@ -24,7 +24,6 @@ import (
 	"github.com/ncpos/ncpos/internal/syslogtest"
 	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/monitoring"
-	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -381,7 +380,7 @@ func TestStatusdEndToEnd(t *testing.T) {
 	})
 
 	t.Run("data ports carry no address", func(t *testing.T) {
-		var s web.Snapshot
+		var s api.Snapshot
 		getJSON(t, v, "api/v1/status", &s)
 		for _, it := range s.System.Interfaces {
 			if it.Port == "" || it.Port == s.System.ManagementPort {
@@ -534,7 +533,7 @@ func TestStatusdEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatalf("following the redirect: %v", err)
 		}
-		var redirected web.Snapshot
+		var redirected api.Snapshot
 		err = json.NewDecoder(resp.Body).Decode(&redirected)
 		resp.Body.Close()
 		if resp.StatusCode != 200 || err != nil || resp.TLS == nil || redirected.Control.TLS == nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/internal/frames"
-	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // wireConfig is the default configuration with a second segment: seg1
@@ -80,7 +80,7 @@ func TestWireOnIntelPorts(t *testing.T) {
 		o.DataModels = []string{"e1000e", "e1000e", "e1000e", "virtio-net-pci"}
 		o.Wires = wires
 	})
-	var s *web.Snapshot
+	var s *api.Snapshot
 	for deadline := time.Now().Add(v.Within(5 * time.Minute)); ; time.Sleep(time.Second) {
 		s = snapshot(t, v)
 		if forwardingNormally(s, "seg1") && forwardingNormally(s, "seg2") {
@@ -94,7 +94,7 @@ func TestWireOnIntelPorts(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	att.stop() // the wire test reads LAN1's cable itself
 
-	var ports struct{ Ports []web.Port }
+	var ports struct{ Ports []api.Port }
 	getAPI(t, v, "api/v1/ports", &ports)
 	checkWirePorts(t, ports.Ports)
 
@@ -125,7 +125,7 @@ func TestWireOnIntelPorts(t *testing.T) {
 	}
 
 	checkNoFalseStall(t, v, cables[0], cables[1])
-	lan2 := slices.IndexFunc(ports.Ports, func(p web.Port) bool { return p.Name == "LAN2" })
+	lan2 := slices.IndexFunc(ports.Ports, func(p api.Port) bool { return p.Name == "LAN2" })
 	if lan2 < 0 {
 		t.Fatalf("no LAN2 among the ports: %+v", ports.Ports)
 	}
@@ -148,7 +148,7 @@ func TestWireOnIntelPorts(t *testing.T) {
 // checkWirePorts wants the e1000e ports with VLAN stripping off and their
 // programs generic (the driver has no native XDP), and LAN4 generic too,
 // as its peer LAN3 cannot transmit redirected frames.
-func checkWirePorts(t *testing.T, ports []web.Port) {
+func checkWirePorts(t *testing.T, ports []api.Port) {
 	t.Helper()
 	seen := 0
 	for _, p := range ports {

@@ -126,20 +126,3 @@ func refererCheck(r *http.Request) error {
 	}
 	return nil
 }
-
-// ControlInfo tells the dashboard how control works here.
-type ControlInfo struct {
-	AuthRead       bool     `json:"auth_read"`
-	PasswordSource string   `json:"password_source"` // status.password_hash, status.password, the file on /perm, or "" (control impossible)
-	Users          []string `json:"users"`
-	Bypass         string   `json:"bypass"`        // "available" or why not
-	Reboot         string   `json:"reboot"`        // "available" or why not
-	TLS            *TLSInfo `json:"tls,omitempty"` // nil: served without TLS (tests, the lab)
-}
-
-// TLSInfo is the box's key as hosts pin it.
-type TLSInfo struct {
-	Fingerprint string `json:"fingerprint"` // sha256:<hex of the public key's SHA-256>
-	Kept        bool   `json:"kept"`        // on /perm, the same after reboots and updates
-	Note        string `json:"note,omitempty"`
-}

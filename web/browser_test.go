@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/ncpos/ncpos/internal/browsertest"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // loadDashboard opens the dashboard at url in a browser of its own and
@@ -98,10 +99,10 @@ func TestBrowserDashboard(t *testing.T) {
 	ts := httptest.NewServer(f.srv.Handler())
 	defer ts.Close()
 
-	var api Snapshot
-	f.getJSON("/api/v1/status", &api)
+	var status api.Snapshot
+	f.getJSON("/api/v1/status", &status)
 	b, doc := loadDashboard(t, ts.URL+"/", 1)
-	checkDashboard(t, doc, &api)
+	checkDashboard(t, doc, &status)
 
 	shot := filepath.Join(artifactDir(t), "dashboard.png")
 	os.Remove(shot)
@@ -113,7 +114,7 @@ func TestBrowserDashboard(t *testing.T) {
 }
 
 // checkDashboard compares the rendered page with the API's numbers.
-func checkDashboard(t *testing.T, doc *html.Node, s *Snapshot) {
+func checkDashboard(t *testing.T, doc *html.Node, s *api.Snapshot) {
 	t.Helper()
 	text := func(n *html.Node) string {
 		var b strings.Builder

@@ -21,6 +21,7 @@ import (
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/watchdog/watchdogapi"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // fixtureConfig is a qemu box with two segments, each with a relay pair.
@@ -65,7 +66,7 @@ type fixture struct {
 	run      string
 	now      time.Time
 	mu       sync.Mutex
-	counters map[string]PortCounters // by interface
+	counters map[string]api.PortCounters // by interface
 	cfg      *config.Config
 	events   *events.Log
 	mon      *Monitor
@@ -95,7 +96,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	f := &fixture{
 		t: t, root: t.TempDir(), run: run, cfg: cfg,
 		now:      time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC),
-		counters: map[string]PortCounters{},
+		counters: map[string]api.PortCounters{},
 		events:   events.NewLog(0),
 	}
 	files := map[string]string{
@@ -123,7 +124,7 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		f.setLink(ifname, map[bool]string{true: "up", false: "down"}[port != "LAN4"])
 		f.write("sys/class/net/"+ifname+"/speed", speeds[ifname]+"\n")
 		f.write("sys/class/net/"+ifname+"/duplex", "full\n")
-		f.setCounters(ifname, PortCounters{})
+		f.setCounters(ifname, api.PortCounters{})
 	}
 	rec := &sysinfo.InitRecord{BuildID: "test-build-7", ManagementPort: "MGMT", ManagementInterface: "eth0",
 		Ports: fixturePorts, Services: cfg.Services}
@@ -173,7 +174,7 @@ func (f *fixture) setLink(ifname, state string) {
 	f.write("sys/class/net/"+ifname+"/operstate", state+"\n")
 }
 
-func (f *fixture) setCounters(ifname string, c PortCounters) {
+func (f *fixture) setCounters(ifname string, c api.PortCounters) {
 	f.counters[ifname] = c
 	for file, v := range map[string]uint64{
 		"statistics/rx_packets": c.RxPackets, "statistics/tx_packets": c.TxPackets,

@@ -18,6 +18,7 @@ import (
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/logs"
 	"github.com/ncpos/ncpos/snmp"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 //go:embed static
@@ -194,12 +195,12 @@ var apiIndex = []string{
 // history it asked for (?history=N points per port), recent events
 // (?limit=N) and the control information. The shared snapshot is never
 // modified.
-func (s *Server) status(r *http.Request) *Snapshot {
+func (s *Server) status(r *http.Request) *api.Snapshot {
 	latest := s.Monitor.Latest(r.Context())
 	snap := *latest
 	n, _ := strconv.Atoi(r.URL.Query().Get("history"))
 	n = min(max(n, 0), maxHistory)
-	snap.Ports = make([]Port, len(latest.Ports))
+	snap.Ports = make([]api.Port, len(latest.Ports))
 	for i, p := range latest.Ports {
 		if n == 0 {
 			p.History = nil
@@ -224,10 +225,10 @@ func (s *Server) events(r *http.Request) []events.Event {
 	return s.Monitor.Events.Recent(n)
 }
 
-func (s *Server) controlInfo(snap *Snapshot) ControlInfo {
-	ci := ControlInfo{AuthRead: s.Auth.AuthRead, PasswordSource: s.Auth.Password.Source(), Users: Users, Bypass: "available", Reboot: "available"}
+func (s *Server) controlInfo(snap *api.Snapshot) api.ControlInfo {
+	ci := api.ControlInfo{AuthRead: s.Auth.AuthRead, PasswordSource: s.Auth.Password.Source(), Users: Users, Bypass: "available", Reboot: "available"}
 	if s.TLS != nil {
-		ci.TLS = &TLSInfo{Fingerprint: s.TLS.Fingerprint, Kept: s.TLSNote == "", Note: s.TLSNote}
+		ci.TLS = &api.TLSInfo{Fingerprint: s.TLS.Fingerprint, Kept: s.TLSNote == "", Note: s.TLSNote}
 	}
 	if !s.Auth.Password.Set() {
 		ci.Bypass, ci.Reboot = "no password set up", "no password set up"

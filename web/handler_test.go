@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ncpos/ncpos/web/api"
 )
 
 func TestReadRoutes(t *testing.T) {
@@ -68,7 +70,7 @@ func TestPageEmbedsSafeJSON(t *testing.T) {
 	start := strings.Index(r.Body, `<script type="application/json" id="initial">`)
 	end := strings.Index(r.Body[start:], "</script>")
 	raw := r.Body[start+len(`<script type="application/json" id="initial">`) : start+end]
-	var s Snapshot
+	var s api.Snapshot
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		t.Fatalf("embedded JSON: %v\n%.300s", err, raw)
 	}
@@ -81,7 +83,7 @@ func TestStatusAPI(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	f.traffic(5, time.Second, map[string]uint64{"MGMT": 10, "LAN1": 1000, "LAN2": 1000, "LAN3": 500}, 500)
 
-	var s Snapshot
+	var s api.Snapshot
 	f.getJSON("/api/v1/status?history=3", &s)
 
 	var names []string
@@ -91,7 +93,7 @@ func TestStatusAPI(t *testing.T) {
 	if strings.Join(names, ",") != "MGMT,LAN1,LAN2,LAN3,LAN4" {
 		t.Fatalf("ports in order %v, want management first then as counted", names)
 	}
-	byName := map[string]Port{}
+	byName := map[string]api.Port{}
 	for _, p := range s.Ports {
 		byName[p.Name] = p
 	}
@@ -156,7 +158,7 @@ func TestStatusAPI(t *testing.T) {
 // and says so.
 func TestDaemonsAbsent(t *testing.T) {
 	f := newFixture(t, fixtureOpts{noDaemons: true})
-	var s Snapshot
+	var s api.Snapshot
 	f.getJSON("/api/v1/status", &s)
 	states := map[string]string{}
 	for _, d := range s.System.Daemons {

@@ -10,23 +10,18 @@ import (
 	"strings"
 
 	"github.com/ncpos/ncpos/sysinfo"
+	"github.com/ncpos/ncpos/web/api"
 )
 
-// CPULoad is how busy one CPU was between two samples.
-type CPULoad struct {
-	CPU         int     `json:"cpu"`
-	BusyPercent float64 `json:"busy_percent"`
-}
-
 // cpuLoads compares two /proc/stat samples.
-func cpuLoads(prev, cur []sysinfo.CPUTimes) []CPULoad {
+func cpuLoads(prev, cur []sysinfo.CPUTimes) []api.CPULoad {
 	before := map[int]sysinfo.CPUTimes{}
 	for _, c := range prev {
 		before[c.CPU] = c
 	}
-	var out []CPULoad
+	var out []api.CPULoad
 	for _, c := range cur {
-		l := CPULoad{CPU: c.CPU}
+		l := api.CPULoad{CPU: c.CPU}
 		if p, ok := before[c.CPU]; ok {
 			b1, t1 := p.BusyTotal()
 			b2, t2 := c.BusyTotal()
@@ -39,43 +34,26 @@ func cpuLoads(prev, cur []sysinfo.CPUTimes) []CPULoad {
 	return out
 }
 
-// Memory is the gist of /proc/meminfo.
-type Memory struct {
-	TotalBytes     uint64  `json:"total_bytes"`
-	AvailableBytes uint64  `json:"available_bytes"`
-	UsedPercent    float64 `json:"used_percent"`
-}
-
-func readMemory(root string) (Memory, error) {
-	var m Memory
+func readMemory(root string) (api.Memory, error) {
+	var m api.Memory
 	var err error
 	m.TotalBytes, m.AvailableBytes, err = sysinfo.Memory(filepath.Join(root, "proc/meminfo"))
 	if errors.Is(err, sysinfo.ErrNoMemTotal) {
 		return m, fmt.Errorf("proc/meminfo: %w", err)
 	}
 	if err != nil {
-		return Memory{}, err
+		return api.Memory{}, err
 	}
 	m.UsedPercent = round1(100 * float64(m.TotalBytes-min(m.AvailableBytes, m.TotalBytes)) / float64(m.TotalBytes))
 	return m, nil
 }
 
-// Sensor is one hwmon reading: a temperature in °C or a fan in RPM.
-type Sensor struct {
-	Chip  string  `json:"chip"`  // hwmon name, e.g. "coretemp", "nct6775"
-	Label string  `json:"label"` // the driver's label, else the file's name
-	Kind  string  `json:"kind"`  // "temperature" or "fan"
-	Value float64 `json:"value"` // °C or RPM
-	Unit  string  `json:"unit"`
-	Crit  float64 `json:"crit,omitempty"` // critical temperature, when the driver knows it
-}
-
 // readHwmon reads every temp*_input and fan*_input under
 // /sys/class/hwmon: temperatures are in millidegrees Celsius there.
-func readHwmon(root string) []Sensor {
+func readHwmon(root string) []api.Sensor {
 	dirs, _ := filepath.Glob(filepath.Join(root, "sys/class/hwmon/hwmon*"))
 	sort.Slice(dirs, func(i, j int) bool { return natLess(filepath.Base(dirs[i]), filepath.Base(dirs[j])) })
-	var out []Sensor
+	var out []api.Sensor
 	for _, dir := range dirs {
 		chip := readTrim(filepath.Join(dir, "name"))
 		if chip == "" {
@@ -85,12 +63,12 @@ func readHwmon(root string) []Sensor {
 		sort.Slice(inputs, func(i, j int) bool { return natLess(inputs[i], inputs[j]) })
 		for _, in := range inputs {
 			base := strings.TrimSuffix(filepath.Base(in), "_input")
-			var s Sensor
+			var s api.Sensor
 			switch {
 			case strings.HasPrefix(base, "temp"):
-				s = Sensor{Kind: "temperature", Unit: "°C"}
+				s = api.Sensor{Kind: "temperature", Unit: "°C"}
 			case strings.HasPrefix(base, "fan"):
-				s = Sensor{Kind: "fan", Unit: "RPM"}
+				s = api.Sensor{Kind: "fan", Unit: "RPM"}
 			default:
 				continue
 			}

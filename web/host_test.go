@@ -6,6 +6,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/ncpos/ncpos/web/api"
 )
 
 func TestNatLess(t *testing.T) {
@@ -20,17 +22,17 @@ func TestNatLess(t *testing.T) {
 }
 
 func TestRates(t *testing.T) {
-	prev := PortCounters{RxPackets: 1000, TxPackets: 1000, RxBytes: 64000, TxBytes: 128000, RxDropped: 5}
+	prev := api.PortCounters{RxPackets: 1000, TxPackets: 1000, RxBytes: 64000, TxBytes: 128000, RxDropped: 5}
 	for _, tc := range []struct {
 		name string
-		cur  PortCounters
+		cur  api.PortCounters
 		dt   time.Duration
-		want PortRates
+		want api.PortRates
 	}{
-		{"steady", PortCounters{RxPackets: 3000, TxPackets: 2000, RxBytes: 192000, TxBytes: 192000, RxDropped: 7, TxDropped: 2}, 2 * time.Second,
-			PortRates{RxPPS: 1000, TxPPS: 500, RxBPS: 512000, TxBPS: 256000, DropsPS: 2}},
-		{"counter reset", PortCounters{RxPackets: 10, TxPackets: 2000}, time.Second, PortRates{TxPPS: 1000}},
-		{"no time", PortCounters{RxPackets: 5000}, 0, PortRates{}},
+		{"steady", api.PortCounters{RxPackets: 3000, TxPackets: 2000, RxBytes: 192000, TxBytes: 192000, RxDropped: 7, TxDropped: 2}, 2 * time.Second,
+			api.PortRates{RxPPS: 1000, TxPPS: 500, RxBPS: 512000, TxBPS: 256000, DropsPS: 2}},
+		{"counter reset", api.PortCounters{RxPackets: 10, TxPackets: 2000}, time.Second, api.PortRates{TxPPS: 1000}},
+		{"no time", api.PortCounters{RxPackets: 5000}, 0, api.PortRates{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := rates(prev, tc.cur, tc.dt); got != tc.want {
@@ -46,7 +48,7 @@ func TestHistoryRing(t *testing.T) {
 		t.Fatal("new history not empty")
 	}
 	for i := int64(1); i <= 6; i++ {
-		h.add(RatePoint{T: i})
+		h.add(api.RatePoint{T: i})
 	}
 	all := h.points(0)
 	if len(all) != 4 || all[0].T != 3 || all[3].T != 6 {

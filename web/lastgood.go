@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // LastGood keeps the boot's configuration as the last good one once the
@@ -22,7 +23,7 @@ type LastGood struct {
 }
 
 // observe runs under the monitor's stepMu.
-func (m *Monitor) observeLastGood(now time.Time, snap *Snapshot) {
+func (m *Monitor) observeLastGood(now time.Time, snap *api.Snapshot) {
 	l := m.LastGood
 	if l == nil || l.done || l.Keep == nil {
 		return

@@ -11,13 +11,13 @@ import (
 func TestLastGood(t *testing.T) {
 	kept := 0
 	m := &Monitor{Events: events.NewLog(10), LastGood: &LastGood{After: 2 * time.Minute, Keep: func() (bool, error) { kept++; return true, nil }}}
-	good := &Snapshot{System: &api.System{Daemons: []api.Daemon{{Name: "forwarderd", Configured: true, Healthy: true}}},
+	good := &api.Snapshot{System: &api.System{Daemons: []api.Daemon{{Name: "forwarderd", Configured: true, Healthy: true}}},
 		Segments: []api.Segment{{Name: "seg1", Forwarding: &api.SegmentForwarding{Healthy: true}}}}
-	bad := &Snapshot{System: good.System, Segments: []api.Segment{{Name: "seg1", Forwarding: &api.SegmentForwarding{Healthy: false}}}}
+	bad := &api.Snapshot{System: good.System, Segments: []api.Segment{{Name: "seg1", Forwarding: &api.SegmentForwarding{Healthy: false}}}}
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, step := range []struct {
 		at   time.Duration
-		snap *Snapshot
+		snap *api.Snapshot
 		want int
 	}{
 		{0, good, 0},

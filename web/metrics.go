@@ -143,7 +143,8 @@ const userHZ = 100
 func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	snap := c.s.Monitor.Latest(ctx)
+	last := c.s.Monitor.latest(ctx)
+	snap := last.snap
 	sys := snap.System
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -214,7 +215,7 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(mBypassManual, b2f(seg.Bypass.Override != nil), seg.Name)
 	}
 
-	for _, cpu := range snap.Host.cpuTimes {
+	for _, cpu := range last.cpu {
 		for mode, ticks := range cpu.Modes {
 			ch <- prometheus.MustNewConstMetric(mCPUSeconds, prometheus.CounterValue, float64(ticks)/userHZ, fmt.Sprint(cpu.CPU), mode)
 		}

@@ -21,40 +21,6 @@ import (
 	"github.com/ncpos/ncpos/web/api"
 )
 
-// Snapshot is everything the dashboard shows at one moment; it is
-// GET /api/v1/status (see API.md).
-type Snapshot struct {
-	Time     time.Time     `json:"time"`
-	Summary  api.Summary   `json:"summary"`
-	System   *api.System   `json:"system"`
-	Host     Host          `json:"host"`
-	Ports    []Port        `json:"ports"`
-	Segments []api.Segment `json:"segments"`
-	// Conditions are what the daemons report of the segments and the box
-	// (see package health), with statusd's own; they never reset the box.
-	Conditions []health.Condition `json:"conditions"`
-	Bypass     []string           `json:"bypass_notes,omitempty"` // bypassd's failsafe or planned stop, which hold every pair
-	SelfTest   *api.SelfTest      `json:"self_test"`
-	// Hardware is bypassd's probe of this boot: what bypass and watchdog
-	// hardware the box has and which profiles fit (nil until bypassd
-	// has run it).
-	Hardware *bypassapi.HardwareProbe `json:"hardware"`
-	Events   []events.Event           `json:"events"`
-	Control  ControlInfo              `json:"control"`
-	Errors   []string                 `json:"errors,omitempty"`
-}
-
-// Host is the machine's load, memory and sensors.
-type Host struct {
-	BootTime time.Time  `json:"boot_time,omitzero"`
-	CPUs     []CPULoad  `json:"cpus"`
-	Load     [3]float64 `json:"load"`
-	Memory   Memory     `json:"memory"`
-	Sensors  []Sensor   `json:"sensors"`
-
-	cpuTimes []sysinfo.CPUTimes // raw, for ncpos_cpu_seconds_total
-}
-
 // Monitor samples the appliance every Interval: port counters (rates and
 // the live charts' history), CPU load, daemons, bypass and forwarding
 // state. Comparing samples it notices transitions and logs them as events.
@@ -73,8 +39,17 @@ type Monitor struct {
 	stepMu sync.Mutex   // one Step at a time
 	st     monitorState // guarded by stepMu
 	mu     sync.Mutex   // guards last and lastAt
-	last   *Snapshot
+	last   sample
 	lastAt time.Time
+}
+
+// sample is what one step leaves for the handlers: the snapshot the API
+// serves and, beside it, the raw CPU times of the same moment. /metrics
+// exports those as counters (ncpos_cpu_seconds_total); the API shows the
+// load computed from them instead.
+type sample struct {
+	snap *api.Snapshot
+	cpu  []sysinfo.CPUTimes // nil when /proc/stat could not be read
 }
 
 // monitorState is what a Step remembers for the next one.
@@ -91,12 +66,12 @@ type monitorState struct {
 }
 
 type portState struct {
-	counters  PortCounters
+	counters  api.PortCounters
 	at        time.Time
 	link      string
 	linkSince time.Time
 	hist      *history
-	rates     PortRates
+	rates     api.PortRates
 }
 
 func (m *Monitor) now() time.Time {
@@ -131,25 +106,30 @@ func (m *Monitor) Run(ctx context.Context) {
 // or it is older than the interval (without Run, e.g. in tests). Requests
 // that arrive together share one step, and a client that hangs up does
 // not leave a snapshot of failed reads behind.
-func (m *Monitor) Latest(ctx context.Context) *Snapshot {
-	if s := m.fresh(); s != nil {
+func (m *Monitor) Latest(ctx context.Context) *api.Snapshot {
+	return m.latest(ctx).snap
+}
+
+// latest is Latest with what the step kept beside the snapshot.
+func (m *Monitor) latest(ctx context.Context) sample {
+	if s, ok := m.fresh(); ok {
 		return s
 	}
 	m.stepMu.Lock()
 	defer m.stepMu.Unlock()
-	if s := m.fresh(); s != nil {
+	if s, ok := m.fresh(); ok {
 		return s
 	}
 	return m.step(context.WithoutCancel(ctx))
 }
 
-func (m *Monitor) fresh() *Snapshot {
+func (m *Monitor) fresh() (sample, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.last == nil || m.now().Sub(m.lastAt) >= m.interval() {
-		return nil
+	if m.last.snap == nil || m.now().Sub(m.lastAt) >= m.interval() {
+		return sample{}, false
 	}
-	return m.last
+	return m.last, true
 }
 
 // LastStep is when the latest snapshot was taken (zero before the first).
@@ -160,15 +140,15 @@ func (m *Monitor) LastStep() time.Time {
 }
 
 // Step samples everything once and returns the new snapshot.
-func (m *Monitor) Step(ctx context.Context) *Snapshot {
+func (m *Monitor) Step(ctx context.Context) *api.Snapshot {
 	m.stepMu.Lock()
 	defer m.stepMu.Unlock()
-	return m.step(ctx)
+	return m.step(ctx).snap
 }
 
 // step does Step's work under stepMu. The daemons are asked at the same
 // time, so a hung one costs one timeout per step, not one per question.
-func (m *Monitor) step(ctx context.Context) *Snapshot {
+func (m *Monitor) step(ctx context.Context) sample {
 	now := m.now()
 	c := m.Collector
 	var (
@@ -210,7 +190,7 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 	if err != nil {
 		rec = &sysinfo.InitRecord{}
 	}
-	snap := &Snapshot{Time: now.UTC(), System: sys}
+	snap := &api.Snapshot{Time: now.UTC(), System: sys}
 	cfg := m.Config
 	if cfg == nil {
 		cfg = &config.Config{}
@@ -226,7 +206,8 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 
 	snap.Ports = m.samplePorts(now, rec, cfg, first)
 	addDatapath(snap.Ports, fwd.Ports)
-	snap.Host, snap.Errors = m.sampleHost(sys)
+	var cpu []sysinfo.CPUTimes
+	snap.Host, cpu, snap.Errors = m.sampleHost(sys)
 	snap.Segments = segments(cfg, fwd, daemonNote("forwarderd", fwdErr, fwdDown, rec.Services),
 		byp, daemonNote("bypassd", bypErr, bypDown, rec.Services))
 	if bypErr == nil {
@@ -265,10 +246,11 @@ func (m *Monitor) step(ctx context.Context) *Snapshot {
 	snap.Summary = summarize(snap, rec)
 	m.observeLastGood(now, snap)
 
+	s := sample{snap: snap, cpu: cpu}
 	m.mu.Lock()
-	m.last, m.lastAt = snap, now
+	m.last, m.lastAt = s, now
 	m.mu.Unlock()
-	return snap
+	return s
 }
 
 func (m *Monitor) selfTestFile() string {
@@ -330,7 +312,7 @@ func portNames(root string, rec *sysinfo.InitRecord) map[string]string {
 	return out
 }
 
-func (m *Monitor) samplePorts(now time.Time, rec *sysinfo.InitRecord, cfg *config.Config, first bool) []Port {
+func (m *Monitor) samplePorts(now time.Time, rec *sysinfo.InitRecord, cfg *config.Config, first bool) []api.Port {
 	root := m.Collector.Root
 	names := portNames(root, rec)
 	segOf := map[string]string{}
@@ -343,9 +325,9 @@ func (m *Monitor) samplePorts(now time.Time, rec *sysinfo.InitRecord, cfg *confi
 	if histLen <= 0 {
 		histLen = 120
 	}
-	var out []Port
+	var out []api.Port
 	for name, ifname := range names {
-		p := Port{Name: name, Interface: ifname, Segment: segOf[name], Role: "unused"}
+		p := api.Port{Name: name, Interface: ifname, Segment: segOf[name], Role: "unused"}
 		switch {
 		case name == rec.ManagementPort:
 			p.Role = "management"
@@ -366,7 +348,7 @@ func (m *Monitor) samplePorts(now time.Time, rec *sysinfo.InitRecord, cfg *confi
 		} else {
 			if err == nil && !ps.at.IsZero() {
 				ps.rates = rates(ps.counters, cur, now.Sub(ps.at))
-				ps.hist.add(RatePoint{T: now.UnixMilli(), PortRates: ps.rates})
+				ps.hist.add(api.RatePoint{T: now.UnixMilli(), PortRates: ps.rates})
 			}
 			if p.Link != ps.link {
 				m.linkEvent(p, ps.link)
@@ -386,14 +368,14 @@ func (m *Monitor) samplePorts(now time.Time, rec *sysinfo.InitRecord, cfg *confi
 
 // portLess puts the management port first, then the others as the front
 // panel counts them.
-func portLess(a, b Port) bool {
+func portLess(a, b api.Port) bool {
 	if (a.Role == "management") != (b.Role == "management") {
 		return a.Role == "management"
 	}
 	return natLess(a.Name, b.Name)
 }
 
-func (m *Monitor) linkEvent(p Port, was string) {
+func (m *Monitor) linkEvent(p api.Port, was string) {
 	sev := events.Notice
 	if p.Link != "up" && p.Role != "unused" {
 		sev = events.Warning
@@ -405,16 +387,18 @@ func (m *Monitor) linkEvent(p Port, was string) {
 	m.event(sev, events.KindLink, fields, "port %s (%s) link %s (was %s)", p.Name, p.Interface, p.Link, was)
 }
 
-func (m *Monitor) sampleHost(sys *api.System) (Host, []string) {
+// sampleHost reads the host's load, memory and sensors, and returns the
+// raw CPU times the load was computed from (nil when unreadable).
+func (m *Monitor) sampleHost(sys *api.System) (api.Host, []sysinfo.CPUTimes, []string) {
 	root := m.Collector.Root
-	var h Host
+	var h api.Host
 	var errs []string
 	cpus, btime, err := sysinfo.ReadStat(root)
 	if err != nil {
 		errs = append(errs, "cpu load: "+err.Error())
+		cpus = nil
 	} else {
 		h.CPUs = cpuLoads(m.st.cpu, cpus)
-		h.cpuTimes = cpus
 		m.st.cpu = cpus
 		if btime > 0 {
 			h.BootTime = time.Unix(btime, 0).UTC()
@@ -428,9 +412,9 @@ func (m *Monitor) sampleHost(sys *api.System) (Host, []string) {
 	}
 	h.Sensors = readHwmon(root)
 	if h.Sensors == nil {
-		h.Sensors = []Sensor{}
+		h.Sensors = []api.Sensor{}
 	}
-	return h, errs
+	return h, cpus, errs
 }
 
 func (m *Monitor) daemonEvents(ds []api.Daemon, first bool) {

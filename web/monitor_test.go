@@ -146,14 +146,14 @@ func TestSelfTestInAPI(t *testing.T) {
 	}
 	// A new report is served at once, though the snapshot was just
 	// taken: a client that saw the job end reads the run's report.
-	f.getJSON("/api/v1/status", new(Snapshot))
+	f.getJSON("/api/v1/status", new(api.Snapshot))
 	f.write("perm/selftest.json", `{"finished":"2026-11-30T12:20:00Z","passed":false,"verdict":"INCONCLUSIVE","summary":"second run"}`)
 	f.getJSON("/api/v1/selftest", &got)
 	if got.SelfTest == nil || got.SelfTest.Summary != "second run" {
 		t.Fatalf("self-test right after a new report: %+v, want the second run's", got.SelfTest)
 	}
 	f.write("perm/selftest.json", `{not json`)
-	var s Snapshot
+	var s api.Snapshot
 	f.traffic(1, time.Second, nil, 0)
 	f.getJSON("/api/v1/status", &s)
 	if s.SelfTest != nil || !strings.Contains(strings.Join(s.Errors, ";"), "self-test report") {

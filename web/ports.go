@@ -8,86 +8,24 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
+	"github.com/ncpos/ncpos/web/api"
 )
 
-// PortCounters are the kernel's interface counters
-// (/sys/class/net/<if>/statistics and carrier_changes). They count what the
-// NIC received and sent, including frames the XDP datapath redirected.
-type PortCounters struct {
-	RxPackets      uint64 `json:"rx_packets"`
-	TxPackets      uint64 `json:"tx_packets"`
-	RxBytes        uint64 `json:"rx_bytes"`
-	TxBytes        uint64 `json:"tx_bytes"`
-	RxDropped      uint64 `json:"rx_dropped"`
-	TxDropped      uint64 `json:"tx_dropped"`
-	RxErrors       uint64 `json:"rx_errors"`
-	TxErrors       uint64 `json:"tx_errors"`
-	CarrierChanges uint64 `json:"carrier_changes"`
-}
-
-// PortRates are per-second rates between the last two samples.
-type PortRates struct {
-	RxPPS   float64 `json:"rx_pps"`
-	TxPPS   float64 `json:"tx_pps"`
-	RxBPS   float64 `json:"rx_bps"` // bits per second
-	TxBPS   float64 `json:"tx_bps"`
-	DropsPS float64 `json:"drops_ps"` // rx + tx dropped
-	ErrsPS  float64 `json:"errors_ps"`
-}
-
-// RatePoint is one point of a port's live chart.
-type RatePoint struct {
-	T int64 `json:"t"` // Unix milliseconds
-	PortRates
-}
-
-// Port is one front-panel port as the dashboard shows it.
-type Port struct {
-	Name      string       `json:"name"` // front-panel label, e.g. LAN1
-	Interface string       `json:"interface"`
-	Role      string       `json:"role"` // "management", "data" (in a segment) or "unused"
-	Segment   string       `json:"segment,omitempty"`
-	MAC       string       `json:"mac"`
-	Link      string       `json:"link"` // operstate: up, down, lowerlayerdown, …
-	Up        bool         `json:"up"`
-	SpeedMbps int          `json:"speed_mbps"` // -1 when the driver does not say
-	Duplex    string       `json:"duplex,omitempty"`
-	LinkSince time.Time    `json:"link_since,omitzero"` // last link change statusd saw
-	Counters  PortCounters `json:"counters"`
-	Rates     PortRates    `json:"rates"`
-	History   []RatePoint  `json:"history,omitempty"`
-	Error     string       `json:"error,omitempty"`
-	// Datapath is what forwarderd reports of a segment port.
-	Datapath *PortDatapath `json:"datapath,omitempty"`
-}
-
-// PortDatapath is forwarderd's view of a segment port: how its program is
-// attached and why, the MTU and longest frame it forwards, the NIC
-// settings as the driver read them back, and its drops by reason.
-type PortDatapath struct {
-	Attach    string                     `json:"attach"`
-	AttachWhy string                     `json:"attach_why,omitempty"`
-	MTU       int                        `json:"mtu"`
-	MaxFrame  int                        `json:"max_frame"`
-	Settings  []forwarderapi.PortSetting `json:"settings"`
-	Drops     map[string]uint64          `json:"drops,omitempty"`
-}
-
 // addDatapath fills in Datapath from forwarderd's ports, by interface.
-func addDatapath(ports []Port, fwd []forwarderapi.PortStatus) {
+func addDatapath(ports []api.Port, fwd []forwarderapi.PortStatus) {
 	for i := range ports {
 		for _, f := range fwd {
 			if f.Interface == ports[i].Interface {
-				ports[i].Datapath = &PortDatapath{Attach: f.Attach, AttachWhy: f.AttachWhy, MTU: f.MTU, MaxFrame: f.MaxFrame, Settings: f.Settings, Drops: f.Drops}
+				ports[i].Datapath = &api.PortDatapath{Attach: f.Attach, AttachWhy: f.AttachWhy, MTU: f.MTU, MaxFrame: f.MaxFrame, Settings: f.Settings, Drops: f.Drops}
 			}
 		}
 	}
 }
 
 // readPortCounters reads the counters of one interface.
-func readPortCounters(root, ifname string) (PortCounters, error) {
+func readPortCounters(root, ifname string) (api.PortCounters, error) {
 	dir := filepath.Join(root, "sys/class/net", ifname)
-	var c PortCounters
+	var c api.PortCounters
 	fields := []struct {
 		file string
 		dst  *uint64
@@ -143,10 +81,10 @@ func trimNL(b []byte) []byte {
 
 // rates computes per-second rates from two samples dt apart. A counter
 // that went backwards (driver reset, interface re-created) gives 0.
-func rates(prev, cur PortCounters, dt time.Duration) PortRates {
+func rates(prev, cur api.PortCounters, dt time.Duration) api.PortRates {
 	s := dt.Seconds()
 	if s <= 0 {
-		return PortRates{}
+		return api.PortRates{}
 	}
 	d := func(a, b uint64) float64 {
 		if b < a {
@@ -154,7 +92,7 @@ func rates(prev, cur PortCounters, dt time.Duration) PortRates {
 		}
 		return float64(b-a) / s
 	}
-	return PortRates{
+	return api.PortRates{
 		RxPPS:   round1(d(prev.RxPackets, cur.RxPackets)),
 		TxPPS:   round1(d(prev.TxPackets, cur.TxPackets)),
 		RxBPS:   round1(8 * d(prev.RxBytes, cur.RxBytes)),
@@ -166,14 +104,14 @@ func rates(prev, cur PortCounters, dt time.Duration) PortRates {
 
 // history is a fixed-size ring of chart points.
 type history struct {
-	pts  []RatePoint
+	pts  []api.RatePoint
 	next int
 	full bool
 }
 
-func newHistory(n int) *history { return &history{pts: make([]RatePoint, n)} }
+func newHistory(n int) *history { return &history{pts: make([]api.RatePoint, n)} }
 
-func (h *history) add(p RatePoint) {
+func (h *history) add(p api.RatePoint) {
 	h.pts[h.next] = p
 	h.next = (h.next + 1) % len(h.pts)
 	if h.next == 0 {
@@ -182,8 +120,8 @@ func (h *history) add(p RatePoint) {
 }
 
 // points returns the last n points, oldest first (n <= 0: all).
-func (h *history) points(n int) []RatePoint {
-	var all []RatePoint
+func (h *history) points(n int) []api.RatePoint {
+	var all []api.RatePoint
 	if h.full {
 		all = append(append(all, h.pts[h.next:]...), h.pts[:h.next]...)
 	} else {

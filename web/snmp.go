@@ -26,7 +26,7 @@ type SNMPView struct {
 	Start   time.Time // the agent's start: sysUpTime 0, for ifLastChange
 
 	mu   sync.Mutex
-	snap *Snapshot
+	snap *api.Snapshot
 	view *snmp.View
 }
 
@@ -49,7 +49,7 @@ func (v *SNMPView) View() *snmp.View {
 // BuildSNMPView lays a snapshot out as SNMPv2-MIB's system group, IF-MIB's
 // ifTable and ifXTable (ifIndex is the port's place on the dashboard, from
 // 1) and NCPOS-MIB.
-func BuildSNMPView(snap *Snapshot, cfg config.SNMP, start time.Time) (*snmp.View, error) {
+func BuildSNMPView(snap *api.Snapshot, cfg config.SNMP, start time.Time) (*snmp.View, error) {
 	var vars []snmp.Var
 	str := func(o snmp.OID, s string) { vars = append(vars, snmp.Var{OID: o, Type: gosnmp.OctetString, Value: s}) }
 	integer := func(o snmp.OID, n int) { vars = append(vars, snmp.Var{OID: o, Type: gosnmp.Integer, Value: n}) }
@@ -174,7 +174,7 @@ func BuildSNMPView(snap *Snapshot, cfg config.SNMP, start time.Time) (*snmp.View
 // change into ncposBypassChange, a port's link into IF-MIB's linkUp or
 // linkDown, the decision why the box started into ncposReset. Other
 // events send nothing.
-func Notification(e events.Event, snap *Snapshot) (snmp.OID, []snmp.Var, bool) {
+func Notification(e events.Event, snap *api.Snapshot) (snmp.OID, []snmp.Var, bool) {
 	switch e.Kind {
 	case events.KindBypass:
 		for i, s := range snap.Segments {

@@ -11,7 +11,7 @@ import (
 
 // summarize works out the headline: bypass wins over degraded, because a
 // segment that does not forward is what the engineer must act on.
-func summarize(s *Snapshot, rec *sysinfo.InitRecord) api.Summary {
+func summarize(s *api.Snapshot, rec *sysinfo.InitRecord) api.Summary {
 	var sum api.Summary
 	bypass := false
 	for _, seg := range s.Segments {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/boxtls"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // serveTLS serves f over HTTPS on loopback with a fresh identity.
@@ -47,7 +48,7 @@ func TestHTTPSPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var snap Snapshot
+	var snap api.Snapshot
 	if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestPlainPortSpeaksTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var snap Snapshot
+	var snap api.Snapshot
 	if err := json.NewDecoder(resp.Body).Decode(&snap); err != nil {
 		t.Fatal(err)
 	}

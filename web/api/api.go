@@ -1,6 +1,7 @@
 // Package api holds the JSON types of statusd's API (web/API.md) that
-// other programs read: the host's update and fleet tools decode them, the
-// appliance's statusd (package web) serves them. It links no server code.
+// other programs read: the host's update and fleet tools and the QEMU
+// tests decode them, the appliance's statusd (package web) serves them.
+// It links no server code.
 package api
 
 import (

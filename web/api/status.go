@@ -1,0 +1,50 @@
+package api
+
+import (
+	"time"
+
+	"github.com/ncpos/ncpos/bypass/bypassapi"
+	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/health"
+)
+
+// Snapshot is everything the dashboard shows at one moment; it is
+// GET /api/v1/status (see API.md). statusd serves it, the host's fleet
+// report and the QEMU tests decode it.
+type Snapshot struct {
+	Time     time.Time `json:"time"`
+	Summary  Summary   `json:"summary"`
+	System   *System   `json:"system"`
+	Host     Host      `json:"host"`
+	Ports    []Port    `json:"ports"`
+	Segments []Segment `json:"segments"`
+	// Conditions are what the daemons report of the segments and the box
+	// (see package health), with statusd's own; they never reset the box.
+	Conditions []health.Condition `json:"conditions"`
+	Bypass     []string           `json:"bypass_notes,omitempty"` // bypassd's failsafe or planned stop, which hold every pair
+	SelfTest   *SelfTest          `json:"self_test"`
+	// Hardware is bypassd's probe of this boot: what bypass and watchdog
+	// hardware the box has and which profiles fit (nil until bypassd
+	// has run it).
+	Hardware *bypassapi.HardwareProbe `json:"hardware"`
+	Events   []events.Event           `json:"events"`
+	Control  ControlInfo              `json:"control"`
+	Errors   []string                 `json:"errors,omitempty"`
+}
+
+// ControlInfo tells the dashboard how control works here.
+type ControlInfo struct {
+	AuthRead       bool     `json:"auth_read"`
+	PasswordSource string   `json:"password_source"` // status.password_hash, status.password, the file on /perm, or "" (control impossible)
+	Users          []string `json:"users"`
+	Bypass         string   `json:"bypass"`        // "available" or why not
+	Reboot         string   `json:"reboot"`        // "available" or why not
+	TLS            *TLSInfo `json:"tls,omitempty"` // nil: served without TLS (tests, the lab)
+}
+
+// TLSInfo is the box's key as hosts pin it.
+type TLSInfo struct {
+	Fingerprint string `json:"fingerprint"` // sha256:<hex of the public key's SHA-256>
+	Kept        bool   `json:"kept"`        // on /perm, the same after reboots and updates
+	Note        string `json:"note,omitempty"`
+}
