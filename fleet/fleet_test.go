@@ -60,7 +60,7 @@ func TestInventoryConcurrentUpdates(t *testing.T) {
 
 // fakeBox serves a status like statusd's over HTTPS with a box identity
 // made as a box makes it.
-func fakeBox(t *testing.T, name string, st any) (*httptest.Server, *boxtls.Identity) {
+func fakeBox(t *testing.T, name string, st *api.Snapshot) (*httptest.Server, *boxtls.Identity) {
 	t.Helper()
 	id, err := boxtls.Ensure(t.TempDir(), name, time.Now())
 	if err != nil {
@@ -84,11 +84,11 @@ func fakeBox(t *testing.T, name string, st any) (*httptest.Server, *boxtls.Ident
 }
 
 func TestStatusAndServiceDiscovery(t *testing.T) {
-	st := map[string]any{
-		"summary": api.Summary{State: "bypass", Problems: []string{"seg2 in bypass: link down"}},
-		"system": api.System{BuildID: "build-7", UptimeSeconds: 3600, Watchdog: api.WatchdogInfo{
+	st := &api.Snapshot{
+		Summary: api.Summary{State: "bypass", Problems: []string{"seg2 in bypass: link down"}},
+		System: &api.System{BuildID: "build-7", UptimeSeconds: 3600, Watchdog: api.WatchdogInfo{
 			Petter: &watchdogapi.Status{LastReset: watchdogapi.LastReset{Kind: "watchdog", Text: "watchdog (forwarderd liveness failing)"}}}},
-		"segments": []api.Segment{
+		Segments: []api.Segment{
 			{Name: "seg1", BypassPair: "pair1", Bypass: &api.BypassState{State: "normal"}, Forwarding: &api.SegmentForwarding{Healthy: true}},
 			{Name: "seg2", BypassPair: "pair2", Bypass: &api.BypassState{State: "bypass"}, Forwarding: &api.SegmentForwarding{}},
 		},

@@ -36,13 +36,6 @@ type SegmentReport struct {
 	Forwarding bool
 }
 
-// status is the part of /api/v1/status the fleet report reads.
-type status struct {
-	Summary  api.Summary   `json:"summary"`
-	System   *api.System   `json:"system"`
-	Segments []api.Segment `json:"segments"`
-}
-
 // Asker reaches boxes: TLS gives the client configuration that checks a
 // box's key (a boxtls.Pin's), Password its control password ("" when
 // none is recorded; boxes with auth_read refuse then).
@@ -69,7 +62,7 @@ func (a *Asker) Check(ctx context.Context, b Box) (Report, *tls.ConnectionState)
 	if a.Password != nil {
 		c.Password = a.Password(b)
 	}
-	var s status
+	var s api.Snapshot
 	cs, err := c.Call(ctx, http.MethodGet, "api/v1/status", nil, &s)
 	var se *api.StatusError
 	switch {

@@ -50,10 +50,10 @@ func TestFleetCommands(t *testing.T) {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
-		json.NewEncoder(w).Encode(map[string]any{
-			"summary":  api.Summary{State: "ok"},
-			"system":   api.System{BuildID: "b-42", UptimeSeconds: 61},
-			"segments": []api.Segment{{Name: "seg1", BypassPair: "pair1", Bypass: &api.BypassState{State: "normal"}, Forwarding: &api.SegmentForwarding{Healthy: true}}},
+		json.NewEncoder(w).Encode(api.Snapshot{
+			Summary:  api.Summary{State: "ok"},
+			System:   &api.System{BuildID: "b-42", UptimeSeconds: 61},
+			Segments: []api.Segment{{Name: "seg1", BypassPair: "pair1", Bypass: &api.BypassState{State: "normal"}, Forwarding: &api.SegmentForwarding{Healthy: true}}},
 		})
 	}))
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{id.Cert}}
