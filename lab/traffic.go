@@ -9,14 +9,14 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
-	"github.com/ncpos/ncpos/bench/xdptraffic"
+	"github.com/ncpos/ncpos/bench/xdptraffic/sink"
 )
 
-// Sinks are the bench's counting sinks (bench/xdptraffic) on every
+// Sinks are the bench's counting sinks (bench/xdptraffic/sink) on every
 // traffic end: a frame that crosses a segment ends there, counted and
 // (when capturing) copied out.
 type Sinks struct {
-	xs   *xdptraffic.Sinks
+	xs   *sink.Sinks
 	lab  *Lab
 	byID map[int]link.Link
 }
@@ -27,7 +27,7 @@ func SinkID(seg, side int) int { return seg*2 + side }
 // AttachSinks loads a sink (capture: one that also copies frames out) on
 // every traffic end of the lab.
 func (l *Lab) AttachSinks(capture bool) (_ *Sinks, err error) {
-	xs, err := xdptraffic.NewSinks(capture)
+	xs, err := sink.New(capture)
 	if err != nil {
 		return nil, fmt.Errorf("lab: %w", err)
 	}
@@ -53,7 +53,7 @@ func (s *Sinks) Attach(seg, side int) error {
 	if s.byID[id] != nil {
 		return nil
 	}
-	lk, err := s.attach(seg, side, xdptraffic.HookXDP)
+	lk, err := s.attach(seg, side, sink.HookXDP)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (s *Sinks) Attach(seg, side int) error {
 }
 
 // attach attaches the sink of a traffic end at hook.
-func (s *Sinks) attach(seg, side int, hook xdptraffic.Hook) (link.Link, error) {
+func (s *Sinks) attach(seg, side int, hook sink.Hook) (link.Link, error) {
 	sg := s.lab.Segments[seg]
 	lk, err := s.xs.Attach(SinkID(seg, side), sg.HostIndex[side], hook, sg.Hosts[side].Do)
 	if err != nil {
@@ -78,7 +78,7 @@ func (s *Sinks) attachPort(ns *Netns, ifname string, id int) (link.Link, error) 
 	if err != nil {
 		return nil, err
 	}
-	lk, err := s.xs.Attach(id, l.Attrs().Index, xdptraffic.HookXDP, ns.Do)
+	lk, err := s.xs.Attach(id, l.Attrs().Index, sink.HookXDP, ns.Do)
 	if err != nil {
 		return nil, fmt.Errorf("lab: %s: %w", ifname, err)
 	}
@@ -106,7 +106,7 @@ func (s *Sinks) SKBSink(seg, side int) (restore func() error, err error) {
 	if err := s.Detach(seg, side); err != nil {
 		return nil, err
 	}
-	lk, err := s.attach(seg, side, xdptraffic.HookTC)
+	lk, err := s.attach(seg, side, sink.HookTC)
 	if err != nil {
 		return nil, errors.Join(err, s.Attach(seg, side))
 	}
@@ -120,7 +120,7 @@ func (s *Sinks) Count(seg, side int) (packets, bytes uint64, err error) {
 
 // Capture reads captured frames until n have arrived or the timeout
 // passes, and returns what it got.
-func (s *Sinks) Capture(n int, timeout time.Duration) ([]xdptraffic.Frame, error) {
+func (s *Sinks) Capture(n int, timeout time.Duration) ([]sink.Frame, error) {
 	return s.xs.Capture(n, timeout)
 }
 

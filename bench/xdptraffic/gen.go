@@ -3,4 +3,3 @@
 package xdptraffic
 
 //go:generate go tool bpf2go -cc clang -target bpfel -type gen_state -type an_counts -type an_seq -type an_config Traffic traffic.c -- -O2 -mcpu=v3 -I/usr/include/x86_64-linux-gnu
-//go:generate go tool bpf2go -cc clang -target bpfel -type sink_stats Sink sink.c -- -O2 -mcpu=v3 -I/usr/include/x86_64-linux-gnu

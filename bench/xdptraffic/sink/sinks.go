@@ -1,4 +1,4 @@
-package xdptraffic
+package sink
 
 import (
 	"encoding/binary"
@@ -44,9 +44,9 @@ const (
 	HookTC
 )
 
-// NewSinks loads the sinks' maps; capture makes the XDP sinks copy every
+// New loads the sinks' maps; capture makes the XDP sinks copy every
 // frame out for Capture.
-func NewSinks(capture bool) (_ *Sinks, err error) {
+func New(capture bool) (_ *Sinks, err error) {
 	spec, err := LoadSink()
 	if err != nil {
 		return nil, fmt.Errorf("sinks: %w", err)
