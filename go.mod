@@ -3,7 +3,6 @@ module github.com/ncpos/ncpos
 go 1.26.8
 
 require (
-	github.com/BurntSushi/toml v1.6.0
 	github.com/asavie/xdp v0.3.3
 	github.com/chromedp/chromedp v0.23.1
 	github.com/cilium/ebpf v0.22.0

@@ -516,7 +516,7 @@ func validateExec(add addFunc, f string, e *Exec, missing bool) {
 func DecodeProfile(filename string, data []byte) (*Profile, error) {
 	src := &source{file: filename, data: data}
 	p := &Profile{}
-	_, errs, decoded := src.decodeStrict(p)
+	errs, decoded := src.decodeStrict(p)
 	if !decoded {
 		return nil, &ValidationError{Errors: errs}
 	}

@@ -7,7 +7,7 @@ import (
 	"os"
 	"slices"
 
-	"github.com/BurntSushi/toml"
+	"github.com/pelletier/go-toml/v2"
 
 	"github.com/ncpos/ncpos/sysinfo"
 )
@@ -197,11 +197,11 @@ func Parse(filename string, data []byte) (*Config, error) {
 
 func parse(src *source) (*Config, error) {
 	c := defaults()
-	md, errs, pruned, decoded := src.decodeAll(c)
+	doc, errs, pruned, decoded := src.decodeAll(c)
 	if !decoded {
 		return nil, &ValidationError{Errors: errs}
 	}
-	c.fillDependentDefaults(md)
+	c.fillDependentDefaults(doc)
 	for _, e := range c.validate(src) {
 		if !slices.ContainsFunc(pruned, func(p string) bool { return within(e.Field, p) }) {
 			errs = append(errs, e)
@@ -236,10 +236,10 @@ func (c *Config) Profile() *Profile {
 
 // TOML encodes the configuration with every field spelled out, for writing a
 // configuration back (e.g. to /perm). It loses default.toml's comments.
+// Durations are written by their MarshalTOML, as default.toml spells them.
 func (c *Config) TOML() ([]byte, error) {
 	var b bytes.Buffer
-	enc := toml.NewEncoder(&b)
-	enc.Indent = ""
+	enc := toml.NewEncoder(&b).EnableMarshalerInterface()
 	if err := enc.Encode(c); err != nil {
 		return nil, fmt.Errorf("config: encode: %w", err)
 	}

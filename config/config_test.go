@@ -140,11 +140,11 @@ func TestDecodeErrors(t *testing.T) {
 		want []string
 	}{
 		{"syntax", "hostname = \"a\"\nplatform = \n", []string{
-			`ncpos.toml:2: invalid TOML: expected value but found '\n' instead`}},
+			`ncpos.toml:2: invalid TOML: unexpected character '\n' at start of value`}},
 		{"unterminated string", "hostname = \"a\n", []string{
-			`ncpos.toml:1: invalid TOML: strings cannot contain newlines`}},
+			`ncpos.toml:1: invalid TOML: basic strings cannot have new lines`}},
 		{"duplicate key", "hostname = \"a\"\nhostname = \"b\"\n", []string{
-			`ncpos.toml:2: invalid TOML: Key 'hostname' has already been defined.`}},
+			`ncpos.toml:2: invalid TOML: key hostname is already defined`}},
 		{"unknown top-level key", "hostname = \"a\"\nhost = \"b\"\n" + seg, []string{
 			`ncpos.toml:2: host: unknown key, want one of hostname, platform, services, management, status, watchdog, forwarder, bypass, segment, syslog, snmp, selftest`}},
 		{"unknown table", "[bogus]\nx = 1\ny = 2\n" + seg, []string{

@@ -2,8 +2,6 @@ package config
 
 import (
 	"time"
-
-	"github.com/BurntSushi/toml"
 )
 
 // serviceNames are the appliance daemons init can supervise, in start
@@ -74,13 +72,13 @@ func defaults() *Config {
 //   - management.dhcp defaults to false when a static address is given,
 //     because asking for both is never what the writer meant;
 //   - a segment's mtu left out (or 0) is DefaultMTU.
-func (c *Config) fillDependentDefaults(md toml.MetaData) {
+func (c *Config) fillDependentDefaults(doc document) {
 	for i := range c.Segments {
 		if c.Segments[i].MTU == 0 {
 			c.Segments[i].MTU = DefaultMTU
 		}
 	}
-	if !md.IsDefined("management", "port") {
+	if !doc.defines("management", "port") {
 		c.Management.Port = "MGMT"
 		if p, err := LookupProfile(c.Platform); err == nil {
 			if m := p.ManagementPort(); m != nil {
@@ -104,12 +102,12 @@ func (c *Config) fillDependentDefaults(md toml.MetaData) {
 			}
 		}
 	}
-	if !md.IsDefined("bypass", "budget") {
+	if !doc.defines("bypass", "budget") {
 		if p, err := LookupProfile(c.Platform); err == nil && p.BypassBudget.Duration > 0 {
 			c.Bypass.Budget = p.BypassBudget
 		}
 	}
-	if !md.IsDefined("management", "dhcp") && c.Management.Address != "" {
+	if !doc.defines("management", "dhcp") && c.Management.Address != "" {
 		c.Management.DHCP = false
 	}
 }

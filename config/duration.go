@@ -34,6 +34,13 @@ func (d Duration) MarshalText() ([]byte, error) {
 	return []byte(d.String()), nil
 }
 
+// MarshalTOML writes the duration as a basic string ("120s"), as
+// default.toml spells durations, where go-toml would write the text of
+// MarshalText as a literal one ('120s'). Config.TOML enables it.
+func (d Duration) MarshalTOML() ([]byte, error) {
+	return []byte(strconv.Quote(d.String())), nil
+}
+
 // String is the form MarshalText writes.
 func (d Duration) String() string {
 	if d.Duration%time.Second == 0 {

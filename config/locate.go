@@ -1,7 +1,6 @@
 package config
 
 import (
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,26 +8,27 @@ import (
 	"github.com/pelletier/go-toml/v2/unstable"
 )
 
-// BurntSushi/toml, which decodes the file, keeps key positions to itself
-// (v1.6.0 exports MetaData.Keys but no lines, and keys inside [[arrays]] lose
-// their index). The locator therefore walks the same text once more with
-// go-toml's unstable parser, which reports byte ranges, and remembers the line
-// of every field path in the form the error messages use:
+// A file is decoded into plain values (see document), which carry no
+// positions, and most problems are only found later, by validation of the
+// decoded struct. So that every message can still name its line, the
+// locator walks the text with go-toml's parser, which reports byte ranges,
+// and remembers the line of every field path in the form the messages use:
 //
 //	hostname, management.port, segment[1].ports[0], services[2]
-
-// locEntry is one located key.
-type locEntry struct {
-	keys []string // key components without indices: ["segment", "ports"]
-	path string   // display path with indices: "segment[1].ports"
-	line int
-}
+//
+// A file with no problem never needs it: it is built on the first message.
 
 // locator maps field paths to 1-based line numbers.
 type locator struct {
 	lineStarts []int          // byte offset of the start of each line
 	lines      map[string]int // path -> line of its first occurrence
-	entries    []locEntry     // keys (not array elements), in document order
+	headers    []header       // [table] and [[array]] headers in document order
+}
+
+// header is a table header: the table the keys below it go into.
+type header struct {
+	line int
+	path string // with the index of an [[array]] element: segment[1]
 }
 
 // newLocator indexes data. Text that go-toml cannot parse is indexed up to
@@ -44,7 +44,6 @@ func newLocator(data []byte) *locator {
 	var (
 		p         unstable.Parser
 		tablePath string
-		tableKeys []string
 		arrays    = map[string]int{} // array-of-tables path -> element count
 	)
 	p.Reset(data)
@@ -52,54 +51,51 @@ func newLocator(data []byte) *locator {
 		e := p.Expression()
 		switch e.Kind {
 		case unstable.Table, unstable.ArrayTable:
-			tablePath, tableKeys = "", nil
+			tablePath = ""
 			it := e.Key()
 			for it.Next() {
 				k := it.Node()
-				name := string(k.Data)
-				tableKeys = append(tableKeys, name)
-				tablePath = joinPath(tablePath, name)
+				tablePath = joinPath(tablePath, string(k.Data))
+				l.add(tablePath, l.lineOf(k))
 				if n, ok := arrays[tablePath]; ok && !(it.IsLast() && e.Kind == unstable.ArrayTable) {
 					// A reference into an array of tables means its last element.
-					l.add(tableKeys, tablePath, l.lineOf(k))
 					tablePath = indexPath(tablePath, n-1)
 					continue
 				}
-				l.add(tableKeys, tablePath, l.lineOf(k))
 				if it.IsLast() && e.Kind == unstable.ArrayTable {
-					// Each [[header]] starts a new element; its index is
-					// located but is not a separate key.
+					// Each [[header]] starts a new element, located at
+					// the header.
 					n := arrays[tablePath]
 					arrays[tablePath] = n + 1
 					tablePath = indexPath(tablePath, n)
 					l.lines[tablePath] = l.lineOf(k)
 				}
+				if it.IsLast() {
+					l.headers = append(l.headers, header{line: l.lineOf(k), path: tablePath})
+				}
 			}
 		case unstable.KeyValue:
-			l.addKeyValue(e, tablePath, tableKeys)
+			l.addKeyValue(e, tablePath)
 		}
 	}
 	return l
 }
 
 // addKeyValue records a possibly dotted key and everything inside its value.
-func (l *locator) addKeyValue(kv *unstable.Node, path string, keys []string) {
-	keys = slices.Clone(keys)
+func (l *locator) addKeyValue(kv *unstable.Node, path string) {
 	line := 0
 	it := kv.Key()
 	for it.Next() {
 		k := it.Node()
-		name := string(k.Data)
-		keys = append(keys, name)
-		path = joinPath(path, name)
+		path = joinPath(path, string(k.Data))
 		line = l.lineOf(k)
-		l.add(keys, path, line)
+		l.add(path, line)
 	}
-	l.addValue(kv.Value(), path, keys, line)
+	l.addValue(kv.Value(), path, line)
 }
 
 // addValue records array elements and inline-table keys of a value.
-func (l *locator) addValue(v *unstable.Node, path string, keys []string, line int) {
+func (l *locator) addValue(v *unstable.Node, path string, line int) {
 	switch v.Kind {
 	case unstable.Array:
 		i := 0
@@ -117,14 +113,14 @@ func (l *locator) addValue(v *unstable.Node, path string, keys []string, line in
 			if _, ok := l.lines[elPath]; !ok {
 				l.lines[elPath] = elLine
 			}
-			l.addValue(el, elPath, keys, elLine)
+			l.addValue(el, elPath, elLine)
 			i++
 		}
 	case unstable.InlineTable:
 		it := v.Children()
 		for it.Next() {
 			if kv := it.Node(); kv.Kind == unstable.KeyValue {
-				l.addKeyValue(kv, path, keys)
+				l.addKeyValue(kv, path)
 			}
 		}
 	}
@@ -148,12 +144,11 @@ func firstRaw(v *unstable.Node) *unstable.Node {
 	return v
 }
 
-func (l *locator) add(keys []string, path string, line int) {
-	if _, ok := l.lines[path]; ok {
-		return
+// add records the line of a key's first occurrence.
+func (l *locator) add(path string, line int) {
+	if _, ok := l.lines[path]; !ok {
+		l.lines[path] = line
 	}
-	l.lines[path] = line
-	l.entries = append(l.entries, locEntry{keys: slices.Clone(keys), path: path, line: line})
 }
 
 func (l *locator) lineOf(n *unstable.Node) int {
@@ -173,16 +168,17 @@ func (l *locator) line(path string) int {
 	return 1
 }
 
-// occurrences returns every located key whose components equal keys, for
-// turning BurntSushi's index-less keys (segment.zz) into segment[2].zz.
-func (l *locator) occurrences(keys []string) []locEntry {
-	var out []locEntry
-	for _, e := range l.entries {
-		if slices.Equal(e.keys, keys) {
-			out = append(out, e)
+// tableAt returns the path of the table whose header comes last before
+// line, or "" for the top level.
+func (l *locator) tableAt(line int) string {
+	path := ""
+	for _, h := range l.headers {
+		if h.line >= line {
+			break
 		}
+		path = h.path
 	}
-	return out
+	return path
 }
 
 // joinPath appends a key to a path, quoting keys that are not bare.

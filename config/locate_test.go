@@ -78,14 +78,25 @@ func TestLocatorLine(t *testing.T) {
 	}
 }
 
-func TestLocatorOccurrences(t *testing.T) {
-	l := newLocator([]byte("[[a]]\nx = 1\n[[a]]\ny = 1\n[[a]]\nx = 2\n"))
-	occ := l.occurrences([]string{"a", "x"})
-	if len(occ) != 2 || occ[0].path != "a[0].x" || occ[0].line != 2 || occ[1].path != "a[2].x" || occ[1].line != 6 {
-		t.Errorf("occurrences(a.x) = %+v, want a[0].x at 2 and a[2].x at 6", occ)
+// tableAt names the table a key-value line belongs to, [[array]] index
+// included, for messages that go-toml gives relative to it.
+func TestLocatorTableAt(t *testing.T) {
+	l := newLocator([]byte(locateDoc))
+	tests := []struct {
+		line int
+		want string
+	}{
+		{2, ""},
+		{9, ""}, // a header line is not inside its own table
+		{10, "management"},
+		{15, "segment[0]"},
+		{19, "segment[1]"},
+		{30, "segment[1].sub"},
 	}
-	if occ := l.occurrences([]string{"a"}); len(occ) != 1 || occ[0].line != 1 {
-		t.Errorf("occurrences(a) = %+v, want one at line 1", occ)
+	for _, tt := range tests {
+		if got := l.tableAt(tt.line); got != tt.want {
+			t.Errorf("tableAt(%d) = %q, want %q", tt.line, got, tt.want)
+		}
 	}
 }
 
