@@ -79,6 +79,10 @@ func PadKernel(k []byte) ([]byte, error) {
 	return out, nil
 }
 
+// ManifestFile is where the build's signed manifest lies on the boot
+// partition, for `ncpos update` to send before the parts it names.
+const ManifestFile = "ncpos-manifest.json"
+
 // Files on the boot partition that say which slot boots by default. Both
 // are rewritten in place at the same length, so a power cut leaves the
 // one sector they occupy old or new, never a file half written.

@@ -40,7 +40,7 @@ type BootFiles struct {
 	Default  bootpart.Slot
 	Label    string // FAT volume label
 	VolumeID uint32
-	Manifest []byte // the build's signed manifest (ManifestFile); none when nil
+	Manifest []byte // the build's signed manifest (bootpart.ManifestFile); none when nil
 }
 
 // slotCmdline is the kernel command line of each slot.
@@ -63,7 +63,7 @@ func (f BootFiles) files() map[string][]byte {
 		files["loader/entries/"+sl.Entry()] = bootpart.LoaderEntry(sl, f.slotCmdline(sl))
 	}
 	if f.Manifest != nil {
-		files[ManifestFile] = f.Manifest
+		files[bootpart.ManifestFile] = f.Manifest
 	}
 	return files
 }

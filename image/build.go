@@ -38,7 +38,7 @@ type Options struct {
 	// A production image has neither.
 	TestPrograms []Program
 	// SigningKey signs the build's manifest (root and kernel by size
-	// and SHA-256), which goes onto the boot partition as ManifestFile;
+	// and SHA-256), which goes onto the boot partition as bootpart.ManifestFile;
 	// without one the manifest is unsigned, and an appliance refuses it
 	// as an update.
 	SigningKey ed25519.PrivateKey

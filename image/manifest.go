@@ -10,13 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/partition"
 	"github.com/ncpos/ncpos/signature"
 )
-
-// ManifestFile is where the build's signed manifest lies on the boot
-// partition, for `ncpos update` to send before the parts it names.
-const ManifestFile = "ncpos-manifest.json"
 
 // Paths in the root of what the appliance checks an update against.
 const (
@@ -74,9 +71,9 @@ func (im *Image) Manifest(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, ManifestFile)
+	out := filepath.Join(dir, bootpart.ManifestFile)
 	src := fmt.Sprintf("%s@@%d", im.Path, im.Parts[partition.Boot].Offset)
-	if err := run(ctx, []string{"MTOOLS_SKIP_CHECK=1"}, "mcopy", "-i", src, "::/"+ManifestFile, out); err != nil {
+	if err := run(ctx, []string{"MTOOLS_SKIP_CHECK=1"}, "mcopy", "-i", src, "::/"+bootpart.ManifestFile, out); err != nil {
 		return nil, fmt.Errorf("%s carries no build manifest (built by an older ncpos?): %w", im.Path, err)
 	}
 	return os.ReadFile(out)

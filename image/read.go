@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/partition"
@@ -90,6 +92,31 @@ func (im *Image) Kernel(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("reading the kernel from %s: %w", im.Path, err)
 	}
 	return os.ReadFile(out)
+}
+
+// BuildID reads the build ID from the image's root file system.
+func (im *Image) BuildID() (string, error) {
+	out, err := exec.Command("unsquashfs", "-o", strconv.FormatInt(im.Parts[partition.RootA].Offset, 10),
+		"-cat", im.Path, "etc/ncpos/build-id").Output()
+	if err != nil {
+		return "", fmt.Errorf("reading the build ID from %s: %w", im.Path, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// BootHashes hashes the files of the boot partition this build would give
+// an installed appliance with disk signature diskSig, booting root
+// partition rootPart by default (BuildBoot, then BootHashes).
+func (im *Image) BootHashes(ctx context.Context, diskSig uint32, rootPart int) (map[string]string, error) {
+	kernel, err := im.Kernel(ctx)
+	if err != nil {
+		return nil, err
+	}
+	boot, err := BuildBoot(ctx, kernel, diskSig, rootPart)
+	if err != nil {
+		return nil, err
+	}
+	return BootHashes(ctx, boot)
 }
 
 // BuildBoot makes the boot partition image this build would give an

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -22,7 +23,6 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/ncpos/ncpos/bootpart"
-	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -120,19 +120,17 @@ func (c *Client) BootPartition(ctx context.Context) (*BootPartition, error) {
 	return &got, nil
 }
 
-// loaderDifferences lists the loader and entry files of the boot partition
-// image boot that the box lacks or holds otherwise: what a new build
-// changes that the box does not write over the network. Kernels, the
-// files naming the default slot and the manifest are left out.
-func loaderDifferences(ctx context.Context, boot []byte, box map[string]string) ([]string, error) {
-	want, err := image.BootHashes(ctx, boot)
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range []string{bootpart.SlotA.Kernel(), bootpart.SlotB.Kernel(), bootpart.SyslinuxDefaultFile, bootpart.LoaderConfFile, image.ManifestFile} {
+// loaderDifferences lists the loader and entry files of a build's boot
+// partition (want: their hashes) that the box lacks or holds otherwise:
+// what a new build changes that the box does not write over the network.
+// Kernels, the files naming the default slot and the manifest are left
+// out.
+func loaderDifferences(want, box map[string]string) []string {
+	want = maps.Clone(want)
+	for _, name := range []string{bootpart.SlotA.Kernel(), bootpart.SlotB.Kernel(), bootpart.SyslinuxDefaultFile, bootpart.LoaderConfFile, bootpart.ManifestFile} {
 		delete(want, strings.ToLower(name))
 	}
-	return bootpart.Differences(want, box), nil
+	return bootpart.Differences(want, box)
 }
 
 // put sends a partition image and checks the SHA-256 the box computed of

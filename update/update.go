@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
-	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/boxtls"
-	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/partition"
 	"github.com/ncpos/ncpos/signature"
 	"github.com/ncpos/ncpos/web/api"
@@ -61,14 +58,22 @@ type Result struct {
 	Before    Baseline
 }
 
-// ImageBuildID reads the build ID from the image's root file system.
-func ImageBuildID(im *image.Image) (string, error) {
-	out, err := exec.Command("unsquashfs", "-o", strconv.FormatInt(im.Parts[partition.RootA].Offset, 10),
-		"-cat", im.Path, "etc/ncpos/build-id").Output()
-	if err != nil {
-		return "", fmt.Errorf("reading the build ID from %s: %w", im.Path, err)
-	}
-	return strings.TrimSpace(string(out)), nil
+// Image is the build an update installs, as read from its disk image
+// (the builder's image.Image is one). An update reads a build through
+// these alone, whatever made it.
+type Image interface {
+	// BuildID is the build the image holds.
+	BuildID() (string, error)
+	// Manifest is the build's signed manifest.
+	Manifest(ctx context.Context) ([]byte, error)
+	// RootSquashfs is its root file system.
+	RootSquashfs() ([]byte, error)
+	// Kernel is its kernel.
+	Kernel(ctx context.Context) ([]byte, error)
+	// BootHashes hashes the files of the boot partition the build would
+	// give a box with disk signature diskSig booting root partition
+	// rootPart, as bootpart.HashTree hashes the box's own.
+	BootHashes(ctx context.Context, diskSig uint32, rootPart int) (map[string]string, error)
 }
 
 // Run updates the appliance behind c to the image im. The box checks the
@@ -80,7 +85,7 @@ func ImageBuildID(im *image.Image) (string, error) {
 // come up healthy, the next boot (a reboot the command asks for, the
 // watchdog's, or a kernel's panic) returns to the old slot, and Run says
 // so in its error.
-func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, error) {
+func Run(ctx context.Context, c *Client, im Image, o Options) (*Result, error) {
 	start := time.Now()
 	logf := o.Logf
 	if logf == nil {
@@ -131,7 +136,7 @@ func Run(ctx context.Context, c *Client, im *image.Image, o Options) (*Result, e
 	if bp.Slots.TestBoot() {
 		return nil, fmt.Errorf("the appliance test-boots slot %s (it boots slot %s by default); let that update finish or reboot it first", bp.Slots.Running, bp.Slots.Default)
 	}
-	to, err := ImageBuildID(im)
+	to, err := im.BuildID()
 	if err != nil {
 		return nil, err
 	}
@@ -327,19 +332,19 @@ type bootPlan struct {
 
 // planBoot compares the image's kernel and loaders with the box's boot
 // partition bp (disk signature sig, booting root booted).
-func planBoot(ctx context.Context, im *image.Image, sig uint32, booted int, bp *BootPartition) (*bootPlan, error) {
+func planBoot(ctx context.Context, im Image, sig uint32, booted int, bp *BootPartition) (*bootPlan, error) {
 	kernel, err := im.Kernel(ctx)
 	if err != nil {
 		return nil, err
 	}
-	boot, err := image.BuildBoot(ctx, kernel, sig, booted)
+	want, err := im.BootHashes(ctx, sig, booted)
 	if err != nil {
 		return nil, err
 	}
 	p := &bootPlan{kernel: kernel, slot: bp.Slots.Running.Other()}
 	p.kept = bp.Files[p.slot.Kernel()] == signature.BlobOf(kernel).SHA256
-	p.loaders, err = loaderDifferences(ctx, boot, bp.Files)
-	return p, err
+	p.loaders = loaderDifferences(want, bp.Files)
+	return p, nil
 }
 
 // leftoverPatience is how long an update waits for segments to forward
@@ -348,7 +353,7 @@ func planBoot(ctx context.Context, im *image.Image, sig uint32, booted int, bp *
 const leftoverPatience = 90 * time.Second
 
 // plan is what Run would do, for a dry run.
-func plan(ctx context.Context, im *image.Image, from, to string, sig uint32, booted int, bp *BootPartition, segs []api.Segment, leftovers []string, uptime time.Duration, o Options) ([]string, error) {
+func plan(ctx context.Context, im Image, from, to string, sig uint32, booted int, bp *BootPartition, segs []api.Segment, leftovers []string, uptime time.Duration, o Options) ([]string, error) {
 	root, err := im.RootSquashfs()
 	if err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/partition"
 	"github.com/ncpos/ncpos/signature"
@@ -290,11 +291,11 @@ func withManifest(t *testing.T, src, dst string, edit func(*signature.Signed, si
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := filepath.Join(t.TempDir(), image.ManifestFile)
+	f := filepath.Join(t.TempDir(), bootpart.ManifestFile)
 	if err := os.WriteFile(f, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	copyToBoot(t, dst, f, image.ManifestFile)
+	copyToBoot(t, dst, f, bootpart.ManifestFile)
 	return dst
 }
 
