@@ -27,9 +27,6 @@ const (
 // configuration starts them or not.
 var KnownDaemons = config.ServiceNames()
 
-// Override is a manual bypass override in force, as bypassd reports it.
-type Override = bypassapi.Override
-
 // pairOf finds the pair of bypassd's status serving segment seg (by the
 // pair's segment, else by the pair name the configuration gives).
 func pairOf(b *bypassapi.Status, seg, pair string) (*api.BypassState, bool) {

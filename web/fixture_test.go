@@ -322,16 +322,16 @@ type fakeBypassd struct {
 }
 
 type fakePair struct {
-	Name     string    `json:"name"`
-	Segment  string    `json:"segment"`
-	Ports    [2]string `json:"ports"`
-	Backend  string    `json:"backend"`
-	State    string    `json:"state"`
-	Desired  string    `json:"desired"`
-	Cause    string    `json:"cause"`
-	Since    time.Time `json:"since"`
-	Healthy  bool      `json:"forwarder_healthy"`
-	Override *Override `json:"override,omitempty"`
+	Name     string              `json:"name"`
+	Segment  string              `json:"segment"`
+	Ports    [2]string           `json:"ports"`
+	Backend  string              `json:"backend"`
+	State    string              `json:"state"`
+	Desired  string              `json:"desired"`
+	Cause    string              `json:"cause"`
+	Since    time.Time           `json:"since"`
+	Healthy  bool                `json:"forwarder_healthy"`
+	Override *bypassapi.Override `json:"override,omitempty"`
 }
 
 type fakeOverrideReq struct {
@@ -384,7 +384,7 @@ func startFakeBypassd(ctx context.Context, t *testing.T, run string, now func() 
 			return
 		}
 		b.requests = append(b.requests, req)
-		o := &Override{State: bypassapi.State(req.State), Reason: req.Reason, By: req.By, Set: b.now(), Update: req.Update}
+		o := &bypassapi.Override{State: bypassapi.State(req.State), Reason: req.Reason, By: req.By, Set: b.now(), Update: req.Update}
 		if req.For != "" {
 			d, _ := time.ParseDuration(req.For)
 			o.Expires = b.now().Add(d)
