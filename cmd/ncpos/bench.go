@@ -196,21 +196,34 @@ func parseCompare(set map[string]bool, sizes string, trial time.Duration, rounds
 	return &benchArgs{compare: o}, nil
 }
 
+// errNeedRoot is why the lab does not run for other users.
+var errNeedRoot = errors.New("the lab needs root (network namespaces, XDP, AF_XDP)")
+
+// benchForwarderd builds forwarderd into a run directory of its own,
+// which cleanup removes.
+func benchForwarderd() (bin, dir string, cleanup func(), err error) {
+	if dir, err = os.MkdirTemp("", "ncpos-bench"); err != nil {
+		return "", "", nil, err
+	}
+	fmt.Println("building forwarderd ...")
+	if bin, err = lab.BuildForwarderd(dir); err != nil {
+		os.RemoveAll(dir)
+		return "", "", nil, err
+	}
+	return bin, dir, func() { os.RemoveAll(dir) }, nil
+}
+
 // runCompare measures the lab's setups side by side (lab.RunBench).
 func runCompare(ctx context.Context, o lab.BenchOptions) error {
 	if os.Geteuid() != 0 {
-		return errors.New("the lab needs root (network namespaces, XDP, AF_XDP)")
+		return errNeedRoot
 	}
-	dir, err := os.MkdirTemp("", "ncpos-bench")
+	bin, dir, cleanup, err := benchForwarderd()
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	fmt.Println("building forwarderd ...")
-	if o.Forwarderd, err = lab.BuildForwarderd(dir); err != nil {
-		return err
-	}
-	o.RunDir = dir
+	defer cleanup()
+	o.Forwarderd, o.RunDir = bin, dir
 	rep, err := lab.RunBench(ctx, o)
 	if err != nil {
 		return err
@@ -281,21 +294,16 @@ func runBench(ctx context.Context, args []string) error {
 	if a.compare != nil {
 		return runCompare(ctx, *a.compare)
 	}
+	if a.target != bench.TargetSim && os.Geteuid() != 0 {
+		return fmt.Errorf("%w; -target sim runs without", errNeedRoot)
+	}
 	var bin, dir string
 	if a.target == lab.TargetForwarder {
-		if os.Geteuid() != 0 {
-			return errors.New("the lab needs root (network namespaces, XDP, AF_XDP); -target sim runs without")
-		}
-		if dir, err = os.MkdirTemp("", "ncpos-bench"); err != nil {
+		var cleanup func()
+		if bin, dir, cleanup, err = benchForwarderd(); err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
-		fmt.Println("building forwarderd ...")
-		if bin, err = lab.BuildForwarderd(dir); err != nil {
-			return err
-		}
-	} else if a.target == lab.TargetBridge && os.Geteuid() != 0 {
-		return errors.New("the lab needs root (network namespaces, XDP, AF_XDP); -target sim runs without")
+		defer cleanup()
 	}
 	var reports []*bench.Report
 	var runErr error
