@@ -1,0 +1,289 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// Effect is what taking a changed setting does to the box.
+type Effect string
+
+// The effects a change can have, from none to a reboot.
+const (
+	// EffectNone: no daemon's behaviour towards traffic changes (the
+	// self-test's plan, which runs only when asked).
+	EffectNone Effect = "none"
+	// EffectInPlace: a daemon takes it without a restart; no segment is
+	// touched.
+	EffectInPlace Effect = "in place"
+	// EffectReattach: the segments named are detached and attached
+	// again, each relay in bypass meanwhile (a new segment is attached,
+	// a removed one detached).
+	EffectReattach Effect = "re-attach"
+	// EffectReboot: the box takes it only when it boots.
+	EffectReboot Effect = "reboot"
+)
+
+// rank orders effects by how much they disturb.
+func (e Effect) rank() int {
+	return slices.Index([]Effect{EffectNone, EffectInPlace, EffectReattach, EffectReboot}, e)
+}
+
+// Who takes a setting in place.
+const (
+	TakerInit      = "init" // the box itself: hostname, management address
+	TakerForwarder = "forwarderd"
+	TakerBypass    = "bypassd"
+	TakerWatchdog  = "watchdogd"
+	TakerStatus    = "statusd"
+)
+
+// settingPlan is how one setting takes effect.
+type settingPlan struct {
+	effect Effect
+	taker  string // for EffectInPlace (and the daemon that re-attaches)
+	why    string // for EffectReboot: what only a boot can do
+}
+
+// settingPlans says, for every setting of the schema, how a change to it
+// takes effect. Settings inside [[array]] tables are named without
+// indices (segment.mtu). TestPlanCoversEverySetting fails for a setting
+// the schema has and this table lacks.
+var settingPlans = map[string]settingPlan{
+	"hostname": {EffectInPlace, TakerInit, ""},
+	"platform": {EffectReboot, "", "the platform profile names the ports, the watchdog and the bypass hardware the daemons were started on"},
+	"services": {EffectReboot, "", "init starts and supervises the daemons once per boot"},
+
+	"management.port":    {EffectReboot, "", "the management port is chosen and quieted as a data port's opposite at boot"},
+	"management.dhcp":    {EffectInPlace, TakerInit, ""},
+	"management.address": {EffectInPlace, TakerInit, ""},
+	"management.gateway": {EffectInPlace, TakerInit, ""},
+
+	"status.port":          {EffectInPlace, TakerStatus, ""},
+	"status.http_port":     {EffectInPlace, TakerStatus, ""},
+	"status.auth_read":     {EffectInPlace, TakerStatus, ""},
+	"status.password":      {EffectInPlace, TakerStatus, ""},
+	"status.password_hash": {EffectInPlace, TakerStatus, ""},
+	"status.names":         {EffectInPlace, TakerStatus, ""},
+
+	"watchdog.device":     {EffectReboot, "", "the watchdog device, once opened, cannot be handed over without a reset of the box"},
+	"watchdog.timeout":    {EffectInPlace, TakerWatchdog, ""},
+	"watchdog.interval":   {EffectInPlace, TakerWatchdog, ""},
+	"watchdog.boot_grace": {EffectInPlace, TakerWatchdog, ""},
+
+	// The engine, its mode and cores apply to every segment's programs
+	// and maps: every segment is re-attached.
+	"forwarder.engine":          {EffectReattach, TakerForwarder, ""},
+	"forwarder.mode":            {EffectReattach, TakerForwarder, ""},
+	"forwarder.cores":           {EffectReattach, TakerForwarder, ""},
+	"forwarder.flow_table_size": {EffectReattach, TakerForwarder, ""},
+	"forwarder.flow_control":    {EffectReattach, TakerForwarder, ""},
+
+	"bypass.budget":    {EffectInPlace, TakerBypass, ""},
+	"bypass.hold_down": {EffectInPlace, TakerBypass, ""},
+
+	// A segment's settings touch that segment alone.
+	"segment.name":   {EffectReattach, TakerForwarder, ""},
+	"segment.ports":  {EffectReattach, TakerForwarder, ""},
+	"segment.bypass": {EffectReattach, TakerForwarder, ""},
+	"segment.mtu":    {EffectReattach, TakerForwarder, ""},
+
+	"syslog.target": {EffectInPlace, TakerStatus, ""},
+	"syslog.ca":     {EffectInPlace, TakerStatus, ""},
+
+	"snmp.port":           {EffectInPlace, TakerStatus, ""},
+	"snmp.community":      {EffectInPlace, TakerStatus, ""},
+	"snmp.location":       {EffectInPlace, TakerStatus, ""},
+	"snmp.contact":        {EffectInPlace, TakerStatus, ""},
+	"snmp.user.name":      {EffectInPlace, TakerStatus, ""},
+	"snmp.user.auth":      {EffectInPlace, TakerStatus, ""},
+	"snmp.user.auth_key":  {EffectInPlace, TakerStatus, ""},
+	"snmp.user.priv":      {EffectInPlace, TakerStatus, ""},
+	"snmp.user.priv_key":  {EffectInPlace, TakerStatus, ""},
+	"snmp.trap.target":    {EffectInPlace, TakerStatus, ""},
+	"snmp.trap.community": {EffectInPlace, TakerStatus, ""},
+	"snmp.trap.user":      {EffectInPlace, TakerStatus, ""},
+
+	"selftest.ports.test":         {EffectNone, TakerStatus, ""},
+	"selftest.ports.segment_port": {EffectNone, TakerStatus, ""},
+	"selftest.sizes":              {EffectNone, TakerStatus, ""},
+	"selftest.trial":              {EffectNone, TakerStatus, ""},
+	"selftest.line_rate":          {EffectNone, TakerStatus, ""},
+	"selftest.expect":             {EffectNone, TakerStatus, ""},
+	"selftest.latency_trials":     {EffectNone, TakerStatus, ""},
+	"selftest.directions":         {EffectNone, TakerStatus, ""},
+}
+
+// Change is one entry of a plan: a setting (or a segment) that differs,
+// and what taking it does.
+type Change struct {
+	// Setting is the setting's path (snmp.community, selftest.ports), or
+	// segment[NAME] for a segment added, removed or changed.
+	Setting string `json:"setting"`
+	Effect  Effect `json:"effect"`
+	// Taker is the daemon (or init) that takes it; "" for a reboot.
+	Taker string `json:"taker,omitempty"`
+	// Segments are the segments re-attached.
+	Segments []string `json:"segments,omitempty"`
+	// Detail says what changes: the fields of a segment, a segment
+	// added or removed, what only a boot can do.
+	Detail string `json:"detail,omitempty"`
+}
+
+// Plan lists what taking next in place of cur does, one Change per
+// setting that differs (per segment for segments, matched by name), in
+// the schema's order. Both must be valid configurations. An empty plan
+// means the two configurations are the same.
+func Plan(cur, next *Config) []Change {
+	var plan []Change
+	cv, nv := reflect.ValueOf(cur).Elem(), reflect.ValueOf(next).Elem()
+	forEachSetting(reflect.TypeFor[Config](), "", func(path string, index []int) {
+		if strings.HasPrefix(path, "segment.") {
+			return
+		}
+		a, b := fieldAt(cv, index), fieldAt(nv, index)
+		if reflect.DeepEqual(a.Interface(), b.Interface()) || (isEmpty(a) && isEmpty(b)) {
+			return
+		}
+		// Settings inside a list (snmp.user.name) change as the list.
+		setting := path
+		if i := settingList(path); i != "" {
+			setting = i
+			if n := len(plan); n > 0 && plan[n-1].Setting == setting {
+				return
+			}
+		}
+		sp := settingPlans[path]
+		c := Change{Setting: setting, Effect: sp.effect, Taker: sp.taker, Detail: sp.why}
+		if sp.effect == EffectReattach {
+			for _, s := range next.Segments {
+				c.Segments = append(c.Segments, s.Name)
+			}
+			c.Detail = "every segment: the forwarder's programs and maps are made anew"
+		}
+		plan = append(plan, c)
+	})
+	return append(plan, segmentChanges(cur.Segments, next.Segments)...)
+}
+
+// segmentChanges compares the segments by name.
+func segmentChanges(cur, next []Segment) []Change {
+	var plan []Change
+	old := map[string]Segment{}
+	for _, s := range cur {
+		old[s.Name] = s
+	}
+	seen := map[string]bool{}
+	for _, s := range next {
+		seen[s.Name] = true
+		c := Change{Setting: "segment[" + s.Name + "]", Effect: EffectReattach, Taker: TakerForwarder, Segments: []string{s.Name}}
+		o, ok := old[s.Name]
+		switch {
+		case !ok:
+			c.Detail = fmt.Sprintf("added: %s", strings.Join(s.Ports, " and "))
+		case reflect.DeepEqual(o, s):
+			continue
+		default:
+			c.Detail = "changed: " + strings.Join(segmentDiff(o, s), ", ")
+		}
+		plan = append(plan, c)
+	}
+	for _, s := range cur {
+		if !seen[s.Name] {
+			plan = append(plan, Change{Setting: "segment[" + s.Name + "]", Effect: EffectReattach, Taker: TakerForwarder,
+				Segments: []string{s.Name}, Detail: fmt.Sprintf("removed: %s", strings.Join(s.Ports, " and "))})
+		}
+	}
+	return plan
+}
+
+// segmentDiff names the fields of a segment that differ, old -> new.
+func segmentDiff(a, b Segment) []string {
+	var out []string
+	av, bv := reflect.ValueOf(a), reflect.ValueOf(b)
+	for i := range av.NumField() {
+		if key := fieldKey(av.Type().Field(i)); key != "" && !reflect.DeepEqual(av.Field(i).Interface(), bv.Field(i).Interface()) {
+			out = append(out, fmt.Sprintf("%s %v -> %v", key, av.Field(i).Interface(), bv.Field(i).Interface()))
+		}
+	}
+	return out
+}
+
+// Disturbs is the plan's greatest effect: EffectNone for an empty plan.
+func Disturbs(plan []Change) Effect {
+	e := EffectNone
+	for _, c := range plan {
+		if c.Effect.rank() > e.rank() {
+			e = c.Effect
+		}
+	}
+	return e
+}
+
+// forEachSetting calls fn with the path and field index of every setting
+// of t: struct fields are descended into, and so are the elements of
+// lists of tables (snmp.user.name, whose index stops at the list);
+// everything else is a setting.
+func forEachSetting(t reflect.Type, prefix string, fn func(path string, index []int)) {
+	forEachSettingAt(t, prefix, nil, fn)
+}
+
+func forEachSettingAt(t reflect.Type, prefix string, index []int, fn func(string, []int)) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key := fieldKey(f)
+		if key == "" {
+			continue
+		}
+		path := joinPath(prefix, key)
+		at := append(slices.Clone(index), i)
+		switch st := structType(f.Type); {
+		case st != nil && f.Type.Kind() == reflect.Slice:
+			// The list is the setting; its element's keys name it.
+			forEachSettingAt(st, path, at, func(p string, _ []int) { fn(p, at) })
+		case st != nil:
+			forEachSettingAt(st, path, at, fn)
+		default:
+			fn(path, at)
+		}
+	}
+}
+
+// settingList returns the list of tables a setting lies in
+// (snmp.user for snmp.user.name), or "".
+func settingList(path string) string {
+	t := reflect.TypeFor[Config]()
+	prefix := ""
+	for _, key := range strings.Split(path, ".") {
+		f, ok := fieldByKey(t, key)
+		if !ok {
+			return ""
+		}
+		prefix = joinPath(prefix, key)
+		if f.Type.Kind() == reflect.Slice && structType(f.Type) != nil {
+			return prefix
+		}
+		if t = structType(f.Type); t == nil {
+			return ""
+		}
+	}
+	return ""
+}
+
+func fieldAt(v reflect.Value, index []int) reflect.Value {
+	for _, i := range index {
+		v = v.Field(i)
+	}
+	return v
+}
+
+// isEmpty treats a nil and an empty list or table as the same.
+func isEmpty(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map:
+		return v.Len() == 0
+	}
+	return false
+}
