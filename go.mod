@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/asavie/xdp v0.3.3
+	github.com/aymanbagabas/go-udiff v0.4.2
 	github.com/chromedp/chromedp v0.23.1
 	github.com/cilium/ebpf v0.22.0
 	github.com/gokrazy/gokrazy v0.0.0-20260418085648-c38c3134b8a7

@@ -1,0 +1,287 @@
+// Package versions keeps the box's configuration versions on /perm: every
+// configuration applied from afar, with who applied it, when, from where
+// and why, and whether it was confirmed, is still waiting for its
+// confirmation, or was reverted. The versions are what the configuration
+// history shows and what a rollback goes back to.
+//
+// Each version is two files in the store's folder, written atomically and
+// durably (internal/durable): NNNNNNNN.toml, the configuration's text,
+// first, then NNNNNNNN.json, its record. A version exists once its record
+// does, so a power cut at any point leaves the store with or without the
+// version, never with half of one; a text whose record never came is
+// removed when the store next writes. A record's state changes by an
+// atomic rewrite of the record alone.
+package versions
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ncpos/ncpos/internal/durable"
+)
+
+// State is where a version stands.
+type State string
+
+// The states of a version.
+const (
+	// Pending: applied with a confirm deadline, not yet confirmed; the
+	// box goes back to the version it replaced when the deadline passes.
+	Pending State = "pending"
+	// Confirmed: applied and confirmed (or applied without a deadline);
+	// the box boots on the newest confirmed version.
+	Confirmed State = "confirmed"
+	// Reverted: applied, and then undone before it was confirmed.
+	Reverted State = "reverted"
+)
+
+// Version is the record of one configuration version.
+type Version struct {
+	Number int       `json:"version"`
+	Parent int       `json:"parent"` // the version it replaced; 0 for the first
+	Time   time.Time `json:"time"`
+	By     string    `json:"by"`   // who applied it
+	From   string    `json:"from"` // the address it was applied from
+	// Source says where the text came from when the box recorded it
+	// itself (the configuration it booted on); "" for a change applied
+	// from afar.
+	Source   string    `json:"source,omitempty"`
+	Comment  string    `json:"comment,omitempty"`
+	State    State     `json:"state"`
+	Deadline time.Time `json:"deadline,omitzero"` // Pending: when it reverts by itself
+	// Reason says why a version was reverted, or confirmed by itself.
+	Reason string    `json:"reason,omitempty"`
+	Done   time.Time `json:"done,omitzero"` // when it was confirmed or reverted
+	SHA256 string    `json:"sha256"`        // of the text
+}
+
+// Store is the folder of versions. Its methods may be called from any
+// goroutine.
+type Store struct {
+	dir  string
+	keep int
+
+	mu sync.Mutex
+}
+
+// DefaultKeep is how many versions a store keeps.
+const DefaultKeep = 20
+
+// Open opens (and makes) the store in dir, which keeps the newest keep
+// versions, and always the newest confirmed one.
+func Open(dir string, keep int) (*Store, error) {
+	if keep < 2 {
+		return nil, fmt.Errorf("versions: keeping %d versions, want at least 2", keep)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("versions: %w", err)
+	}
+	return &Store{dir: dir, keep: keep}, nil
+}
+
+func (s *Store) path(n int, ext string) string {
+	return filepath.Join(s.dir, fmt.Sprintf("%08d.%s", n, ext))
+}
+
+// List returns the versions, newest first.
+func (s *Store) List() ([]Version, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.list()
+}
+
+func (s *Store) list() ([]Version, error) {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("versions: %w", err)
+	}
+	var out []Version
+	for _, e := range entries {
+		n, ok := number(e.Name(), ".json")
+		if !ok {
+			continue
+		}
+		v, err := s.read(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	slices.SortFunc(out, func(a, b Version) int { return b.Number - a.Number })
+	return out, nil
+}
+
+// number parses NNNNNNNN.ext.
+func number(name, ext string) (int, bool) {
+	base, ok := strings.CutSuffix(name, ext)
+	if !ok || len(base) != 8 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(base)
+	return n, err == nil && n > 0
+}
+
+func (s *Store) read(n int) (Version, error) {
+	var v Version
+	data, err := durable.ReadFile(s.path(n, "json"))
+	if err != nil {
+		return v, fmt.Errorf("versions: record of version %d: %w", n, err)
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return v, fmt.Errorf("versions: record of version %d: %w", n, err)
+	}
+	if v.Number != n {
+		return v, fmt.Errorf("versions: record %s names version %d", s.path(n, "json"), v.Number)
+	}
+	return v, nil
+}
+
+// Get returns version n and its text.
+func (s *Store) Get(n int) (Version, []byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, err := s.read(n)
+	if errors.Is(err, fs.ErrNotExist) {
+		return v, nil, fmt.Errorf("versions: no version %d: %w", n, fs.ErrNotExist)
+	}
+	if err != nil {
+		return v, nil, err
+	}
+	text, err := durable.ReadFile(s.path(n, "toml"))
+	if err != nil {
+		return v, nil, fmt.Errorf("versions: text of version %d: %w", n, err)
+	}
+	if Sum(text) != v.SHA256 {
+		return v, nil, fmt.Errorf("versions: text of version %d does not match its record (SHA-256 %s, recorded %s)", n, Sum(text), v.SHA256)
+	}
+	return v, text, nil
+}
+
+// Sum is the SHA-256 of a text, as records hold it.
+func Sum(text []byte) string {
+	h := sha256.Sum256(text)
+	return hex.EncodeToString(h[:])
+}
+
+// Add records text as the next version: v's number, hash and (when
+// zero) time are filled in. It returns the record as written.
+func (s *Store) Add(text []byte, v Version) (Version, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all, err := s.list()
+	if err != nil {
+		return v, err
+	}
+	v.Number = 1
+	if len(all) > 0 {
+		v.Number = all[0].Number + 1
+	}
+	if err := s.removeStrays(); err != nil {
+		return v, err
+	}
+	if v.Time.IsZero() {
+		v.Time = time.Now().UTC()
+	}
+	v.SHA256 = Sum(text)
+	if err := durable.WriteFile(s.path(v.Number, "toml"), text, 0o600); err != nil {
+		return v, fmt.Errorf("versions: writing version %d: %w", v.Number, err)
+	}
+	if err := s.write(v); err != nil {
+		return v, err
+	}
+	return v, s.prune(append([]Version{v}, all...))
+}
+
+// write replaces the record of v.
+func (s *Store) write(v Version) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := durable.WriteFile(s.path(v.Number, "json"), append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("versions: writing the record of version %d: %w", v.Number, err)
+	}
+	return nil
+}
+
+// Settle moves version n out of Pending into state (Confirmed or
+// Reverted), saying why. A version that is not pending is refused: a
+// change is confirmed or reverted once.
+func (s *Store) Settle(n int, state State, reason string) (Version, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if state != Confirmed && state != Reverted {
+		return Version{}, fmt.Errorf("versions: settling version %d as %q", n, state)
+	}
+	v, err := s.read(n)
+	if err != nil {
+		return v, err
+	}
+	if v.State != Pending {
+		return v, fmt.Errorf("versions: version %d is %s, not pending", n, v.State)
+	}
+	v.State, v.Reason, v.Deadline, v.Done = state, reason, time.Time{}, time.Now().UTC()
+	return v, s.write(v)
+}
+
+// removeStrays removes texts whose record was never written (a power cut
+// between the two).
+func (s *Store) removeStrays() error {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("versions: %w", err)
+	}
+	var removed bool
+	for _, e := range entries {
+		n, ok := number(e.Name(), ".toml")
+		if !ok {
+			continue
+		}
+		if _, err := os.Stat(s.path(n, "json")); errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(s.path(n, "toml")); err != nil {
+				return fmt.Errorf("versions: %w", err)
+			}
+			removed = true
+		}
+	}
+	if removed {
+		return durable.SyncDir(s.dir)
+	}
+	return nil
+}
+
+// prune removes all but the newest keep versions of all (newest first),
+// and keeps the newest confirmed one whatever its age. The record goes
+// first, so that a power cut leaves a stray text, not a record without
+// its text.
+func (s *Store) prune(all []Version) error {
+	confirmed := slices.IndexFunc(all, func(v Version) bool { return v.State == Confirmed })
+	var removed bool
+	for i, v := range all {
+		if i < s.keep || i == confirmed {
+			continue
+		}
+		if err := os.Remove(s.path(v.Number, "json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("versions: %w", err)
+		}
+		if err := os.Remove(s.path(v.Number, "toml")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("versions: %w", err)
+		}
+		removed = true
+	}
+	if removed {
+		return durable.SyncDir(s.dir)
+	}
+	return nil
+}
