@@ -78,14 +78,12 @@ type Store struct {
 // DefaultKeep is how many versions a store keeps.
 const DefaultKeep = 20
 
-// Open opens (and makes) the store in dir, which keeps the newest keep
-// versions, and always the newest confirmed one.
+// Open opens the store in dir, which keeps the newest keep versions, and
+// always the newest confirmed one. The folder is made by the first Add:
+// a box that is never changed from afar never writes it.
 func Open(dir string, keep int) (*Store, error) {
 	if keep < 2 {
 		return nil, fmt.Errorf("versions: keeping %d versions, want at least 2", keep)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("versions: %w", err)
 	}
 	return &Store{dir: dir, keep: keep}, nil
 }
@@ -103,6 +101,9 @@ func (s *Store) List() ([]Version, error) {
 
 func (s *Store) list() ([]Version, error) {
 	entries, err := os.ReadDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("versions: %w", err)
 	}
@@ -187,6 +188,9 @@ func (s *Store) Add(text []byte, v Version) (Version, error) {
 	if len(all) > 0 {
 		v.Number = all[0].Number + 1
 	}
+	if err := s.makeDir(); err != nil {
+		return v, err
+	}
 	if err := s.removeStrays(); err != nil {
 		return v, err
 	}
@@ -233,6 +237,17 @@ func (s *Store) Settle(n int, state State, reason string) (Version, error) {
 	}
 	v.State, v.Reason, v.Deadline, v.Done = state, reason, time.Time{}, time.Now().UTC()
 	return v, s.write(v)
+}
+
+// makeDir makes the store's folder, durably, when it is not there yet.
+func (s *Store) makeDir() error {
+	if _, err := os.Stat(s.dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return fmt.Errorf("versions: %w", err)
+	}
+	return durable.SyncDir(filepath.Dir(s.dir))
 }
 
 // removeStrays removes texts whose record was never written (a power cut

@@ -13,7 +13,7 @@ import (
 
 func open(t *testing.T, keep int) *Store {
 	t.Helper()
-	s, err := Open(t.TempDir(), keep)
+	s, err := Open(filepath.Join(t.TempDir(), "versions"), keep)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,6 +22,12 @@ func open(t *testing.T, keep int) *Store {
 
 func TestAddGetSettle(t *testing.T) {
 	s := open(t, DefaultKeep)
+	if list, err := s.List(); err != nil || len(list) != 0 {
+		t.Errorf("List of a store never written: %v, %v", list, err)
+	}
+	if _, err := os.Stat(s.dir); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("opening the store wrote its folder: %v", err)
+	}
 	v1, err := s.Add([]byte("hostname = \"a\"\n"), Version{By: "boot", Source: "built-in default", State: Confirmed})
 	if err != nil {
 		t.Fatal(err)
