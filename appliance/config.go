@@ -24,6 +24,9 @@ const (
 	// one, runs on the very same configuration, whatever happens to the
 	// files on /perm meanwhile.
 	BootConfig = "/run/ncpos/config.toml"
+	// ConfigVersions holds the configuration's versions (package
+	// config/versions): every change applied from afar.
+	ConfigVersions = "/perm/ncpos/versions"
 )
 
 // LoadConfig returns the configuration that takes effect: override when it

@@ -183,8 +183,15 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	return ParseOnBox(path, data)
+}
+
+// ParseOnBox is Parse with the checks Load makes of the machine it runs
+// on (what must fit in its memory): how the box checks a configuration
+// it is sent.
+func ParseOnBox(filename string, data []byte) (*Config, error) {
 	mem, _, _ := sysinfo.Memory("/proc/meminfo") // 0 when unknown: only the hard limit applies
-	return parse(&source{file: path, data: data, mem: mem})
+	return parse(&source{file: filename, data: data, mem: mem})
 }
 
 // Parse decodes and validates a configuration. filename is only used in

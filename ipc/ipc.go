@@ -69,7 +69,7 @@ func Handler(report Reporter, status func() any, metrics http.Handler) *http.Ser
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, r *http.Request) {
 		l := report().Live
 		if !l.Live {
-			writeJSONCode(w, http.StatusServiceUnavailable, l)
+			WriteJSONCode(w, http.StatusServiceUnavailable, l)
 			return
 		}
 		WriteJSON(w, l)
@@ -87,9 +87,10 @@ func Handler(report Reporter, status func() any, metrics http.Handler) *http.Ser
 }
 
 // WriteJSON writes v as indented JSON.
-func WriteJSON(w http.ResponseWriter, v any) { writeJSONCode(w, http.StatusOK, v) }
+func WriteJSON(w http.ResponseWriter, v any) { WriteJSONCode(w, http.StatusOK, v) }
 
-func writeJSONCode(w http.ResponseWriter, code int, v any) {
+// WriteJSONCode answers v as indented JSON with status code.
+func WriteJSONCode(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)

@@ -65,6 +65,9 @@ type Server struct {
 	// for their counters in /metrics; nil when SNMP is off.
 	SNMP         *snmp.Agent
 	SNMPNotifier *snmp.Notifier
+	// Configs is the box's configuration for the configuration API; nil
+	// answers 503.
+	Configs *Configs
 
 	guardOnce sync.Once
 	guards    *guards
@@ -172,6 +175,11 @@ func (s *Server) Handler() http.Handler {
 	control("POST /api/v1/control/install", s.handleInstall)
 	read("GET /api/v1/selftest/job", s.handleSelfTestJob)
 	control("POST /api/v1/control/selftest", s.handleSelfTest)
+	// The configuration holds passwords and keys: reading it takes the
+	// password too.
+	control("GET /api/v1/config", s.handleConfig)
+	control("POST /api/v1/config/check", s.handleConfigCheck)
+	control("POST /api/v1/config/plan", s.handleConfigPlan)
 	return s.guarded(mux)
 }
 
@@ -188,7 +196,7 @@ var apiIndex = []string{
 	"GET /api/v1/segments", "GET /api/v1/watchdog", "GET /api/v1/host", "GET /api/v1/events?limit=N", "GET /api/v1/logs?daemon=D&limit=N",
 	"GET /api/v1/hardware", "GET /api/v1/selftest", "POST /api/v1/control/bypass", "POST /api/v1/control/reboot",
 	"POST /api/v1/control/password", "PUT /api/v1/update/{manifest,root,kernel}", "GET /api/v1/update/boot", "POST /api/v1/update/{testboot,switch}", "GET /api/v1/install", "POST /api/v1/control/install", "GET /api/v1/selftest/job",
-	"POST /api/v1/control/selftest", "GET /metrics",
+	"POST /api/v1/control/selftest", "GET /api/v1/config", "POST /api/v1/config/check", "POST /api/v1/config/plan", "GET /metrics",
 }
 
 // status is the latest snapshot with this request's view: the chart

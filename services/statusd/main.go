@@ -26,12 +26,14 @@ import (
 	"github.com/ncpos/ncpos/appliance"
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/internal/kmsg"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/logs"
 	"github.com/ncpos/ncpos/snmp"
+	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/watchdog"
 	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/api"
@@ -70,6 +72,21 @@ func console() io.Writer {
 }
 
 func loadConfig(path string) (*config.Config, error) { return appliance.DaemonConfig(path) }
+
+// configs serves the configuration init chose for this boot, and the
+// versions kept on /perm.
+func configs() *web.Configs {
+	c := &web.Configs{InForce: func() ([]byte, error) { return os.ReadFile(appliance.BootConfig) }}
+	if rec, err := sysinfo.ReadInitRecord(ipc.Dir()); err == nil {
+		c.Source = rec.Config.Source
+	}
+	store, err := versions.Open(appliance.ConfigVersions, versions.DefaultKeep)
+	if err != nil {
+		log.Printf("configuration history unavailable: %v", err)
+	}
+	c.Versions = store
+	return c
+}
 
 func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath string, interval time.Duration, selfTest string) error {
 	// statusd's own lines go straight to the collector; the other daemons'
@@ -141,6 +158,7 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		mon.LastGood = &web.LastGood{After: 2 * time.Minute, Keep: func() (bool, error) {
 			return appliance.KeepLastGood(appliance.LastGoodConfig, text)
 		}}
+		srv.Configs = configs()
 	}
 	if cfg.SNMP.Enabled() {
 		if srv.SNMP, srv.SNMPNotifier, err = startSNMP(ctx, cfg.SNMP, ifname, mon, evlog, snmp.EngineFile); err != nil {

@@ -1,0 +1,122 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/config/versions"
+	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/web/api"
+)
+
+// Configs is what statusd knows of the box's configuration: the text
+// every daemon runs on, where init took it from, and the versions kept on
+// /perm.
+type Configs struct {
+	// InForce reads the configuration every daemon runs on
+	// (appliance.BootConfig).
+	InForce func() ([]byte, error)
+	// Source is where init took it from at boot.
+	Source string
+	// Versions is the history; nil when the box keeps none (no /perm).
+	Versions *versions.Store
+}
+
+// inForce reads the configuration in force and finds its version.
+func (c *Configs) inForce() (*api.ConfigInForce, error) {
+	text, err := c.InForce()
+	if err != nil {
+		return nil, fmt.Errorf("reading the configuration in force: %w", err)
+	}
+	cur := &api.ConfigInForce{Text: string(text), SHA256: versions.Sum(text), Source: c.Source}
+	if c.Versions == nil {
+		return cur, nil
+	}
+	all, err := c.Versions.List()
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range all {
+		if v.SHA256 == cur.SHA256 && v.State != versions.Reverted {
+			cur.Version, cur.By, cur.From, cur.Time = v.Number, v.By, v.From, v.Time
+			break
+		}
+	}
+	return cur, nil
+}
+
+// check validates a candidate as the box validates its configuration at
+// boot, and returns every problem.
+func check(text string) (*config.Config, api.ConfigCheck) {
+	cfg, err := config.ParseOnBox(api.ConfigFile, []byte(text))
+	if err == nil {
+		return cfg, api.ConfigCheck{Valid: true, Errors: []api.ConfigError{}}
+	}
+	res := api.ConfigCheck{}
+	var ve *config.ValidationError
+	if !errors.As(err, &ve) {
+		res.Errors = append(res.Errors, api.ConfigError{Message: err.Error()})
+		return nil, res
+	}
+	for _, fe := range ve.Errors {
+		res.Errors = append(res.Errors, api.ConfigError{Line: fe.Line, Field: fe.Field, Message: fe.Error()})
+	}
+	return nil, res
+}
+
+func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
+	if s.Configs == nil {
+		apiError(w, http.StatusServiceUnavailable, "this box does not serve its configuration")
+		return
+	}
+	cur, err := s.Configs.inForce()
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	ipc.WriteJSON(w, cur)
+}
+
+func (s *Server) handleConfigCheck(w http.ResponseWriter, r *http.Request) {
+	var req api.ConfigCandidate
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	_, res := check(req.Text)
+	ipc.WriteJSON(w, res)
+}
+
+func (s *Server) handleConfigPlan(w http.ResponseWriter, r *http.Request) {
+	if s.Configs == nil {
+		apiError(w, http.StatusServiceUnavailable, "this box does not serve its configuration")
+		return
+	}
+	var req api.ConfigCandidate
+	if !decodeJSON(w, r, &req) {
+		return
+	}
+	next, res := check(req.Text)
+	if !res.Valid {
+		ipc.WriteJSONCode(w, http.StatusUnprocessableEntity, api.ConfigRefusal{
+			Error: fmt.Sprintf("the candidate has %d problem(s)", len(res.Errors)), ConfigCheck: res})
+		return
+	}
+	cur, err := s.Configs.inForce()
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	running, err := config.Parse("configuration in force", []byte(cur.Text))
+	if err != nil {
+		apiError(w, http.StatusInternalServerError, fmt.Sprintf("the configuration in force does not parse: %v", err))
+		return
+	}
+	changes := config.Plan(running, next)
+	if changes == nil {
+		changes = []config.Change{}
+	}
+	ipc.WriteJSON(w, api.ConfigPlan{Version: cur.Version, Changes: changes, Disturbs: config.Disturbs(changes),
+		Diff: versions.Diff(cur.Version, []byte(cur.Text), 0, []byte(req.Text))})
+}
