@@ -1,6 +1,7 @@
 // Command ncpos is the host side of ncpos: it builds images, boots them in
-// QEMU, installs them onto cards and disks, updates running boxes, and runs
-// the namespace lab and the RFC 2544 bench.
+// QEMU, installs them onto cards and disks, updates running boxes and reads
+// and checks their configuration, and runs the namespace lab and the RFC
+// 2544 bench.
 package main
 
 import (
@@ -21,12 +22,13 @@ var commands = map[string]struct {
 	"install": {runInstall, "write an image onto a USB stick, CF card or DOM (keeps its /perm)"},
 	"lab":     {runLab, "network-namespace lab: up, down, failover (needs root)"},
 	"bench":   {runBench, "RFC 2544 self-test in the lab (throughput, latency, loss, back-to-back), or -compare: the lab's setups side by side"},
+	"config":  {runConfig, "a box's configuration: get it, check and plan a candidate on the box"},
 	"fleet":   {runFleet, "the boxes this host has installed and updated: list, status, Prometheus service discovery"},
 }
 
 func usage() {
 	fmt.Fprintf(os.Stderr, "usage: ncpos <command> [flags]\n\ncommands:\n")
-	for _, name := range []string{"build", "vm", "install", "update", "fleet", "lab", "bench"} {
+	for _, name := range []string{"build", "vm", "install", "update", "config", "fleet", "lab", "bench"} {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintf(os.Stderr, "\nRun ncpos <command> -h for its flags.\n")

@@ -5,11 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"net"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ncpos/ncpos/fleet"
@@ -19,15 +16,12 @@ import (
 
 func runUpdate(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("ncpos update", flag.ContinueOnError)
+	var box boxFlags
+	box.register(fs)
 	var (
-		host       = fs.String("host", "", "appliance address (name or IP), required")
-		statusPort = fs.Int("status-port", 443, "statusd's HTTPS port on the appliance")
-		fpr        = fs.String("fingerprint", "", "the box's TLS key as its console or dashboard shows it (sha256:…); default: the one pinned, or pin it on first contact")
-		knownFile  = fs.String("known", "", "file of pinned boxes (default: ~/.config/ncpos/known_boxes)")
 		invFile    = fs.String("inventory", "", "the host's inventory of boxes, where the update is recorded (default: ~/.config/ncpos/fleet.json)")
 		img        = fs.String("image", "", "image to install (default: build one now, as ncpos build does)")
 		cfgPath    = fs.String("config", "", "when building: configuration file (default: the embedded default)")
-		pwFile     = fs.String("password-file", "", "file whose first line is the box's control password (default: ~/.config/ncpos/passwords/<host>)")
 		signKey    = fs.String("sign-key", "", "when building: the key that signs the build (default: ~/.config/ncpos/signing-key.pem)")
 		downgrade  = fs.Bool("downgrade", false, "let the appliance take a build older than the one it runs")
 		dryRun     = fs.Bool("dry-run", false, "say what the update would change, and whether the appliance would take the build, and change nothing")
@@ -39,11 +33,10 @@ func runUpdate(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *host == "" || fs.NArg() > 0 {
+	if box.host == "" || fs.NArg() > 0 {
 		return fmt.Errorf("usage: ncpos update -host H [-image F] [flags]")
 	}
-	h := strings.TrimSuffix(*host, "/")
-	pw, pwPath, err := boxPassword(h, *pwFile)
+	pw, pwPath, pin, err := box.connect()
 	if err != nil {
 		return err
 	}
@@ -63,12 +56,8 @@ func runUpdate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	pin, err := newPin(h, *fpr, *knownFile)
-	if err != nil {
-		return err
-	}
 	c := &update.Client{
-		StatusURL: fmt.Sprintf("https://%s/", net.JoinHostPort(h, strconv.Itoa(*statusPort))),
+		StatusURL: "https://" + box.addr() + "/",
 		Password:  pw,
 		TLS:       pin.TLSConfig(),
 	}
@@ -81,15 +70,14 @@ func runUpdate(ctx context.Context, args []string) error {
 		return err
 	}
 	if *dryRun {
-		fmt.Printf("dry run: an update of %s from %s to %s would\n", *host, res.From, res.To)
+		fmt.Printf("dry run: an update of %s from %s to %s would\n", box.host, res.From, res.To)
 		for _, l := range res.Plan {
 			fmt.Println("  " + l)
 		}
 		return nil
 	}
-	fmt.Printf("updated %s from %s to %s in %v\n", *host, res.From, res.To, res.Duration.Round(time.Second))
-	addr := net.JoinHostPort(h, strconv.Itoa(*statusPort))
-	if _, err := recordBox(ctx, *invFile, *knownFile, h, addr, *fpr, func(b *fleet.Box) { b.Updated = time.Now() }); err != nil {
+	fmt.Printf("updated %s from %s to %s in %v\n", box.host, res.From, res.To, res.Duration.Round(time.Second))
+	if _, err := recordBox(ctx, *invFile, box.known, box.name(), box.addr(), box.fingerprint, func(b *fleet.Box) { b.Updated = time.Now() }); err != nil {
 		log.Printf("the update is done, but recording it in the inventory failed: %v", err)
 	}
 	return nil
