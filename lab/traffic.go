@@ -19,6 +19,9 @@ type Sinks struct {
 	xs   *sink.Sinks
 	lab  *Lab
 	byID map[int]link.Link
+	// links are every link attached, the traffic ends' and the others
+	// (tc sinks, sinks on forwarder ports), for Close.
+	links []link.Link
 }
 
 // SinkID numbers a traffic end: segment*2 + side.
@@ -68,6 +71,7 @@ func (s *Sinks) attach(seg, side int, hook sink.Hook) (link.Link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab: %s: %w", sg.HostIfs[side], err)
 	}
+	s.links = append(s.links, lk)
 	return lk, nil
 }
 
@@ -82,6 +86,7 @@ func (s *Sinks) attachPort(ns *Netns, ifname string, id int) (link.Link, error) 
 	if err != nil {
 		return nil, fmt.Errorf("lab: %s: %w", ifname, err)
 	}
+	s.links = append(s.links, lk)
 	return lk, nil
 }
 
@@ -127,12 +132,12 @@ func (s *Sinks) Capture(n int, timeout time.Duration) ([]sink.Frame, error) {
 // Close detaches and unloads the sinks.
 func (s *Sinks) Close() error {
 	var errs []error
-	for _, l := range s.byID {
+	for _, l := range s.links {
 		if err := l.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
 			errs = append(errs, err)
 		}
 	}
-	s.byID = nil
+	s.links, s.byID = nil, nil
 	return errors.Join(append(errs, s.xs.Close())...)
 }
 

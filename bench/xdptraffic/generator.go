@@ -103,7 +103,9 @@ type Send struct {
 	Frames  uint64  // how many to send; 0 with For: no limit
 	RatePPS float64 // paced to this rate; 0: as fast as the core can
 	// For ends the run after this long, whatever is left to send; 0:
-	// when Frames are out.
+	// when Frames are out. A flat-out run that For ends reads the clock
+	// only at its first frame, so its Sent has no span (OfferedPPS 0):
+	// time it with Progress.
 	For time.Duration
 	// Timed writes the kernel's time into every frame, for the
 	// analyzer's latency; without it the clock is read only when the

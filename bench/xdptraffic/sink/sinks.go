@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -26,9 +25,6 @@ type Sinks struct {
 	counts *ebpf.Map
 	ring   *ebpf.Map // nil without capture
 	reader *ringbuf.Reader
-
-	mu    sync.Mutex
-	progs []*ebpf.Program
 }
 
 // Hook is where a sink counts: as the port's XDP program, or at tc
@@ -87,6 +83,8 @@ func (s *Sinks) Attach(id, ifindex int, hook Hook, do func(func() error) error) 
 	if err != nil {
 		return nil, err
 	}
+	// The link holds the program in the kernel from here on.
+	defer prog.Close()
 	if do == nil {
 		do = func(fn func() error) error { return fn() }
 	}
@@ -105,8 +103,7 @@ func (s *Sinks) Attach(id, ifindex int, hook Hook, do func(func() error) error) 
 	return lk, nil
 }
 
-// load loads program name numbered id, sharing the sinks' maps; the
-// program lives until Close.
+// load loads program name numbered id, sharing the sinks' maps.
 func (s *Sinks) load(name string, id uint32) (*ebpf.Program, error) {
 	spec := s.spec.Copy()
 	spec.Programs = map[string]*ebpf.ProgramSpec{name: spec.Programs[name]}
@@ -124,11 +121,7 @@ func (s *Sinks) load(name string, id uint32) (*ebpf.Program, error) {
 		return nil, fmt.Errorf("sinks: loading %s: %w", name, err)
 	}
 	defer coll.Close()
-	prog := coll.DetachProgram(name)
-	s.mu.Lock()
-	s.progs = append(s.progs, prog)
-	s.mu.Unlock()
-	return prog, nil
+	return coll.DetachProgram(name), nil
 }
 
 // Count returns what sink id counted so far.
@@ -177,16 +170,10 @@ func (s *Sinks) Capture(n int, timeout time.Duration) ([]Frame, error) {
 	return out, nil
 }
 
-// Close unloads the sinks' programs and maps; links still attached keep
-// their program until they are closed.
+// Close unloads the sinks' maps; sinks still attached count on until
+// their links are closed.
 func (s *Sinks) Close() error {
 	var errs []error
-	s.mu.Lock()
-	for _, p := range s.progs {
-		errs = append(errs, p.Close())
-	}
-	s.progs = nil
-	s.mu.Unlock()
 	if s.reader != nil {
 		errs = append(errs, s.reader.Close())
 	}
