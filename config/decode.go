@@ -407,6 +407,9 @@ func structType(t reflect.Type) reflect.Type {
 }
 
 func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
+	if key == "" {
+		return reflect.StructField{}, false // untagged fields have no key
+	}
 	for i := range t.NumField() {
 		if f := t.Field(i); fieldKey(f) == key {
 			return f, true

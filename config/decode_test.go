@@ -139,3 +139,12 @@ func TestDocumentDefines(t *testing.T) {
 		}
 	}
 }
+
+// An empty key is unknown like any other, not the schema's untagged
+// fields'.
+func TestEmptyKey(t *testing.T) {
+	got := problems(t, "\"\" = 1\n"+seg)
+	if len(got) != 1 || !strings.HasPrefix(got[0], `ncpos.toml:1: "": unknown key, want one of hostname,`) {
+		t.Errorf("problems of an empty key: %q", got)
+	}
+}
