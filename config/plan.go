@@ -133,8 +133,8 @@ type Change struct {
 }
 
 // Plan lists what taking next in place of cur does, one Change per
-// setting that differs (per segment for segments, matched by name), in
-// the schema's order. Both must be valid configurations. An empty plan
+// setting that differs, in the schema's order, then one per segment
+// added, changed or removed (matched by name). Both must be valid configurations. An empty plan
 // means the two configurations are the same.
 func Plan(cur, next *Config) []Change {
 	var plan []Change

@@ -66,6 +66,18 @@ func check(text string) (*config.Config, api.ConfigCheck) {
 	return nil, res
 }
 
+// MaxConfigBytes bounds the body of a configuration request: a whole
+// ncpos.toml, CA bundles for syslog over TLS included, as JSON.
+const MaxConfigBytes = 512 << 10
+
+// inForceLabel names the configuration in force in a diff.
+func inForceLabel(version int) string {
+	if version == 0 {
+		return "in force"
+	}
+	return versions.Label(version) + " (in force)"
+}
+
 func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 	if s.Configs == nil {
 		apiError(w, http.StatusServiceUnavailable, "this box does not serve its configuration")
@@ -81,7 +93,7 @@ func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleConfigCheck(w http.ResponseWriter, r *http.Request) {
 	var req api.ConfigCandidate
-	if !decodeJSON(w, r, &req) {
+	if !decodeJSONUpTo(w, r, &req, MaxConfigBytes) {
 		return
 	}
 	_, res := check(req.Text)
@@ -94,7 +106,7 @@ func (s *Server) handleConfigPlan(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req api.ConfigCandidate
-	if !decodeJSON(w, r, &req) {
+	if !decodeJSONUpTo(w, r, &req, MaxConfigBytes) {
 		return
 	}
 	next, res := check(req.Text)
@@ -118,5 +130,5 @@ func (s *Server) handleConfigPlan(w http.ResponseWriter, r *http.Request) {
 		changes = []config.Change{}
 	}
 	ipc.WriteJSON(w, api.ConfigPlan{Version: cur.Version, Changes: changes, Disturbs: config.Disturbs(changes),
-		Diff: versions.Diff(cur.Version, []byte(cur.Text), 0, []byte(req.Text))})
+		Diff: versions.Diff(inForceLabel(cur.Version), []byte(cur.Text), "candidate", []byte(req.Text))})
 }

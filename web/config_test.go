@@ -97,7 +97,7 @@ func TestConfigCheck(t *testing.T) {
 	}{
 		{`{"text": 3}`, 400},
 		{`{"txt": ""}`, 400},
-		{`{"text": "` + strings.Repeat("x", MaxBodyBytes) + `"}`, 413},
+		{`{"text": "` + strings.Repeat("x", MaxConfigBytes) + `"}`, 413},
 	} {
 		r := f.do(newRequest("POST", "/api/v1/config/check", c.body, map[string]string{"Content-Type": "application/json", "Authorization": goodAuth}))
 		if r.Code != c.code || !strings.Contains(r.Body, `"error"`) {

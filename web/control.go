@@ -76,6 +76,11 @@ func (b bypassdOverrides) Override(ctx context.Context, o BypassOverride) (*api.
 // itself: 415 for another content type, 413 past MaxBodyBytes, 400 for
 // anything that is not one JSON object of v's fields.
 func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	return decodeJSONUpTo(w, r, v, MaxBodyBytes)
+}
+
+// decodeJSONUpTo is decodeJSON with a limit of its own.
+func decodeJSONUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || mt != "application/json" {
@@ -83,7 +88,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 			return false
 		}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil && dec.More() {
@@ -95,7 +100,7 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", MaxBodyBytes))
+		apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", limit))
 		return false
 	case err != nil:
 		apiError(w, http.StatusBadRequest, "bad JSON: "+err.Error())

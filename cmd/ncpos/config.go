@@ -108,8 +108,8 @@ func checkResult(w io.Writer, file string, res *api.ConfigCheck) error {
 	}
 	for _, e := range res.Errors {
 		msg := e.Message
-		if file != "" && file != "-" {
-			msg = file + strings.TrimPrefix(msg, api.ConfigFile)
+		if rest, ok := strings.CutPrefix(msg, api.ConfigFile+":"); ok && file != "" && file != "-" {
+			msg = file + ":" + rest
 		}
 		fmt.Fprintln(w, msg)
 	}
@@ -119,7 +119,11 @@ func checkResult(w io.Writer, file string, res *api.ConfigCheck) error {
 // printPlan prints what applying a candidate would do, then the diff.
 func printPlan(w io.Writer, p *api.ConfigPlan) {
 	if len(p.Changes) == 0 {
-		fmt.Fprintln(w, "no change: the candidate is the configuration in force")
+		if p.Diff == "" {
+			fmt.Fprintln(w, "no change: the candidate is the configuration in force")
+		} else {
+			fmt.Fprintf(w, "no setting changes (comments or layout only)\n\n%s", p.Diff)
+		}
 		return
 	}
 	fmt.Fprintf(w, "applying it in place of version %d would:\n", p.Version)

@@ -7,15 +7,11 @@ import (
 )
 
 // Diff is the unified diff from one configuration text to another, the
-// history's view of a change; "" when they are the same. Versions are
-// named by number, 0 for a text that is not (yet) a version.
-func Diff(from int, old []byte, to int, new []byte) string {
-	return udiff.Unified(label(from), label(to), string(old), string(new))
+// history's view of a change; "" when they are the same. The labels name
+// the two sides (Label for a version).
+func Diff(oldLabel string, old []byte, newLabel string, new []byte) string {
+	return udiff.Unified(oldLabel, newLabel, string(old), string(new))
 }
 
-func label(n int) string {
-	if n == 0 {
-		return "candidate"
-	}
-	return fmt.Sprintf("version %d", n)
-}
+// Label names version n in a diff.
+func Label(n int) string { return fmt.Sprintf("version %d", n) }

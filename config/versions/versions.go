@@ -92,35 +92,42 @@ func (s *Store) path(n int, ext string) string {
 	return filepath.Join(s.dir, fmt.Sprintf("%08d.%s", n, ext))
 }
 
-// List returns the versions, newest first.
+// List returns the versions, newest first. Records that do not read are
+// named in the error, beside the versions that do.
 func (s *Store) List() ([]Version, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.list()
+	out, _, err := s.list()
+	return out, err
 }
 
-func (s *Store) list() ([]Version, error) {
+// list reads every record, newest first. A record that does not read is
+// left out and named in err, with the highest number any record has, so
+// that a damaged record never blocks the next version.
+func (s *Store) list() (out []Version, highest int, err error) {
 	entries, err := os.ReadDir(s.dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("versions: %w", err)
+		return nil, 0, fmt.Errorf("versions: %w", err)
 	}
-	var out []Version
+	var errs []error
 	for _, e := range entries {
 		n, ok := number(e.Name(), ".json")
 		if !ok {
 			continue
 		}
+		highest = max(highest, n)
 		v, err := s.read(n)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		out = append(out, v)
 	}
 	slices.SortFunc(out, func(a, b Version) int { return b.Number - a.Number })
-	return out, nil
+	return out, highest, errors.Join(errs...)
 }
 
 // number parses NNNNNNNN.ext.
@@ -176,18 +183,14 @@ func Sum(text []byte) string {
 }
 
 // Add records text as the next version: v's number, hash and (when
-// zero) time are filled in. It returns the record as written.
+// zero) time are filled in. It returns the record as written; once it is
+// written, Add succeeds, whatever the pruning of old versions meets (the
+// next Add prunes again).
 func (s *Store) Add(text []byte, v Version) (Version, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	all, err := s.list()
-	if err != nil {
-		return v, err
-	}
-	v.Number = 1
-	if len(all) > 0 {
-		v.Number = all[0].Number + 1
-	}
+	all, highest, _ := s.list() // a damaged record is no reason to refuse the next version
+	v.Number = highest + 1
 	if err := s.makeDir(); err != nil {
 		return v, err
 	}
@@ -204,7 +207,8 @@ func (s *Store) Add(text []byte, v Version) (Version, error) {
 	if err := s.write(v); err != nil {
 		return v, err
 	}
-	return v, s.prune(append([]Version{v}, all...))
+	s.prune(append([]Version{v}, all...))
+	return v, nil
 }
 
 // write replaces the record of v.
@@ -239,11 +243,11 @@ func (s *Store) Settle(n int, state State, reason string) (Version, error) {
 	return v, s.write(v)
 }
 
-// makeDir makes the store's folder, durably, when it is not there yet.
+// makeDir makes the store's folder when it is not there yet, and syncs
+// the folder above it every time: a power cut right after an earlier
+// MkdirAll must not leave the folder's entry unwritten under versions
+// written since.
 func (s *Store) makeDir() error {
-	if _, err := os.Stat(s.dir); err == nil {
-		return nil
-	}
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("versions: %w", err)
 	}
@@ -251,7 +255,8 @@ func (s *Store) makeDir() error {
 }
 
 // removeStrays removes texts whose record was never written (a power cut
-// between the two).
+// between the two) and the temporary files of writes a power cut stopped
+// (dot files: the store writes nothing else under such names).
 func (s *Store) removeStrays() error {
 	entries, err := os.ReadDir(s.dir)
 	if err != nil {
@@ -259,6 +264,13 @@ func (s *Store) removeStrays() error {
 	}
 	var removed bool
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			if err := os.Remove(filepath.Join(s.dir, e.Name())); err != nil {
+				return fmt.Errorf("versions: %w", err)
+			}
+			removed = true
+			continue
+		}
 		n, ok := number(e.Name(), ".toml")
 		if !ok {
 			continue
@@ -279,24 +291,19 @@ func (s *Store) removeStrays() error {
 // prune removes all but the newest keep versions of all (newest first),
 // and keeps the newest confirmed one whatever its age. The record goes
 // first, so that a power cut leaves a stray text, not a record without
-// its text.
-func (s *Store) prune(all []Version) error {
+// its text. It stops at the first failure, which the next Add meets
+// again; a removal that is lost to a power cut is made again then too.
+func (s *Store) prune(all []Version) {
 	confirmed := slices.IndexFunc(all, func(v Version) bool { return v.State == Confirmed })
-	var removed bool
 	for i, v := range all {
 		if i < s.keep || i == confirmed {
 			continue
 		}
-		if err := os.Remove(s.path(v.Number, "json")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("versions: %w", err)
+		for _, ext := range []string{"json", "toml"} {
+			if err := os.Remove(s.path(v.Number, ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return
+			}
 		}
-		if err := os.Remove(s.path(v.Number, "toml")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("versions: %w", err)
-		}
-		removed = true
 	}
-	if removed {
-		return durable.SyncDir(s.dir)
-	}
-	return nil
+	durable.SyncDir(s.dir)
 }

@@ -126,16 +126,33 @@ func TestTornWrite(t *testing.T) {
 	if _, err := s.List(); err == nil || !strings.Contains(err.Error(), "record of version 9") {
 		t.Errorf("List with a broken record: %v", err)
 	}
+	// A damaged record does not block the next version, which comes after
+	// it; a temporary file a power cut left goes.
+	tmp := filepath.Join(s.dir, ".00000010.toml123")
+	if err := os.WriteFile(tmp, []byte("part"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v, err = s.Add([]byte("d"), Version{State: Confirmed})
+	if err != nil || v.Number != 10 {
+		t.Fatalf("Add after a damaged record: %+v, %v", v, err)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("temporary file left: %v", err)
+	}
+	list, err = s.List()
+	if err == nil || len(list) != 3 || list[0].Number != 10 {
+		t.Errorf("List = %+v, %v; want versions 10, 2, 1 and the damaged record named", list, err)
+	}
 }
 
 func TestDiff(t *testing.T) {
-	d := Diff(1, []byte("hostname = \"a\"\nplatform = \"qemu\"\n"), 2, []byte("hostname = \"b\"\nplatform = \"qemu\"\n"))
+	d := Diff(Label(1), []byte("hostname = \"a\"\nplatform = \"qemu\"\n"), Label(2), []byte("hostname = \"b\"\nplatform = \"qemu\"\n"))
 	for _, want := range []string{"--- version 1", "+++ version 2", "-hostname = \"a\"", "+hostname = \"b\"", " platform = \"qemu\""} {
 		if !strings.Contains(d, want) {
 			t.Errorf("diff lacks %q:\n%s", want, d)
 		}
 	}
-	if d := Diff(1, []byte("a\n"), 0, []byte("a\n")); d != "" {
+	if d := Diff("in force", []byte("a\n"), "candidate", []byte("a\n")); d != "" {
 		t.Errorf("diff of the same text: %q", d)
 	}
 }
