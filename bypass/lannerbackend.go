@@ -9,7 +9,7 @@ import (
 	"github.com/ncpos/ncpos/lanner"
 )
 
-// Every command and value below is one of bypass/lanner's, each traced
+// Every command and value below is one of package lanner's, each traced
 // there to Lanner's bpwd 1.2.9 (include/bp_def.h, src/smbustst.c).
 
 // lannerModule is the microcontroller of one Lanner Gen 3 module, reached

@@ -10,7 +10,7 @@ import (
 
 // lannerMCU emulates the microcontroller of a Lanner Gen 3 bypass module
 // at the level of its SMBus protocol, from the command set of
-// bypass/lanner (bpwd 1.2.9, bp_def.h): byte-data writes of settings,
+// package lanner (bpwd 1.2.9, bp_def.h): byte-data writes of settings,
 // word reads that echo the command, the three pair masks, three
 // watchdogs counting on a fake clock, and settings saved to and loaded
 // from non-volatile memory.
