@@ -106,12 +106,9 @@ func (im *Image) BuildID() (string, error) {
 
 // BootHashes hashes the files of the boot partition this build would give
 // an installed appliance with disk signature diskSig, booting root
-// partition rootPart by default (BuildBoot, then BootHashes).
-func (im *Image) BootHashes(ctx context.Context, diskSig uint32, rootPart int) (map[string]string, error) {
-	kernel, err := im.Kernel(ctx)
-	if err != nil {
-		return nil, err
-	}
+// partition rootPart by default, with kernel (the build's, as Kernel
+// reads it) in its slots: BuildBoot, then BootHashes.
+func (im *Image) BootHashes(ctx context.Context, kernel []byte, diskSig uint32, rootPart int) (map[string]string, error) {
 	boot, err := BuildBoot(ctx, kernel, diskSig, rootPart)
 	if err != nil {
 		return nil, err

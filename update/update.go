@@ -72,8 +72,9 @@ type Image interface {
 	Kernel(ctx context.Context) ([]byte, error)
 	// BootHashes hashes the files of the boot partition the build would
 	// give a box with disk signature diskSig booting root partition
-	// rootPart, as bootpart.HashTree hashes the box's own.
-	BootHashes(ctx context.Context, diskSig uint32, rootPart int) (map[string]string, error)
+	// rootPart, with kernel (Kernel's) in its slots, as bootpart.HashTree
+	// hashes the box's own.
+	BootHashes(ctx context.Context, kernel []byte, diskSig uint32, rootPart int) (map[string]string, error)
 }
 
 // Run updates the appliance behind c to the image im. The box checks the
@@ -337,7 +338,7 @@ func planBoot(ctx context.Context, im Image, sig uint32, booted int, bp *BootPar
 	if err != nil {
 		return nil, err
 	}
-	want, err := im.BootHashes(ctx, sig, booted)
+	want, err := im.BootHashes(ctx, kernel, sig, booted)
 	if err != nil {
 		return nil, err
 	}

@@ -47,6 +47,12 @@ func TestConfigCommands(t *testing.T) {
 			}
 			json.NewEncoder(w).Encode(api.ConfigCheck{Valid: true})
 		case "/api/v1/config/plan":
+			if strings.Contains(req.Text, "bad") {
+				w.WriteHeader(http.StatusUnprocessableEntity)
+				json.NewEncoder(w).Encode(api.ConfigRefusal{Error: "the candidate has 1 problem(s)", ConfigCheck: api.ConfigCheck{
+					Errors: []api.ConfigError{{Line: 1, Field: "hostname", Message: "ncpos.toml:1: hostname: bad"}}}})
+				return
+			}
 			json.NewEncoder(w).Encode(api.ConfigPlan{Version: 3, Disturbs: config.EffectInPlace, Diff: "-hostname = \"fw1\"\n+hostname = \"fw2\"\n",
 				Changes: []config.Change{{Setting: "hostname", Effect: config.EffectInPlace, Taker: config.TakerInit}}})
 		}
@@ -74,6 +80,10 @@ func TestConfigCommands(t *testing.T) {
 	out, err = captureStdout(t, func() error { return runConfig(ctx, append([]string{"check", "-file", bad}, args...)) })
 	if err == nil || !strings.Contains(err.Error(), "2 problem(s)") || !strings.Contains(out, bad+":1: hostname: bad\n"+bad+":2: x: unknown key") {
 		t.Errorf("config check of a bad file: %v\n%s", err, out)
+	}
+	out, err = captureStdout(t, func() error { return runConfig(ctx, append([]string{"plan", "-file", bad}, args...)) })
+	if err == nil || !strings.Contains(err.Error(), "1 problem(s)") || out != bad+":1: hostname: bad\n" {
+		t.Errorf("config plan of a bad file: %v\n%s", err, out)
 	}
 	good := file("good.toml", "hostname = \"fw2\"\n")
 	out, err = captureStdout(t, func() error { return runConfig(ctx, append([]string{"plan", "-file", good}, args...)) })

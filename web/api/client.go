@@ -116,7 +116,7 @@ func (c *Client) exchange(req *http.Request, path string, limit int64) (*tls.Con
 		return resp.TLS, nil, fmt.Errorf("%s %s: reading the answer: %w", req.Method, path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		return resp.TLS, nil, &StatusError{Method: req.Method, Path: path, Code: resp.StatusCode, Status: resp.Status, Message: Message(b)}
+		return resp.TLS, nil, &StatusError{Method: req.Method, Path: path, Code: resp.StatusCode, Status: resp.Status, Message: Message(b), Body: b}
 	}
 	return resp.TLS, b, nil
 }
@@ -127,6 +127,7 @@ type StatusError struct {
 	Code         int
 	Status       string
 	Message      string
+	Body         []byte // the whole answer, for refusals that say more than Message
 }
 
 func (e *StatusError) Error() string {

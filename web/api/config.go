@@ -2,6 +2,9 @@ package api
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
 	"time"
 
 	"github.com/ncpos/ncpos/config"
@@ -92,15 +95,19 @@ func (c *Client) CheckConfig(ctx context.Context, text string) (*ConfigCheck, er
 }
 
 // PlanConfig asks what applying a candidate would do. An invalid
-// candidate has no plan: its check is returned instead.
+// candidate has no plan: the box's check of it is returned instead.
 func (c *Client) PlanConfig(ctx context.Context, text string) (*ConfigPlan, *ConfigCheck, error) {
-	res, err := c.CheckConfig(ctx, text)
-	if err != nil || !res.Valid {
-		return nil, res, err
-	}
 	var plan ConfigPlan
-	if err := c.Post(ctx, "api/v1/config/plan", ConfigCandidate{Text: text}, &plan); err != nil {
-		return nil, res, err
+	err := c.Post(ctx, "api/v1/config/plan", ConfigCandidate{Text: text}, &plan)
+	var se *StatusError
+	if errors.As(err, &se) && se.Code == http.StatusUnprocessableEntity {
+		var ref ConfigRefusal
+		if jerr := json.Unmarshal(se.Body, &ref); jerr == nil && !ref.Valid && len(ref.Errors) > 0 {
+			return nil, &ref.ConfigCheck, nil
+		}
 	}
-	return &plan, res, nil
+	if err != nil {
+		return nil, nil, err
+	}
+	return &plan, nil, nil
 }
