@@ -165,7 +165,18 @@ func Plan(cur, next *Config) []Change {
 		}
 		plan = append(plan, c)
 	})
-	return append(plan, segmentChanges(cur.Segments, next.Segments)...)
+	segs := segmentChanges(cur.Segments, next.Segments)
+	if cur.Forwarder.Engine == "afxdp" {
+		// Its sockets and workers are made once for all segments.
+		for i := range segs {
+			segs[i].Segments = nil
+			for _, s := range next.Segments {
+				segs[i].Segments = append(segs[i].Segments, s.Name)
+			}
+			segs[i].Detail += "; the afxdp engine takes segments only as it starts: every segment is re-attached"
+		}
+	}
+	return append(plan, segs...)
 }
 
 // segmentChanges compares the segments by name.

@@ -123,6 +123,13 @@ func TestPlanSegments(t *testing.T) {
 	if len(back) != 2 || back[1].Detail != "removed: LAN5 and LAN6" {
 		t.Errorf("plan back: %+v", back)
 	}
+	// Under the afxdp engine every segment goes through a change.
+	cur.Forwarder.Engine, next.Forwarder.Engine = "afxdp", "afxdp"
+	for _, c := range Plan(cur, next) {
+		if !slices.Equal(c.Segments, []string{"seg1", "seg2", "seg3"}) || !strings.Contains(c.Detail, "every segment is re-attached") {
+			t.Errorf("afxdp: %+v, want every segment re-attached", c)
+		}
+	}
 }
 
 func TestPlanNoChange(t *testing.T) {
