@@ -195,7 +195,7 @@ func newAFXDPEngine(ports []*port, opts *Options, plan *forwarderapi.CorePlan) (
 		}
 	}
 	for i, p := range ports {
-		prog, err := loadPortProgram(spec, bpf.DatapathProgPortXsk, p.index, map[string]*ebpf.Map{
+		prog, err := loadPortProgram(spec, bpf.DatapathProgPortXsk, p.slot, map[string]*ebpf.Map{
 			bpf.DatapathMapPortCounts: e.counts, bpf.DatapathMapXsks: e.xsks[i],
 		})
 		if err != nil {
@@ -218,7 +218,7 @@ func newAFXDPEngine(ports []*port, opts *Options, plan *forwarderapi.CorePlan) (
 	return e, nil
 }
 
-func (e *afxdpEngine) attachMode(i int) string { return e.binds[i] }
+func (e *afxdpEngine) attachMode(p *port) string { return e.binds[p.pos] }
 
 func (e *afxdpEngine) flowTable() flowSource {
 	if e.flows == nil {
@@ -229,15 +229,15 @@ func (e *afxdpEngine) flowTable() flowSource {
 
 // counters merges the BPF counters (frames in, frames without a socket)
 // with the workers' (malformations, frames the peer could not take).
-func (e *afxdpEngine) counters(n int) ([]portCounters, error) {
-	out, err := readPortCounts(e.counts, n)
+func (e *afxdpEngine) counters(ports []*port) ([]portCounters, error) {
+	out, err := readPortCounts(e.counts, ports)
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range e.workers {
 		for i := range w.ends {
 			c := w.ends[i].counters.snapshot()
-			out[w.ends[i].port.index].merge(&c)
+			out[w.ends[i].port.pos].merge(&c)
 		}
 	}
 	for i, socks := range e.sockets {

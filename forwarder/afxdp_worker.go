@@ -169,7 +169,7 @@ func (w *afxdpWorker) forward(src, dst *afxdpEnd, c *portCounters, now time.Dura
 		// needs the frame parsed.
 		if w.flows != nil {
 			if p := ParseFrame(in); p.HasKey {
-				p.Key.Port = uint8(src.port.index)
+				p.Key.Port = uint8(src.port.slot)
 				w.flows.track(p.Key, uint64(len(in)), p.TCPFlags, now)
 			}
 		}

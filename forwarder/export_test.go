@@ -61,14 +61,14 @@ func (pt *ProgramTester) Run(frame []byte) (Parsed, error) {
 			return p, err
 		}
 	}
-	before, err := readPortCounts(pt.counts, 1)
+	before, err := readPortCounts(pt.counts, []*port{{}})
 	if err != nil {
 		return p, err
 	}
 	if _, err := pt.prog.Run(&ebpf.RunOptions{Data: frame}); err != nil {
 		return p, fmt.Errorf("running port_service: %w", err)
 	}
-	after, err := readPortCounts(pt.counts, 1)
+	after, err := readPortCounts(pt.counts, []*port{{}})
 	if err != nil {
 		return p, err
 	}

@@ -116,7 +116,8 @@ func (o *Options) setDefaults() error {
 
 // port is one segment port.
 type port struct {
-	index   int // slot in the BPF maps: segment*2 + side
+	pos     int // in the forwarder's ports and samples: segment*2 + side
+	slot    int // in the BPF maps, kept while the segment is
 	segment *Segment
 	label   string
 	ifname  string
@@ -132,10 +133,10 @@ type port struct {
 
 // engine is what both datapaths provide to the forwarder.
 type engine interface {
-	counters(n int) ([]portCounters, error)
-	attachMode(i int) string // "native", "generic", "zerocopy", "copy"
-	flowTable() flowSource   // nil in forward mode
-	err() error              // a datapath failure that makes it unhealthy
+	counters(ports []*port) ([]portCounters, error) // by position in ports
+	attachMode(p *port) string                      // "native", "generic", "zerocopy", "copy"
+	flowTable() flowSource                          // nil in forward mode
+	err() error                                     // a datapath failure that makes it unhealthy
 	close() error
 }
 
@@ -154,7 +155,11 @@ type Forwarder struct {
 	started time.Time
 	notes   []string // what the datapath cannot do here, for /status
 
-	mu        sync.Mutex
+	// change is held while the segments change (Reconfigure) and while
+	// a sample is taken, so that a sample never spans two sets of ports.
+	change sync.Mutex
+
+	mu        sync.Mutex // guards what follows, and ports, opts, eng and cores
 	heartbeat time.Time
 	sample    sample   // latest
 	history   []sample // within ProgressWindow, oldest first
@@ -191,7 +196,7 @@ func accountLost(prev, s *sample, ports []*port) {
 			break
 		}
 		s.lost[i] = prev.lost[i]
-		in0, in1 := handed(&prev.ports[p.peer.index]), handed(&s.ports[p.peer.index])
+		in0, in1 := handed(&prev.ports[p.peer.pos]), handed(&s.ports[p.peer.pos])
 		out0, out1 := prev.links[i].txPackets, s.links[i].txPackets
 		if in1 < in0 || out1 < out0 {
 			continue
@@ -227,33 +232,7 @@ func Start(opts Options) (_ *Forwarder, err error) {
 		f.sample = sample{at: f.heartbeat}
 		return f, nil
 	}
-	for i := range f.opts.Segments {
-		s := &f.opts.Segments[i]
-		a := &port{index: 2 * i, segment: s, label: s.Labels[0], ifname: s.Interfaces[0]}
-		b := &port{index: 2*i + 1, segment: s, label: s.Labels[1], ifname: s.Interfaces[1]}
-		a.peer, b.peer = b, a
-		f.ports = append(f.ports, a, b)
-	}
-	var ifnames []string
-	for _, p := range f.ports {
-		if p.label == "" {
-			p.label = p.ifname
-		}
-		if err := preparePort(p, &f.opts); err != nil {
-			return nil, err
-		}
-		ifnames = append(ifnames, p.ifname)
-	}
-	assoc := &coreAssociator{root: opts.Root, channels: ethtoolChannels{}}
-	f.cores = assoc.Associate(ifnames, opts.Cores)
-
-	switch opts.Engine {
-	case EngineXDP:
-		f.eng, err = newXDPEngine(f.ports, &f.opts)
-	case EngineAFXDP:
-		f.eng, err = newAFXDPEngine(f.ports, &f.opts, &f.cores)
-	}
-	if err != nil {
+	if f.ports, f.cores, f.eng, err = startEngine(&f.opts); err != nil {
 		return nil, err
 	}
 	if x, ok := f.eng.(*xdpEngine); ok && x.note != "" {
@@ -265,6 +244,57 @@ func Start(opts Options) (_ *Forwarder, err error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// newPorts makes the ports of segs, in slots 2*i and 2*i+1.
+func newPorts(segs []Segment) []*port {
+	var ports []*port
+	for i := range segs {
+		a, b := newPair(&segs[i], 2*i)
+		ports = append(ports, a, b)
+	}
+	return ports
+}
+
+// newPair makes a segment's two ports in slots slot and slot+1.
+func newPair(s *Segment, slot int) (a, b *port) {
+	a = &port{slot: slot, segment: s, label: s.Labels[0], ifname: s.Interfaces[0]}
+	b = &port{slot: slot + 1, segment: s, label: s.Labels[1], ifname: s.Interfaces[1]}
+	a.peer, b.peer = b, a
+	for _, p := range []*port{a, b} {
+		if p.label == "" {
+			p.label = p.ifname
+		}
+	}
+	return a, b
+}
+
+// startEngine prepares every segment's ports, associates their queues
+// with cores and starts the engine over them.
+func startEngine(opts *Options) ([]*port, forwarderapi.CorePlan, engine, error) {
+	ports := newPorts(opts.Segments)
+	var ifnames []string
+	for i, p := range ports {
+		p.pos = i
+		if err := preparePort(p, opts); err != nil {
+			return nil, forwarderapi.CorePlan{}, nil, err
+		}
+		ifnames = append(ifnames, p.ifname)
+	}
+	assoc := &coreAssociator{root: opts.Root, channels: ethtoolChannels{}}
+	cores := assoc.Associate(ifnames, opts.Cores)
+	var eng engine
+	var err error
+	switch opts.Engine {
+	case EngineXDP:
+		eng, err = newXDPEngine(ports, opts)
+	case EngineAFXDP:
+		eng, err = newAFXDPEngine(ports, opts, &cores)
+	}
+	if err != nil {
+		return nil, cores, nil, err
+	}
+	return ports, cores, eng, nil
 }
 
 // preparePort makes the interface a wire's end: its IP stack quieted and
@@ -318,7 +348,10 @@ func (f *Forwarder) Run(ctx context.Context) {
 			if err := f.takeSample(); err != nil {
 				f.opts.Logf("sampling counters: %v", err)
 			}
-			if ft := f.eng.flowTable(); ft != nil && now.Sub(lastSweep) >= f.opts.SweepInterval {
+			f.mu.Lock()
+			eng := f.eng
+			f.mu.Unlock()
+			if ft := eng.flowTable(); ft != nil && now.Sub(lastSweep) >= f.opts.SweepInterval {
 				lastSweep = now
 				if err := ft.Sweep(); err != nil {
 					f.opts.Logf("sweeping flows: %v", err)
@@ -332,7 +365,9 @@ func (f *Forwarder) Run(ctx context.Context) {
 }
 
 func (f *Forwarder) takeSample() error {
-	pc, err := f.eng.counters(len(f.ports))
+	f.change.Lock()
+	defer f.change.Unlock()
+	pc, err := f.eng.counters(f.ports)
 	if err != nil {
 		f.mu.Lock()
 		f.sampleErr = err
@@ -383,6 +418,8 @@ func readLink(ifindex int) linkStats {
 
 // Close detaches the datapath and releases its maps.
 func (f *Forwarder) Close() error {
+	f.change.Lock()
+	defer f.change.Unlock()
 	return f.eng.close()
 }
 
@@ -390,8 +427,10 @@ func (f *Forwarder) Close() error {
 // port.
 type idleEngine struct{}
 
-func (idleEngine) counters(n int) ([]portCounters, error) { return make([]portCounters, n), nil }
-func (idleEngine) attachMode(int) string                  { return "" }
-func (idleEngine) flowTable() flowSource                  { return nil }
-func (idleEngine) err() error                             { return nil }
-func (idleEngine) close() error                           { return nil }
+func (idleEngine) counters(ports []*port) ([]portCounters, error) {
+	return make([]portCounters, len(ports)), nil
+}
+func (idleEngine) attachMode(*port) string { return "" }
+func (idleEngine) flowTable() flowSource   { return nil }
+func (idleEngine) err() error              { return nil }
+func (idleEngine) close() error            { return nil }

@@ -26,7 +26,9 @@ import (
 type redirectCounters struct {
 	progs []*ebpf.Program
 	links []link.Link
-	maps  []*ebpf.Map
+	// The port slot of each port program's ID and of each port's
+	// ifindex, as ports are attached and detached.
+	progSlots, ifindexSlots *ebpf.Map
 }
 
 // tracepointFields are the record fields port.c reads, with the offsets it
@@ -74,31 +76,25 @@ func checkFormat(format []byte, want map[string]int) error {
 }
 
 // newRedirectCounters loads and attaches the tracepoint programs over the
-// engine's port counters. slots maps program IDs and ifindexes to port
-// slots. Tracepoints are found through tracefs; where none is mounted (the
-// appliance) it is mounted in a mount namespace of this goroutine's own
-// thread, which ends with it, so nothing stays mounted.
-func newRedirectCounters(spec *ebpf.CollectionSpec, counts *ebpf.Map, progSlots, ifindexSlots map[uint32]uint32) (_ *redirectCounters, err error) {
+// engine's port counters; add tells them each port's slot. Tracepoints
+// are found through tracefs; where none is mounted (the appliance) it is
+// mounted in a mount namespace of this goroutine's own thread, which ends
+// with it, so nothing stays mounted.
+func newRedirectCounters(spec *ebpf.CollectionSpec, counts *ebpf.Map) (_ *redirectCounters, err error) {
 	rc := &redirectCounters{}
 	defer func() {
 		if err != nil {
 			rc.close()
 		}
 	}()
-	maps := map[string]*ebpf.Map{bpf.DatapathMapPortCounts: counts}
-	for name, content := range map[string]map[uint32]uint32{bpf.DatapathMapProgSlots: progSlots, bpf.DatapathMapIfindexSlots: ifindexSlots} {
-		m, err := newSharedMap(spec, name, 0)
-		if err != nil {
-			return nil, err
-		}
-		rc.maps = append(rc.maps, m)
-		maps[name] = m
-		for k, v := range content {
-			if err := m.Put(k, v); err != nil {
-				return nil, fmt.Errorf("forwarder: filling %s: %w", name, err)
-			}
-		}
+	if rc.progSlots, err = newSharedMap(spec, bpf.DatapathMapProgSlots, 0); err != nil {
+		return nil, err
 	}
+	if rc.ifindexSlots, err = newSharedMap(spec, bpf.DatapathMapIfindexSlots, 0); err != nil {
+		return nil, err
+	}
+	maps := map[string]*ebpf.Map{bpf.DatapathMapPortCounts: counts,
+		bpf.DatapathMapProgSlots: rc.progSlots, bpf.DatapathMapIfindexSlots: rc.ifindexSlots}
 	type tp struct{ prog, event string }
 	tps := []tp{{bpf.DatapathProgRedirectErr, "xdp_redirect_err"}, {bpf.DatapathProgDevmapXmit, "xdp_devmap_xmit"}}
 	for _, t := range tps {
@@ -164,6 +160,21 @@ func tracefsDir() (string, error) {
 	return canonical, nil
 }
 
+// add counts the failed redirects of the port program progID and of
+// frames sent to ifindex into port slot.
+func (rc *redirectCounters) add(progID, ifindex, slot uint32) error {
+	if err := rc.progSlots.Put(progID, slot); err != nil {
+		return err
+	}
+	return rc.ifindexSlots.Put(ifindex, slot)
+}
+
+// remove forgets a detached port.
+func (rc *redirectCounters) remove(progID, ifindex uint32) {
+	rc.progSlots.Delete(progID)
+	rc.ifindexSlots.Delete(ifindex)
+}
+
 func (rc *redirectCounters) close() error {
 	var errs []error
 	for _, l := range rc.links {
@@ -172,8 +183,10 @@ func (rc *redirectCounters) close() error {
 	for _, p := range rc.progs {
 		errs = append(errs, p.Close())
 	}
-	for _, m := range rc.maps {
-		errs = append(errs, m.Close())
+	for _, m := range []*ebpf.Map{rc.progSlots, rc.ifindexSlots} {
+		if m != nil {
+			errs = append(errs, m.Close())
+		}
 	}
 	return errors.Join(errs...)
 }

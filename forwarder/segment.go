@@ -60,6 +60,13 @@ func SegmentsFromConfig(cfg *config.Config, sysClassNet string) (segs []Segment,
 	if resolveErr != nil {
 		why = resolveErr.Error()
 	}
+	return SegmentsOnPorts(cfg, ports, why)
+}
+
+// SegmentsOnPorts maps the configuration's segments to kernel interfaces
+// through ports (front-panel name to interface); a port it lacks makes its
+// segment absent, for the reason why.
+func SegmentsOnPorts(cfg *config.Config, ports map[string]string, why string) (segs []Segment, absent []AbsentSegment, err error) {
 	for _, s := range cfg.Segments {
 		if len(s.Ports) != 2 {
 			return nil, nil, fmt.Errorf("forwarder: segment %q has %d ports, want 2", s.Name, len(s.Ports))
@@ -79,6 +86,24 @@ func SegmentsFromConfig(cfg *config.Config, sysClassNet string) (segs []Segment,
 		segs = append(segs, seg)
 	}
 	return segs, absent, nil
+}
+
+// ParsePortsFlag parses "LAN1=ifA,LAN2=ifB,...": front-panel names given
+// kernel interfaces, as forwarderd's -ports flag takes them where the
+// platform profile cannot find the ports (the lab's veths).
+func ParsePortsFlag(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		label, ifname, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || label == "" || ifname == "" {
+			return nil, fmt.Errorf("ports %q: %q is not LABEL=interface", s, kv)
+		}
+		if _, dup := out[label]; dup {
+			return nil, fmt.Errorf("ports %q: %s given twice", s, label)
+		}
+		out[label] = ifname
+	}
+	return out, nil
 }
 
 // checkSegments rejects what the datapath cannot do: no segments, a port in

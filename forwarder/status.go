@@ -13,9 +13,9 @@ import (
 
 // maxFrame is the longest frame (FCS not counted) that enters p and
 // leaves its peer; both ports have the segment's MTU.
-func (f *Forwarder) maxFrame(p *port) int {
+func maxFrame(engine string, p *port) int {
 	mtu := p.segment.MTU
-	if f.opts.Engine == EngineAFXDP {
+	if engine == EngineAFXDP {
 		mtu = min(mtu, config.AFXDPMaxMTU)
 	}
 	return mtu + config.FrameOverhead
@@ -43,13 +43,15 @@ func (f *Forwarder) Status() forwarderapi.Status {
 	f.mu.Lock()
 	s := f.sample
 	hb := f.heartbeat
+	ports, segs, absent, eng, cores, notes := f.ports, f.opts.Segments, f.opts.Absent, f.eng, f.cores, f.notes
+	engine, mode := f.opts.Engine, f.opts.Mode
 	f.mu.Unlock()
 	live, conds := f.check(time.Now())
 	st := forwarderapi.Status{
-		Engine: f.opts.Engine, Mode: f.opts.Mode,
+		Engine: engine, Mode: mode,
 		Started: f.started.UTC(), Heartbeat: hb.UTC(),
 		Live: live, Conditions: conds,
-		Cores: f.cores, Notes: f.notes,
+		Cores: cores, Notes: notes,
 	}
 	segConds := func(name string) []health.Condition {
 		out := []health.Condition{}
@@ -60,22 +62,28 @@ func (f *Forwarder) Status() forwarderapi.Status {
 		}
 		return out
 	}
-	for i, p := range f.ports {
+	for i, p := range ports {
+		if i >= len(s.ports) {
+			break // segments added since the sample: in the next one
+		}
 		pc, ls := s.ports[i], s.links[i]
 		st.Ports = append(st.Ports, forwarderapi.PortStatus{
 			Name: p.label, Interface: p.ifname, Segment: p.segment.Name, Peer: p.peer.label,
-			Attach: f.eng.attachMode(i), Link: ls.operState,
+			Attach: eng.attachMode(p), Link: ls.operState,
 			RxPackets: pc.RxPackets, RxBytes: pc.RxBytes, Passed: pc.Passed,
 			TxPackets: ls.txPackets, TxBytes: ls.txBytes,
 			Drops:     reasonMap(DropReasons, drops(pc, ls, s.lost[i])),
 			Malformed: pc.Malformed, MalformedReasons: reasonMap(MalformedReasons, pc.Reasons[:]),
-			MTU: p.segment.MTU, MaxFrame: f.maxFrame(p),
+			MTU: p.segment.MTU, MaxFrame: maxFrame(engine, p),
 			XDPFeatures: p.featureNames(), AttachWhy: p.attachWhy,
 			Settings: p.settings,
 		})
 	}
-	for i := range f.opts.Segments {
-		seg := &f.opts.Segments[i]
+	for i := range segs {
+		seg := &segs[i]
+		if 2*i+1 >= len(s.ports) {
+			break
+		}
 		var sum portCounters
 		var fwd uint64
 		var kd [numDrops]uint64
@@ -97,15 +105,17 @@ func (f *Forwarder) Status() forwarderapi.Status {
 		ss.Forwarding = len(ss.Conditions) == 0
 		st.Segments = append(st.Segments, ss)
 	}
-	for _, a := range f.opts.Absent {
+	for _, a := range absent {
 		st.Segments = append(st.Segments, forwarderapi.SegmentStatus{Name: a.Name, Ports: a.Labels, Conditions: segConds(a.Name)})
 	}
-	if ft := f.eng.flowTable(); ft != nil {
+	if ft := eng.flowTable(); ft != nil {
 		fs := ft.Stats()
 		for j := range fs.Top {
-			if p := int(fs.Top[j].Port); p < len(f.ports) {
-				fs.Top[j].Segment = f.ports[p].segment.Name
-				fs.Top[j].In = f.ports[p].label
+			for _, p := range ports {
+				if p.slot == int(fs.Top[j].Port) {
+					fs.Top[j].Segment = p.segment.Name
+					fs.Top[j].In = p.label
+				}
 			}
 		}
 		st.Flows = &fs
@@ -118,7 +128,10 @@ func (f *Forwarder) Status() forwarderapi.Status {
 func (f *Forwarder) Report() health.Report {
 	live, conds := f.check(time.Now())
 	r := health.Report{Daemon: "forwarderd", Live: live, Conditions: conds}
-	for _, s := range f.opts.Segments {
+	f.mu.Lock()
+	segs := f.opts.Segments
+	f.mu.Unlock()
+	for _, s := range segs {
 		r.Segments = append(r.Segments, s.Name)
 	}
 	return r
@@ -212,11 +225,11 @@ func progressProblems(ports []*port, history []sample, window time.Duration) []h
 	}
 	var out []health.Condition
 	for i, p := range ports {
-		if i >= len(first.ports) || p.peer.index >= len(first.links) {
+		if i >= len(first.ports) || p.peer.pos >= len(first.links) {
 			continue
 		}
 		in := stallEvidence(&seen.ports[i]) - stallEvidence(&first.ports[i])
-		out0, out1 := first.links[p.peer.index].txPackets, last.links[p.peer.index].txPackets
+		out0, out1 := first.links[p.peer.pos].txPackets, last.links[p.peer.pos].txPackets
 		if out1 < out0 {
 			continue // the driver reset its counters: no verdict this window
 		}

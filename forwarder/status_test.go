@@ -15,8 +15,8 @@ import (
 
 func TestProgressProblems(t *testing.T) {
 	seg := &Segment{Name: "seg1", Labels: [2]string{"LAN1", "LAN2"}}
-	a := &port{index: 0, segment: seg, label: "LAN1"}
-	b := &port{index: 1, segment: seg, label: "LAN2"}
+	a := &port{pos: 0, segment: seg, label: "LAN1"}
+	b := &port{pos: 1, slot: 1, segment: seg, label: "LAN2"}
 	a.peer, b.peer = b, a
 	ports := []*port{a, b}
 	at := time.Unix(1000, 0)
@@ -123,8 +123,8 @@ func TestMetrics(t *testing.T) {
 
 func TestAccountLost(t *testing.T) {
 	seg := &Segment{Name: "s"}
-	a := &port{index: 0, segment: seg}
-	b := &port{index: 1, segment: seg}
+	a := &port{pos: 0, segment: seg}
+	b := &port{pos: 1, slot: 1, segment: seg}
 	a.peer, b.peer = b, a
 	ports := []*port{a, b}
 	mk := func(passedA, txB uint64) *sample {

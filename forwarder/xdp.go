@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -24,13 +25,21 @@ const (
 // to this process: when forwarderd dies, however it dies, the kernel
 // detaches them, so no program is left behind to black-hole a segment.
 type xdpEngine struct {
+	spec           *ebpf.CollectionSpec
+	progName       string
 	egress, counts *ebpf.Map
-	flows          *flowTable // service mode only
-	progs          []*ebpf.Program
-	links          []link.Link
-	modes          []string // attach mode per port slot
-	redirects      *redirectCounters
-	note           string // why redirect failures are not counted
+	maps           map[string]*ebpf.Map // the maps every port program shares
+	flows          *flowTable           // service mode only
+	// By port slot: a segment's ports are attached and detached on
+	// their own (attachPair, detachPair), under mu, which Status's
+	// reading of the modes also takes.
+	mu        sync.Mutex
+	progs     map[int]*ebpf.Program
+	progIDs   map[int]uint32
+	links     map[int]link.Link
+	modes     map[int]string // attach mode
+	redirects *redirectCounters
+	note      string // why redirect failures are not counted
 }
 
 // datapathSpec is the compiled port.c.
@@ -149,7 +158,8 @@ func newXDPEngine(ports []*port, opts *Options) (_ *xdpEngine, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &xdpEngine{modes: make([]string, len(ports))}
+	e := &xdpEngine{spec: spec, progName: bpf.DatapathProgPortForward,
+		progs: map[int]*ebpf.Program{}, progIDs: map[int]uint32{}, links: map[int]link.Link{}, modes: map[int]string{}}
 	defer func() {
 		if err != nil {
 			e.close()
@@ -161,53 +171,113 @@ func newXDPEngine(ports []*port, opts *Options) (_ *xdpEngine, err error) {
 	if e.counts, err = newSharedMap(spec, bpf.DatapathMapPortCounts, 0); err != nil {
 		return nil, err
 	}
-	maps := map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts}
-	progName := bpf.DatapathProgPortForward
+	e.maps = map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts}
 	if opts.Mode == ModeService {
 		if e.flows, err = newFlowTable(spec, opts.FlowTableSize, opts.FlowIdle); err != nil {
 			return nil, err
 		}
-		maps[bpf.DatapathMapFlows] = e.flows.m
-		maps[bpf.DatapathMapFlowCounts] = e.flows.counts
-		progName = bpf.DatapathProgPortService
+		e.maps[bpf.DatapathMapFlows] = e.flows.m
+		e.maps[bpf.DatapathMapFlowCounts] = e.flows.counts
+		e.progName = bpf.DatapathProgPortService
 	}
-	for _, p := range ports {
-		prog, err := loadPortProgram(spec, progName, p.index, maps)
-		if err != nil {
-			return nil, err
-		}
-		e.progs = append(e.progs, prog)
-		if err := e.egress.Put(uint32(p.index), uint32(p.peer.ifindex)); err != nil {
-			return nil, fmt.Errorf("forwarder: egress slot of %s: %w", p.ifname, err)
-		}
-	}
-	if err := planPorts(ports, opts.XDPMode); err != nil {
-		return nil, err
-	}
-	progSlots, ifindexSlots := map[uint32]uint32{}, map[uint32]uint32{}
-	for i, p := range ports {
-		l, mode, err := attachXDP(e.progs[i], p.ifindex, p.plan)
-		if err != nil {
-			return nil, fmt.Errorf("forwarder: attaching XDP to %s: %w", p.ifname, err)
-		}
-		e.links = append(e.links, l)
-		e.modes[i] = mode
-		info, err := e.progs[i].Info()
-		if err != nil {
-			return nil, fmt.Errorf("forwarder: program of %s: %w", p.ifname, err)
-		}
-		id, _ := info.ID()
-		progSlots[uint32(id)] = uint32(p.index)
-		ifindexSlots[uint32(p.ifindex)] = uint32(p.index)
-	}
-	// Without the counters the segment still forwards; what the kernel
+	// Without the counters the segments still forward; what the kernel
 	// then drops is still seen as egress_lost.
-	if e.redirects, err = newRedirectCounters(spec, e.counts, progSlots, ifindexSlots); err != nil {
+	if e.redirects, err = newRedirectCounters(spec, e.counts); err != nil {
 		e.note = err.Error()
 		opts.Logf("%v", err)
 		err = nil
 	}
+	for i := 0; i < len(ports); i += 2 {
+		if err := e.attachPair(ports[i], ports[i+1], opts); err != nil {
+			return nil, err
+		}
+	}
 	return e, nil
+}
+
+// attachPair attaches a segment's two ports, each with its own program
+// instance in its slot, redirecting to the other: the segment forwards
+// once both are attached. Nothing of the pair stays attached when it
+// fails. Other segments' programs and map entries are not touched.
+func (e *xdpEngine) attachPair(a, b *port, opts *Options) (err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, e.detachPairLocked(a, b))
+		}
+	}()
+	pair := []*port{a, b}
+	zero := make([]bpf.DatapathPortStats, ebpf.MustPossibleCPU())
+	for _, p := range pair {
+		prog, err := loadPortProgram(e.spec, e.progName, p.slot, e.maps)
+		if err != nil {
+			return err
+		}
+		e.progs[p.slot] = prog
+		info, err := prog.Info()
+		if err != nil {
+			return fmt.Errorf("forwarder: program of %s: %w", p.ifname, err)
+		}
+		id, _ := info.ID()
+		e.progIDs[p.slot] = uint32(id)
+		// A slot a removed segment used starts again from nothing.
+		if err := e.counts.Put(uint32(p.slot), zero); err != nil {
+			return fmt.Errorf("forwarder: counters of %s: %w", p.ifname, err)
+		}
+		if err := e.egress.Put(uint32(p.slot), uint32(p.peer.ifindex)); err != nil {
+			return fmt.Errorf("forwarder: egress slot of %s: %w", p.ifname, err)
+		}
+	}
+	if err := planPorts(pair, opts.XDPMode); err != nil {
+		return err
+	}
+	for _, p := range pair {
+		l, mode, err := attachXDP(e.progs[p.slot], p.ifindex, p.plan)
+		if err != nil {
+			return fmt.Errorf("forwarder: attaching XDP to %s: %w", p.ifname, err)
+		}
+		e.links[p.slot] = l
+		e.modes[p.slot] = mode
+		if e.redirects != nil {
+			if err := e.redirects.add(e.progIDs[p.slot], uint32(p.ifindex), uint32(p.slot)); err != nil {
+				return fmt.Errorf("forwarder: redirect counters of %s: %w", p.ifname, err)
+			}
+		}
+	}
+	return nil
+}
+
+// detachPair detaches a segment's ports and frees their slots: from then
+// on frames entering them go to the kernel's stack, which the data
+// port's fence drops.
+func (e *xdpEngine) detachPair(a, b *port) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.detachPairLocked(a, b)
+}
+
+func (e *xdpEngine) detachPairLocked(a, b *port) error {
+	var errs []error
+	for _, p := range []*port{a, b} {
+		if l := e.links[p.slot]; l != nil {
+			errs = append(errs, l.Close())
+		}
+		if e.redirects != nil {
+			e.redirects.remove(e.progIDs[p.slot], uint32(p.ifindex))
+		}
+		if prog := e.progs[p.slot]; prog != nil {
+			errs = append(errs, prog.Close())
+		}
+		if err := e.egress.Delete(uint32(p.slot)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			errs = append(errs, fmt.Errorf("forwarder: egress slot of %s: %w", p.ifname, err))
+		}
+		delete(e.links, p.slot)
+		delete(e.progs, p.slot)
+		delete(e.progIDs, p.slot)
+		delete(e.modes, p.slot)
+	}
+	return errors.Join(errs...)
 }
 
 // planPorts chooses each port's attach mode from its and its peer's XDP
@@ -235,7 +305,11 @@ func planPorts(ports []*port, want string) error {
 // info: 3506 on veth); above it, frames arrive in several.
 const singleBufferMTU = 3500
 
-func (e *xdpEngine) attachMode(i int) string { return e.modes[i] }
+func (e *xdpEngine) attachMode(p *port) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.modes[p.slot]
+}
 
 func (e *xdpEngine) flowTable() flowSource {
 	if e.flows == nil {
@@ -244,17 +318,17 @@ func (e *xdpEngine) flowTable() flowSource {
 	return e.flows
 }
 
-func (e *xdpEngine) counters(n int) ([]portCounters, error) {
-	return readPortCounts(e.counts, n)
+func (e *xdpEngine) counters(ports []*port) ([]portCounters, error) {
+	return readPortCounts(e.counts, ports)
 }
 
-// readPortCounts sums the per-CPU counters of port slots 0..n-1.
-func readPortCounts(m *ebpf.Map, n int) ([]portCounters, error) {
-	out := make([]portCounters, n)
+// readPortCounts sums the per-CPU counters of the ports' slots.
+func readPortCounts(m *ebpf.Map, ports []*port) ([]portCounters, error) {
+	out := make([]portCounters, len(ports))
 	var percpu []bpf.DatapathPortStats
-	for i := range out {
-		if err := m.Lookup(uint32(i), &percpu); err != nil {
-			return nil, fmt.Errorf("forwarder: reading counters of port %d: %w", i, err)
+	for i, p := range ports {
+		if err := m.Lookup(uint32(p.slot), &percpu); err != nil {
+			return nil, fmt.Errorf("forwarder: reading counters of port %s: %w", p.label, err)
 		}
 		for _, s := range percpu {
 			out[i].add(s)
@@ -264,6 +338,8 @@ func readPortCounts(m *ebpf.Map, n int) ([]portCounters, error) {
 }
 
 func (e *xdpEngine) close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	var errs []error
 	// Links first, so that no frame meets a half-torn-down datapath.
 	for _, l := range e.links {

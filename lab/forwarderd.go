@@ -36,6 +36,39 @@ func (l *Lab) StartForwarderd(bin, runDir string, extra ...string) (*Daemon, err
 	return d, nil
 }
 
+// StartForwarderdOn runs bin in the forwarder namespace on the
+// configuration file cfg, whose LAN1, LAN2, ... are the lab's ports
+// (Ports), so that it can be reconfigured from that file.
+func (l *Lab) StartForwarderdOn(bin, runDir, cfg string, extra ...string) (*Daemon, error) {
+	d := &Daemon{client: forwarderapi.NewClient(runDir, 2*time.Second)}
+	ready := func() error {
+		_, err := d.client.Status(context.Background())
+		return err
+	}
+	args := append([]string{"-config", cfg, "-ports", l.Ports()}, extra...)
+	p, err := l.StartProcess("forwarderd", bin, runDir, args, ready, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	d.Process = p
+	return d, nil
+}
+
+// Ports names the lab's ports as a box's front panel would, for
+// forwarderd's -ports: segment i's are LAN(2i+1) and LAN(2i+2).
+func (l *Lab) Ports() string {
+	var out []string
+	for i, s := range l.Segments {
+		out = append(out, fmt.Sprintf("LAN%d=%s", 2*i+1, s.Ports[0]), fmt.Sprintf("LAN%d=%s", 2*i+2, s.Ports[1]))
+	}
+	return strings.Join(out, ",")
+}
+
+// Reconfigure asks forwarderd to take its configuration file again.
+func (d *Daemon) Reconfigure(ctx context.Context) (forwarderapi.Reconfigured, error) {
+	return forwarderapi.NewClient(d.RunDir, 30*time.Second).Reconfigure(ctx)
+}
+
 // Status fetches /status.
 func (d *Daemon) Status(ctx context.Context) (forwarderapi.Status, error) {
 	return d.client.Status(ctx)

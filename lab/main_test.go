@@ -95,18 +95,22 @@ func startForwarderd(t *testing.T, l *lab.Lab, args ...string) *lab.Daemon {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		d.Kill()
-		b, _ := os.ReadFile(d.Log)
-		if bytes.Contains(b, []byte("DATA RACE")) || bytes.Contains(b, []byte("panic:")) {
-			t.Error("forwarderd raced or panicked")
-		}
-		if t.Failed() {
-			t.Logf("forwarderd log:\n%s", b)
-		}
-	})
+	t.Cleanup(func() { stopDaemon(t, d) })
 	if err := d.WaitHealthy(15 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// stopDaemon kills forwarderd, wants no race or panic in its log and
+// prints the log if the test failed.
+func stopDaemon(t *testing.T, d *lab.Daemon) {
+	d.Kill()
+	b, _ := os.ReadFile(d.Log)
+	if bytes.Contains(b, []byte("DATA RACE")) || bytes.Contains(b, []byte("panic:")) {
+		t.Error("forwarderd raced or panicked")
+	}
+	if t.Failed() {
+		t.Logf("forwarderd log:\n%s", b)
+	}
 }

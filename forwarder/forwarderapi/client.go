@@ -38,3 +38,11 @@ func (c *Client) Live(ctx context.Context) error { return c.c.Live(ctx) }
 
 // Metrics reads forwarderd's GET /metrics (Prometheus text).
 func (c *Client) Metrics(ctx context.Context) ([]byte, error) { return c.c.Metrics(ctx) }
+
+// Reconfigure asks forwarderd to read the configuration again and take it
+// in place (POST /reconfigure).
+func (c *Client) Reconfigure(ctx context.Context) (Reconfigured, error) {
+	var r Reconfigured
+	err := c.c.Post(ctx, "/reconfigure", nil, &r)
+	return r, err
+}

@@ -156,3 +156,27 @@ type FlowEntry struct {
 	LastSeen  time.Time `json:"last_seen"`
 	TCPFlags  uint8     `json:"tcp_flags,omitempty"`
 }
+
+// Reconfigured is what forwarderd did to take a new configuration in
+// place (POST /reconfigure), by segment name.
+type Reconfigured struct {
+	// Kept are the segments whose settings did not change: their
+	// programs, map entries and counters were not touched.
+	Kept []string `json:"kept,omitempty"`
+	// Detached are the segments removed, and those changed (which are
+	// also in Attached): each passed no frame between the two.
+	Detached []string `json:"detached,omitempty"`
+	Attached []string `json:"attached,omitempty"`
+	// Failed are the segments that could not be attached, with why:
+	// they are reported as not bridged until a configuration that
+	// attaches them.
+	Failed map[string]string `json:"failed,omitempty"`
+	// Restarted says the engine was started anew (a setting of the
+	// whole forwarder changed, or its engine takes segments only at
+	// start): every segment was detached and attached again.
+	Restarted bool `json:"restarted,omitempty"`
+	// Error is what went wrong besides the segments that failed.
+	Error string `json:"error,omitempty"`
+	// TookMS is how long taking it took, in milliseconds.
+	TookMS float64 `json:"took_ms"`
+}

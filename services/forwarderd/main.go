@@ -10,6 +10,8 @@
 //	-segment N=IFA,IFB bridge kernel interfaces IFA and IFB as segment N
 //	                   (repeatable; replaces the configuration's segments,
 //	                   as the lab does with namespace veths)
+//	-ports L=IF,...    front-panel names' interfaces, instead of the platform
+//	                   profile's (the lab's veths have no PCI address)
 //	-engine xdp|afxdp  override forwarder.engine
 //	-mode forward|service
 //	                   override forwarder.mode
@@ -19,6 +21,11 @@
 //	-flow-sweep D      how often the flow table is swept (5s)
 //	-xdp-mode M        auto (native, else generic), native or generic
 //	-interval D        heartbeat and sampling period (1s)
+//
+// POST /reconfigure reads the configuration again and takes it in place
+// (forwarder.Reconfigure): segments whose settings did not change are not
+// touched. It answers what it did (forwarderapi.Reconfigured); 422 when
+// the configuration does not load.
 //
 // Killing it, even with SIGKILL, detaches every program it attached (they
 // hang on BPF links owned by the process); the segment then passes nothing
@@ -30,6 +37,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -71,32 +79,49 @@ func main() {
 		interval  = flag.Duration("interval", time.Second, "heartbeat and sampling period")
 		mtu       = flag.Int("mtu", 0, "MTU of the -segment segments (default: config.DefaultMTU)")
 	)
+	ports := flag.String("ports", "", "front-panel names' interfaces `LAN1=ifA,LAN2=ifB,...` instead of the platform profile's")
 	flag.Var(&segs, "segment", "bridge `name=ifA,ifB` (repeatable; replaces the configuration's segments)")
 	flag.Parse()
 
-	opts, err := options(*cfgPath, segs)
+	var portMap map[string]string
+	if *ports != "" {
+		var err error
+		if portMap, err = forwarder.ParsePortsFlag(*ports); err != nil {
+			log.Fatalf("forwarderd: -ports: %v", err)
+		}
+	}
+	// load reads the configuration and the flags that override it: at
+	// start and on every reconfigure.
+	load := func() (forwarder.Options, error) {
+		opts, err := options(*cfgPath, segs, portMap)
+		if err != nil {
+			return opts, err
+		}
+		if *engine != "" {
+			opts.Engine = *engine
+		}
+		if *mode != "" {
+			opts.Mode = *mode
+		}
+		if *cores >= 0 {
+			opts.Cores = *cores
+		}
+		if *flowSize > 0 {
+			opts.FlowTableSize = *flowSize
+		}
+		if *mtu > 0 && len(segs) > 0 {
+			for i := range opts.Segments {
+				opts.Segments[i].MTU = *mtu
+			}
+		}
+		opts.FlowIdle, opts.SweepInterval, opts.XDPMode, opts.Interval = *flowIdle, *flowSweep, *xdpMode, *interval
+		return opts, nil
+	}
+	opts, err := load()
 	if err != nil {
 		log.Fatalf("forwarderd: %v", err)
 	}
-	if *engine != "" {
-		opts.Engine = *engine
-	}
-	if *mode != "" {
-		opts.Mode = *mode
-	}
-	if *cores >= 0 {
-		opts.Cores = *cores
-	}
-	if *flowSize > 0 {
-		opts.FlowTableSize = *flowSize
-	}
-	if *mtu > 0 && len(segs) > 0 {
-		for i := range opts.Segments {
-			opts.Segments[i].MTU = *mtu
-		}
-	}
-	opts.FlowIdle, opts.SweepInterval, opts.XDPMode, opts.Interval = *flowIdle, *flowSweep, *xdpMode, *interval
-	stopped, err := run(opts)
+	stopped, err := run(opts, load)
 	if err != nil {
 		log.Fatalf("forwarderd: %v", err)
 	}
@@ -109,8 +134,9 @@ func main() {
 }
 
 // options builds the forwarder's options from the configuration, with the
-// -segment flags replacing its segments when given.
-func options(cfgPath string, segs []forwarder.Segment) (forwarder.Options, error) {
+// -segment flags replacing its segments when given, and ports (-ports)
+// naming the interfaces of its front-panel names when given.
+func options(cfgPath string, segs []forwarder.Segment, ports map[string]string) (forwarder.Options, error) {
 	cfg, err := appliance.DaemonConfig(cfgPath)
 	if err != nil {
 		return forwarder.Options{}, err
@@ -124,7 +150,13 @@ func options(cfgPath string, segs []forwarder.Segment) (forwarder.Options, error
 		Segments:      segs,
 	}
 	if len(segs) == 0 {
-		s, absent, err := forwarder.SegmentsFromConfig(cfg, config.SysClassNet)
+		var s []forwarder.Segment
+		var absent []forwarder.AbsentSegment
+		if ports != nil {
+			s, absent, err = forwarder.SegmentsOnPorts(cfg, ports, "not given with -ports")
+		} else {
+			s, absent, err = forwarder.SegmentsFromConfig(cfg, config.SysClassNet)
+		}
 		if err != nil {
 			return opts, err
 		}
@@ -136,8 +168,9 @@ func options(cfgPath string, segs []forwarder.Segment) (forwarder.Options, error
 	return opts, nil
 }
 
-// run forwards until SIGTERM (stopped) or a failure.
-func run(opts forwarder.Options) (stopped bool, err error) {
+// run forwards until SIGTERM (stopped) or a failure; load reads the
+// configuration again for a reconfigure.
+func run(opts forwarder.Options, load func() (forwarder.Options, error)) (stopped bool, err error) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	f, err := forwarder.Start(opts)
@@ -159,6 +192,21 @@ func run(opts forwarder.Options) (stopped bool, err error) {
 
 	go f.Run(ctx)
 	mux := ipc.Handler(f.Report, func() any { return f.Status() }, f.MetricsHandler())
+	mux.HandleFunc("POST /reconfigure", func(w http.ResponseWriter, r *http.Request) {
+		next, err := load()
+		if err != nil {
+			http.Error(w, "reading the configuration: "+err.Error(), http.StatusUnprocessableEntity)
+			return
+		}
+		res, err := f.Reconfigure(next)
+		log.Printf("reconfigured in %.1f ms: kept %v, detached %v, attached %v, failed %v, engine restarted %v",
+			res.TookMS, res.Kept, res.Detached, res.Attached, res.Failed, res.Restarted)
+		if err != nil {
+			res.Error = err.Error()
+			log.Printf("reconfiguring: %v", err)
+		}
+		ipc.WriteJSON(w, res)
+	})
 	if err := ipc.Serve(ctx, ipc.Dir(), forwarderapi.Name, mux); err != nil {
 		return false, err
 	}

@@ -28,7 +28,7 @@ ports = ["LAN1", "LAN2"]
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := options(path, []forwarder.Segment{seg})
+	opts, err := options(path, []forwarder.Segment{seg}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ ports = ["LAN1", "LAN2"]
 	if len(opts.Segments) != 1 || opts.Segments[0] != seg {
 		t.Errorf("segments %+v, want the -segment flag's %+v", opts.Segments, seg)
 	}
-	if _, err := options(filepath.Join(t.TempDir(), "missing.toml"), nil); err == nil {
+	if _, err := options(filepath.Join(t.TempDir(), "missing.toml"), nil, nil); err == nil {
 		t.Error("a missing -config file was accepted")
 	}
 }
