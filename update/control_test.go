@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
+	"github.com/ncpos/ncpos/verdict"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -182,7 +183,7 @@ func TestLeftovers(t *testing.T) {
 	if segs, err = c.endLeftovers(context.Background(), left, time.Minute, t.Logf); err != nil {
 		t.Fatal(err)
 	}
-	b := BaselineOf(segs)
+	b := verdict.BaselineOf(segs)
 	if !b["seg1"].Forwarding || b["seg2"].Forwarding {
 		t.Errorf("baseline after ending the leftovers: %v, want seg1 forwarding and seg2 still in its operator's bypass", b)
 	}
@@ -199,8 +200,8 @@ func TestLeftovers(t *testing.T) {
 	if segs, err = c.endLeftovers(context.Background(), []string{"seg1"}, 2*time.Second, t.Logf); err != nil {
 		t.Fatal(err)
 	}
-	if d := time.Since(start); d < 2*time.Second || BaselineOf(segs)["seg1"].Forwarding {
-		t.Errorf("a segment that does not forward: waited %v, baseline %v", d, BaselineOf(segs))
+	if d := time.Since(start); d < 2*time.Second || verdict.BaselineOf(segs)["seg1"].Forwarding {
+		t.Errorf("a segment that does not forward: waited %v, baseline %v", d, verdict.BaselineOf(segs))
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/verdict"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -109,7 +110,7 @@ func TestSettledSegments(t *testing.T) {
 				t.Fatal(err)
 			}
 			took := clk.Now().Sub(start)
-			b := BaselineOf(segs)
+			b := verdict.BaselineOf(segs)
 			if b["seg1"].Forwarding != tt.forwarding || !b["seg2"].Forwarding {
 				t.Errorf("baseline %v, want seg1 forwarding %v and seg2 forwarding", b, tt.forwarding)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/partition"
 	"github.com/ncpos/ncpos/signature"
+	"github.com/ncpos/ncpos/verdict"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -55,7 +56,7 @@ type Result struct {
 	// (its client died) this one ended first; Before is every segment's
 	// state the new build was held to.
 	Leftovers []string
-	Before    Baseline
+	Before    verdict.Baseline
 }
 
 // Image is the build an update installs, as read from its disk image
@@ -183,7 +184,7 @@ func Run(ctx context.Context, c *Client, im Image, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	before := BaselineOf(segs)
+	before := verdict.BaselineOf(segs)
 	res.Leftovers, res.Before = leftovers, before
 	if o.DryRun {
 		res.Plan, err = plan(ctx, im, sys.BuildID, to, sig, booted, bp, segs, leftovers, time.Since(bootedAt), o)
@@ -282,7 +283,7 @@ func Run(ctx context.Context, c *Client, im Image, o Options) (*Result, error) {
 		}
 		after, err := c.Segments(ctx)
 		if err == nil {
-			err = Accept(before, s.Daemons, BaselineOf(after))
+			err = verdict.Accept(before, s.Daemons, verdict.BaselineOf(after))
 		}
 		if err != nil {
 			healthySince = time.Time{}
@@ -386,7 +387,7 @@ func plan(ctx context.Context, im Image, from, to string, sig uint32, booted int
 		bootStep,
 		fmt.Sprintf("test-boot %s once from slot %s (its kernel and root) and keep it if its daemons are live and its segments forward as before for %v, else return to %s on slot %s", to, bpl.slot, o.Settle, from, bp.Slots.Running),
 	)
-	before := BaselineOf(segs)
+	before := verdict.BaselineOf(segs)
 	for _, s := range segs {
 		st := before[s.Name]
 		want := "forwarding"
