@@ -2,6 +2,7 @@ package bypass
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -80,6 +81,23 @@ func (s *Supervisor) Handler() *http.ServeMux {
 	mux.HandleFunc("DELETE /planned", func(w http.ResponseWriter, r *http.Request) {
 		s.Unplan(r.URL.Query().Get("by"))
 		ipc.WriteJSON(w, s.Status())
+	})
+	mux.HandleFunc("POST /reconfigure", func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.Reload == nil {
+			fail(w, http.StatusConflict, errors.New("reconfigure: this bypassd runs on its flags' pairs, not on a configuration"))
+			return
+		}
+		set, err := s.opts.Reload()
+		if err != nil {
+			fail(w, http.StatusUnprocessableEntity, fmt.Errorf("reconfigure: reading the configuration: %w", err))
+			return
+		}
+		res, err := s.Reconfigure(set)
+		if err != nil {
+			fail(w, http.StatusUnprocessableEntity, fmt.Errorf("reconfigure: %w", err))
+			return
+		}
+		ipc.WriteJSON(w, res)
 	})
 	return mux
 }

@@ -35,6 +35,9 @@ type DaemonOptions struct {
 	JournalCap  int64
 	Overrides   string // "": memory only
 	RunDir      string // the daemons' sockets
+	// Reload reads the settings again for POST /reconfigure (nil: not
+	// served).
+	Reload func() (Settings, error)
 }
 
 // NewDaemon is the supervisor of set's pairs as bypassd runs it: probing
@@ -50,6 +53,7 @@ func NewDaemon(set Setup, o DaemonOptions) *Supervisor {
 		ReadBack:  o.ReadBack,
 		Failsafe:  set.Failsafe,
 		Overrides: o.Overrides,
+		Reload:    o.Reload,
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
@@ -93,22 +94,34 @@ type Prober interface {
 // refused at once. Datapath progress is forwarderd's own check (frames that
 // enter a segment must leave it) and arrives as a tx_stalled condition.
 type ForwarderProber struct {
+	dir     string
+	mu      sync.Mutex
 	client  *forwarderapi.Client
-	Timeout time.Duration
+	timeout time.Duration
 }
 
 // NewForwarderProber probes the forwarderd socket in dir.
 func NewForwarderProber(dir string, timeout time.Duration) *ForwarderProber {
-	return &ForwarderProber{client: forwarderapi.NewClient(dir, timeout), Timeout: timeout}
+	return &ForwarderProber{dir: dir, client: forwarderapi.NewClient(dir, timeout), timeout: timeout}
+}
+
+// SetTimeout changes the probe's timeout (a new budget).
+func (p *ForwarderProber) SetTimeout(timeout time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.client, p.timeout = forwarderapi.NewClient(p.dir, timeout), timeout
 }
 
 func (p *ForwarderProber) Probe(ctx context.Context) Verdict {
-	ctx, cancel := context.WithTimeout(ctx, p.Timeout)
+	p.mu.Lock()
+	client, timeout := p.client, p.timeout
+	p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	r, err := p.client.Health(ctx)
+	r, err := client.Health(ctx)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("forwarderd did not answer within %v", p.Timeout.Round(time.Millisecond))
+			err = fmt.Errorf("forwarderd did not answer within %v", timeout.Round(time.Millisecond))
 		}
 		return Verdict{Err: err.Error()}
 	}

@@ -163,12 +163,7 @@ func Build(cfg *config.Config, profileDir, sysClassNet string, open Opener) Setu
 	ports, resolveErr := prof.Resolve(sysClassNet)
 	for i, bp := range prof.BypassPairs {
 		p := &Pair{Name: bp.Name, Kind: bp.Backend, Timer: bp.Timer.Duration, Defaults: map[bypassapi.Event]bypassapi.State{}}
-		for _, s := range cfg.Segments {
-			if s.Bypass == bp.Name {
-				p.Segment = s.Name
-			}
-		}
-		p.TestPorts = p.Segment == "" && len(bp.Ports) == 2 && cfg.SelfTest.IsTestPort(bp.Ports[0]) && cfg.SelfTest.IsTestPort(bp.Ports[1])
+		p.Segment, p.TestPorts = pairRole(cfg, bp.Name, bp.Ports)
 		for k := 0; k < 2 && k < len(bp.Ports); k++ {
 			p.Ports[k] = bp.Ports[k]
 			p.Ifnames[k] = ports[bp.Ports[k]]

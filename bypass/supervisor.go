@@ -60,6 +60,9 @@ type Options struct {
 	Overrides string
 	// Now is the clock (time.Now if nil).
 	Now func() time.Time
+	// Reload reads the settings again for POST /reconfigure; nil: the
+	// supervisor takes no new configuration (sim pairs).
+	Reload func() (Settings, error)
 }
 
 func (o Options) withDefaults() Options {
@@ -299,7 +302,8 @@ func (s *Supervisor) Run(ctx context.Context) {
 	if !s.started {
 		s.Start(ctx)
 	}
-	t := time.NewTicker(s.opts.ProbeInterval())
+	every := s.probeInterval()
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -307,8 +311,19 @@ func (s *Supervisor) Run(ctx context.Context) {
 			return
 		case <-t.C:
 			s.Step(ctx)
+			if d := s.probeInterval(); d != every {
+				every = d // a new budget (Reconfigure)
+				t.Reset(every)
+			}
 		}
 	}
+}
+
+// probeInterval is the budget's probe interval.
+func (s *Supervisor) probeInterval() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opts.ProbeInterval()
 }
 
 // reconcile runs with mu held.

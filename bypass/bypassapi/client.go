@@ -51,3 +51,10 @@ func (c *Client) Status(ctx context.Context) (st Status, err error) {
 	err = c.c.Status(ctx, &st)
 	return st, err
 }
+
+// Reconfigure asks bypassd to read the configuration again and take it in
+// place.
+func (c *Client) Reconfigure(ctx context.Context) (r Reconfigured, err error) {
+	err = c.c.Post(ctx, "/reconfigure", nil, &r)
+	return r, err
+}

@@ -294,3 +294,18 @@ const (
 
 // PlanKinds are the kinds a PlanRequest may name.
 var PlanKinds = []string{PlanShutdown, PlanReboot, PlanUpdate}
+
+// Reconfigured is what bypassd did to take a new configuration in place
+// (POST /reconfigure).
+type Reconfigured struct {
+	// Segments are the pairs whose segment changed, by pair name.
+	Segments map[string]SegmentChange `json:"segments"`
+	Budget   bool                     `json:"budget,omitempty"` // the budget changed
+	Policy   bool                     `json:"policy,omitempty"` // the hold-down or its damping changed
+}
+
+// SegmentChange is a pair's segment before and after ("": none).
+type SegmentChange struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}

@@ -2,7 +2,9 @@
 // pair's relay in bypass unless the forwarder is live and forwards the
 // pair's segment, and reports on /run/ncpos/bypassd.sock (GET /livez,
 // /health, /status, /metrics; POST/DELETE
-// /override and /planned, see bypass.Supervisor.Handler).
+// /override and /planned; POST /reconfigure, which reads the configuration
+// again and takes which segment each pair follows, the budget and the
+// hold-down in place; see bypass.Supervisor.Handler).
 //
 // It is a separate process from forwarderd so that it outlives a crashed
 // or hung forwarder. Init starts it as /user/bypassd; with no flags it
@@ -125,19 +127,33 @@ func setup(o options) (*bypass.Supervisor, bypass.Setup, error) {
 			return nil, set, err
 		}
 	} else {
-		cfg, err := appliance.DaemonConfig(o.config)
+		settings, err := load(o)
 		if err != nil {
 			return nil, set, err
 		}
-		if !o.given["budget"] {
-			o.d.Budget = cfg.Bypass.Budget.Duration
-		}
-		if !o.given["hold-down"] {
-			o.d.Policy.HoldDown = cfg.Bypass.HoldDown.Duration
-		}
-		set = bypass.Build(cfg, o.profileDir, o.sysClassNet, bypass.Open)
+		o.d.Budget, o.d.Policy = settings.Budget, settings.Policy
+		o.d.Reload = func() (bypass.Settings, error) { return load(o) }
+		set = bypass.Build(settings.Config, o.profileDir, o.sysClassNet, bypass.Open)
 	}
 	return bypass.NewDaemon(set, o.d), set, nil
+}
+
+// load reads the configuration, with the budget and hold-down flags
+// given on the command line in force over it: at start and on every
+// reconfigure.
+func load(o options) (bypass.Settings, error) {
+	cfg, err := appliance.DaemonConfig(o.config)
+	if err != nil {
+		return bypass.Settings{}, err
+	}
+	set := bypass.Settings{Config: cfg, Budget: o.d.Budget, Policy: o.d.Policy}
+	if !o.given["budget"] {
+		set.Budget = cfg.Bypass.Budget.Duration
+	}
+	if !o.given["hold-down"] {
+		set.Policy.HoldDown = cfg.Bypass.HoldDown.Duration
+	}
+	return set, nil
 }
 
 func main() {
