@@ -29,9 +29,10 @@ type Supervisor struct {
 	Interval time.Duration
 	Now      func() time.Time
 
-	mu       sync.Mutex
+	mu       sync.Mutex // guards Interval after Run starts, and what follows
 	status   watchdogapi.Status
 	lastStep time.Time
+	retimes  chan retime // Retime's requests, taken by Run between steps
 }
 
 // NewSupervisor prepares a supervisor; base carries the device facts
@@ -39,7 +40,7 @@ type Supervisor struct {
 func NewSupervisor(dev Pinger, gate *Gate, rec Records, interval time.Duration, base watchdogapi.Status) *Supervisor {
 	base.IntervalSec = interval.Seconds()
 	base.Petting = true
-	return &Supervisor{Dev: dev, Gate: gate, Records: rec, Interval: interval, Now: time.Now, status: base}
+	return &Supervisor{Dev: dev, Gate: gate, Records: rec, Interval: interval, Now: time.Now, status: base, retimes: make(chan retime)}
 }
 
 // Step evaluates the checks once and pets or not.
@@ -82,14 +83,29 @@ func (s *Supervisor) Step(ctx context.Context) Decision {
 // must lead to a reset unless a planned stop is recorded and the kernel
 // stops the watchdog on reboot.
 func (s *Supervisor) Run(ctx context.Context) {
-	t := time.NewTicker(s.Interval)
+	t := time.NewTicker(s.interval())
 	defer t.Stop()
 	for {
 		s.Step(ctx)
+		if !s.wait(ctx, t) {
+			return
+		}
+	}
+}
+
+// wait waits for the next tick, taking new timings meanwhile; false when
+// ctx is done.
+func (s *Supervisor) wait(ctx context.Context, t *time.Ticker) bool {
+	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-t.C:
+			return true
+		case r := <-s.retimes:
+			res, err := s.take(r.t)
+			t.Reset(s.interval())
+			r.done <- retimed{res, err}
 		}
 	}
 }
@@ -119,7 +135,7 @@ func Reporter(s *Supervisor, root string, minFree uint64) func() health.Report {
 		st := s.Status()
 		var problems []health.Problem
 		last := s.LastStep()
-		if age := now.Sub(last); age > 3*s.Interval+s.Gate.Timeout {
+		if age := now.Sub(last); age > 4*s.interval() {
 			problems = append(problems, health.Problem{Kind: health.HeartbeatStale,
 				Detail: fmt.Sprintf("last check %v ago", age.Round(time.Millisecond))})
 		}

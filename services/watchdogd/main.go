@@ -6,7 +6,10 @@
 // stops the pets, since a reset mends none of it; watchdogd reports a
 // degraded /perm as a box condition on its /health. Before it stops petting
 // it records the failing check in /perm; after the reset it reports why the
-// box last restarted. It serves its status on /run/ncpos/watchdogd.sock.
+// box last restarted. It serves its status on /run/ncpos/watchdogd.sock,
+// where POST /reconfigure reads the configuration again and takes its
+// timeout, interval and boot grace in place (the device and the daemons
+// it requires are taken only at boot).
 //
 // Flags (init sets them from the configuration):
 //
@@ -22,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -31,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/ncpos/ncpos/appliance"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/logs"
 	"github.com/ncpos/ncpos/sysinfo"
@@ -54,6 +59,18 @@ func main() {
 	if err := run(*fdPid, *fd, *device, *timeout, *interval, *grace, *require, *records); err != nil {
 		log.Fatalf("watchdogd: %v", err)
 	}
+}
+
+// checks are what the gate holds the box to: each required daemon's
+// /livez within interval, memory and file descriptors.
+func checks(require string, interval time.Duration) []watchdog.Check {
+	var out []watchdog.Check
+	for _, d := range strings.Split(require, ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			out = append(out, watchdog.LiveCheck(ipc.Dir(), d, interval))
+		}
+	}
+	return append(out, watchdog.MemoryCheck("/", 0.05), watchdog.FDCheck("/", 0.9))
 }
 
 func run(fdPid, fd int, device string, timeout, interval, grace time.Duration, require, recordDir string) error {
@@ -102,16 +119,7 @@ func run(fdPid, fd int, device string, timeout, interval, grace time.Duration, r
 	if err != nil {
 		return err
 	}
-	gate := &watchdog.Gate{Timeout: interval, Boot: now.Add(-up), Grace: grace}
-	for _, d := range strings.Split(require, ",") {
-		if d = strings.TrimSpace(d); d != "" {
-			gate.Checks = append(gate.Checks, watchdog.LiveCheck(ipc.Dir(), d, interval))
-		}
-	}
-	gate.Checks = append(gate.Checks,
-		watchdog.MemoryCheck("/", 0.05),
-		watchdog.FDCheck("/", 0.9),
-	)
+	gate := &watchdog.Gate{Timeout: interval, Boot: now.Add(-up), Grace: grace, Checks: checks(require, interval)}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -121,6 +129,22 @@ func run(fdPid, fd int, device string, timeout, interval, grace time.Duration, r
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(watchdog.Collector{S: sup})
 	mux := ipc.Handler(watchdog.Reporter(sup, "/", 1<<20), func() any { return sup.Status() }, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("POST /reconfigure", func(w http.ResponseWriter, r *http.Request) {
+		cfg, err := appliance.DaemonConfig("")
+		if err != nil {
+			http.Error(w, "reading the configuration: "+err.Error(), http.StatusUnprocessableEntity)
+			return
+		}
+		wd := cfg.Watchdog
+		res, err := sup.Retime(r.Context(), watchdog.Times{Timeout: wd.Timeout.Duration, Interval: wd.Interval.Duration,
+			Grace: wd.BootGrace.Duration, Checks: checks(require, wd.Interval.Duration)})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnprocessableEntity)
+			return
+		}
+		log.Printf("reconfigured: timeout %d s, interval %v s, grace %v s", res.TimeoutSec, res.IntervalSec, res.GraceSec)
+		ipc.WriteJSON(w, res)
+	})
 	err = ipc.Serve(ctx, ipc.Dir(), watchdogapi.Name, mux)
 	// Serve returns on SIGTERM, which gokrazy sends before a reboot or
 	// poweroff: record it as planned before exiting. (If nobody reboots,

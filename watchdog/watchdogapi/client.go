@@ -25,3 +25,10 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	err := c.c.Status(ctx, &st)
 	return st, err
 }
+
+// Reconfigure asks watchdogd to read its timings from the configuration
+// again and take them in place.
+func (c *Client) Reconfigure(ctx context.Context) (r Retimed, err error) {
+	err = c.c.Post(ctx, "/reconfigure", nil, &r)
+	return r, err
+}

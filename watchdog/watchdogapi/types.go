@@ -51,3 +51,10 @@ type Holder struct {
 	FD   int    `json:"fd"`
 	Path string `json:"path"`
 }
+
+// Retimed is the timings watchdogd took in place (POST /reconfigure).
+type Retimed struct {
+	TimeoutSec  int     `json:"timeout_seconds"` // as the hardware took it
+	IntervalSec float64 `json:"interval_seconds"`
+	GraceSec    float64 `json:"grace_seconds"`
+}
