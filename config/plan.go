@@ -33,7 +33,7 @@ func (e Effect) rank() int {
 
 // Who takes a setting in place.
 const (
-	TakerInit      = "init" // the box itself: hostname, management address
+	TakerInit      = "init" // the box itself: its hostname
 	TakerForwarder = "forwarderd"
 	TakerBypass    = "bypassd"
 	TakerWatchdog  = "watchdogd"
@@ -57,12 +57,12 @@ var settingPlans = map[string]settingPlan{
 	"services": {EffectReboot, "", "init starts and supervises the daemons once per boot"},
 
 	"management.port":    {EffectReboot, "", "the management port is chosen and quieted as a data port's opposite at boot"},
-	"management.dhcp":    {EffectInPlace, TakerInit, ""},
-	"management.address": {EffectInPlace, TakerInit, ""},
-	"management.gateway": {EffectInPlace, TakerInit, ""},
+	"management.dhcp":    {EffectReboot, "", "the management address is set by the DHCP client init starts at boot"},
+	"management.address": {EffectReboot, "", "the management address is set by the DHCP client init starts at boot"},
+	"management.gateway": {EffectReboot, "", "the management address is set by the DHCP client init starts at boot"},
 
-	"status.port":          {EffectInPlace, TakerStatus, ""},
-	"status.http_port":     {EffectInPlace, TakerStatus, ""},
+	"status.port":          {EffectReboot, "", "statusd listens on the ports init gives it at boot"},
+	"status.http_port":     {EffectReboot, "", "statusd listens on the ports init gives it at boot"},
 	"status.auth_read":     {EffectInPlace, TakerStatus, ""},
 	"status.password":      {EffectInPlace, TakerStatus, ""},
 	"status.password_hash": {EffectInPlace, TakerStatus, ""},

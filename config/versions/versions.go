@@ -176,6 +176,20 @@ func (s *Store) Get(n int) (Version, []byte, error) {
 	return v, text, nil
 }
 
+// VersionOf is the newest version, not reverted, whose text is text: the
+// version a configuration in force is. Number 0: none is. Records that do
+// not read are named in err, as List does.
+func (s *Store) VersionOf(text []byte) (Version, error) {
+	all, err := s.List()
+	sum := Sum(text)
+	for _, v := range all {
+		if v.SHA256 == sum && v.State != Reverted {
+			return v, err
+		}
+	}
+	return Version{}, err
+}
+
 // Sum is the SHA-256 of a text, as records hold it.
 func Sum(text []byte) string {
 	h := sha256.Sum256(text)
