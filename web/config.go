@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/config/apply"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
@@ -22,6 +23,10 @@ type Configs struct {
 	Source string
 	// Versions is the history; nil when the box keeps none (no /perm).
 	Versions *versions.Store
+	// Changes applies, confirms and reverts versions in place; nil when
+	// the box takes none (POST /api/v1/config/apply and the others
+	// answer 503).
+	Changes *apply.Manager
 }
 
 // inForce reads the configuration in force and finds its version.
@@ -34,16 +39,11 @@ func (c *Configs) inForce() (*api.ConfigInForce, error) {
 	if c.Versions == nil {
 		return cur, nil
 	}
-	all, err := c.Versions.List()
-	if err != nil {
+	v, err := c.Versions.VersionOf(text)
+	if err != nil && v.Number == 0 {
 		return nil, err
 	}
-	for _, v := range all {
-		if v.SHA256 == cur.SHA256 && v.State != versions.Reverted {
-			cur.Version, cur.By, cur.From, cur.Time = v.Number, v.By, v.From, v.Time
-			break
-		}
-	}
+	cur.Version, cur.By, cur.From, cur.Time = v.Number, v.By, v.From, v.Time
 	return cur, nil
 }
 

@@ -180,6 +180,11 @@ func (s *Server) Handler() http.Handler {
 	control("GET /api/v1/config", s.handleConfig)
 	control("POST /api/v1/config/check", s.handleConfigCheck)
 	control("POST /api/v1/config/plan", s.handleConfigPlan)
+	control("POST /api/v1/config/apply", s.handleConfigApply)
+	control("POST /api/v1/config/confirm", s.handleConfigConfirm)
+	control("POST /api/v1/config/revert", s.handleConfigRevert)
+	control("POST /api/v1/config/rollback", s.handleConfigRollback)
+	control("GET /api/v1/config/history", s.handleConfigHistory)
 	return s.guarded(mux)
 }
 
@@ -196,7 +201,9 @@ var apiIndex = []string{
 	"GET /api/v1/segments", "GET /api/v1/watchdog", "GET /api/v1/host", "GET /api/v1/events?limit=N", "GET /api/v1/logs?daemon=D&limit=N",
 	"GET /api/v1/hardware", "GET /api/v1/selftest", "POST /api/v1/control/bypass", "POST /api/v1/control/reboot",
 	"POST /api/v1/control/password", "PUT /api/v1/update/{manifest,root,kernel}", "GET /api/v1/update/boot", "POST /api/v1/update/{testboot,switch}", "GET /api/v1/install", "POST /api/v1/control/install", "GET /api/v1/selftest/job",
-	"POST /api/v1/control/selftest", "GET /api/v1/config", "POST /api/v1/config/check", "POST /api/v1/config/plan", "GET /metrics",
+	"POST /api/v1/control/selftest", "GET /api/v1/config", "POST /api/v1/config/check", "POST /api/v1/config/plan",
+	"POST /api/v1/config/apply", "POST /api/v1/config/confirm", "POST /api/v1/config/revert", "POST /api/v1/config/rollback",
+	"GET /api/v1/config/history", "GET /metrics",
 }
 
 // status is the latest snapshot with this request's view: the chart

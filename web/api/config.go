@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/config/versions"
 )
 
 // ConfigInForce is the answer of GET /api/v1/config: the configuration
@@ -110,4 +111,134 @@ func (c *Client) PlanConfig(ctx context.Context, text string) (*ConfigPlan, *Con
 		return nil, nil, err
 	}
 	return &plan, nil, nil
+}
+
+// ConfigApply is the body of POST /api/v1/config/apply: a candidate, the
+// version in force it replaces, and the confirm deadline.
+type ConfigApply struct {
+	Text     string `json:"text"`
+	Replaces int    `json:"replaces"`
+	// ConfirmWithin is the confirm deadline in seconds: the box goes
+	// back to the version it replaces unless the change is confirmed by
+	// then. Absent: 600; 0: confirmed at once.
+	ConfirmWithin *int   `json:"confirm_within,omitempty"`
+	Comment       string `json:"comment,omitempty"`
+}
+
+// ConfigRollback is the body of POST /api/v1/config/rollback: apply an
+// earlier version again, with a confirm deadline as an apply has.
+type ConfigRollback struct {
+	Version       int    `json:"version"`
+	Replaces      int    `json:"replaces"`
+	ConfirmWithin *int   `json:"confirm_within,omitempty"`
+	Comment       string `json:"comment,omitempty"`
+}
+
+// ConfigVersionRef names a version: the body of POST
+// /api/v1/config/confirm and /api/v1/config/revert.
+type ConfigVersionRef struct {
+	Version int `json:"version"`
+}
+
+// ConfigApplied is the answer of an apply or a rollback: the version
+// made, what changed, and how long each taker took.
+type ConfigApplied struct {
+	Version versions.Version   `json:"version"`
+	Changes []config.Change    `json:"changes"`
+	TookMS  map[string]float64 `json:"took_ms"`
+}
+
+// Why a configuration change was refused (ConfigConflict.Reason).
+const (
+	ConfigStale     = "stale"     // the version in force is not the one it replaces
+	ConfigBusy      = "busy"      // another change waits for its confirmation
+	ConfigRefused   = "refused"   // it needs a reboot, or a taker the box lacks
+	ConfigUnchanged = "unchanged" // it is the configuration in force
+	ConfigNotTaken  = "not_taken" // a daemon failed to take it: the box went back
+	ConfigNotFound  = "not_found" // no such version, or none waiting for confirmation
+)
+
+// ConfigConflict is the answer of a configuration change the box did not
+// make (409, or 500 for ConfigNotTaken): why, as a word and in full, and
+// the version in force.
+type ConfigConflict struct {
+	Error   string `json:"error"`
+	Reason  string `json:"reason"`
+	Version int    `json:"version"`
+}
+
+// ConfigHistory is the answer of GET /api/v1/config/history: the versions
+// the box keeps, newest first, each with its diff from the version it
+// replaced.
+type ConfigHistory struct {
+	Versions []ConfigVersion `json:"versions"`
+	// Pending is the version waiting for its confirmation; 0: none.
+	Pending int `json:"pending"`
+	// Errors name records that do not read.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// ConfigVersion is one version of the history.
+type ConfigVersion struct {
+	versions.Version
+	Diff string `json:"diff"`
+}
+
+// ApplyConfig applies a candidate in place of the version it replaces.
+func (c *Client) ApplyConfig(ctx context.Context, req ConfigApply) (*ConfigApplied, error) {
+	var res ConfigApplied
+	if err := c.Post(ctx, "api/v1/config/apply", req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// RollbackConfig applies an earlier version again.
+func (c *Client) RollbackConfig(ctx context.Context, req ConfigRollback) (*ConfigApplied, error) {
+	var res ConfigApplied
+	if err := c.Post(ctx, "api/v1/config/rollback", req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ConfirmConfig confirms the pending version n.
+func (c *Client) ConfirmConfig(ctx context.Context, n int) (*versions.Version, error) {
+	var v versions.Version
+	if err := c.Post(ctx, "api/v1/config/confirm", ConfigVersionRef{Version: n}, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// RevertConfig reverts the pending version n now.
+func (c *Client) RevertConfig(ctx context.Context, n int) (*versions.Version, error) {
+	var v versions.Version
+	if err := c.Post(ctx, "api/v1/config/revert", ConfigVersionRef{Version: n}, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// ConfigHistory reads the versions the box keeps.
+func (c *Client) ConfigHistory(ctx context.Context) (*ConfigHistory, error) {
+	var h ConfigHistory
+	if err := c.Get(ctx, "api/v1/config/history", &h); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+// Conflict reads why the box did not make a configuration change, from
+// an error of ApplyConfig, RollbackConfig, ConfirmConfig or RevertConfig;
+// ok is false for any other error.
+func Conflict(err error) (c ConfigConflict, ok bool) {
+	var se *StatusError
+	if !errors.As(err, &se) {
+		return c, false
+	}
+	if json.Unmarshal(se.Body, &c) != nil || c.Reason == "" {
+		return c, false
+	}
+	return c, true
 }

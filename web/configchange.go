@@ -1,0 +1,211 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/ncpos/ncpos/config/apply"
+	"github.com/ncpos/ncpos/config/versions"
+	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/web/api"
+)
+
+// changes is the box's manager of configuration changes, or why there is
+// none (answered with 503).
+func (s *Server) changes(w http.ResponseWriter) *apply.Manager {
+	if s.Configs == nil || s.Configs.Changes == nil {
+		apiError(w, http.StatusServiceUnavailable, "this box does not change its configuration in place")
+		return nil
+	}
+	return s.Configs.Changes
+}
+
+// takeTimeout bounds how long the daemons may take to take a change.
+const takeTimeout = 2 * time.Minute
+
+// confirmWithin reads a request's deadline in seconds: absent, the
+// default.
+func confirmWithin(secs *int) (time.Duration, error) {
+	if secs == nil {
+		return apply.DefaultConfirmWithin, nil
+	}
+	d := time.Duration(*secs) * time.Second
+	if *secs < 0 || d > apply.MaxConfirmWithin {
+		return 0, fmt.Errorf("confirm_within %d: want 0 (no confirmation) to %d seconds", *secs, int(apply.MaxConfirmWithin/time.Second))
+	}
+	return d, nil
+}
+
+// origin splits who sent a request into the user and the address.
+func origin(r *http.Request) (user, from string) {
+	user, _, _ = r.BasicAuth()
+	from, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		from = r.RemoteAddr
+	}
+	return user, from
+}
+
+func (s *Server) handleConfigApply(w http.ResponseWriter, r *http.Request) {
+	m := s.changes(w)
+	if m == nil {
+		return
+	}
+	var req api.ConfigApply
+	if !decodeJSONUpTo(w, r, &req, MaxConfigBytes) {
+		return
+	}
+	within, err := confirmWithin(req.ConfirmWithin)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	next, res := check(req.Text)
+	if !res.Valid {
+		ipc.WriteJSONCode(w, http.StatusUnprocessableEntity, api.ConfigRefusal{
+			Error: fmt.Sprintf("the candidate has %d problem(s)", len(res.Errors)), ConfigCheck: res})
+		return
+	}
+	by, from := origin(r)
+	s.answerApplied(w, r, m, apply.Request{Text: []byte(req.Text), Next: next, Replaces: req.Replaces,
+		ConfirmWithin: within, Comment: req.Comment, By: by, From: from})
+}
+
+func (s *Server) handleConfigRollback(w http.ResponseWriter, r *http.Request) {
+	m := s.changes(w)
+	if m == nil {
+		return
+	}
+	var req api.ConfigRollback
+	if !decodeJSONUpTo(w, r, &req, 64<<10) {
+		return
+	}
+	within, err := confirmWithin(req.ConfirmWithin)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	_, text, err := s.Configs.Versions.Get(req.Version)
+	if err != nil {
+		s.conflict(w, http.StatusNotFound, api.ConfigNotFound, fmt.Errorf("version %d: %w", req.Version, err))
+		return
+	}
+	next, res := check(string(text))
+	if !res.Valid {
+		ipc.WriteJSONCode(w, http.StatusUnprocessableEntity, api.ConfigRefusal{
+			Error: fmt.Sprintf("version %d no longer passes this build's check: %d problem(s)", req.Version, len(res.Errors)), ConfigCheck: res})
+		return
+	}
+	by, from := origin(r)
+	comment := req.Comment
+	if comment == "" {
+		comment = fmt.Sprintf("rollback to version %d", req.Version)
+	}
+	s.answerApplied(w, r, m, apply.Request{Text: text, Next: next, Replaces: req.Replaces, ConfirmWithin: within,
+		Comment: comment, By: by, From: from, Rollback: req.Version})
+}
+
+// answerApplied applies req and answers what was done, or why not. A
+// client that goes away does not stop a change half-way.
+func (s *Server) answerApplied(w http.ResponseWriter, r *http.Request, m *apply.Manager, req apply.Request) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), takeTimeout)
+	defer cancel()
+	res, err := m.Apply(ctx, req)
+	if err != nil {
+		code, reason := http.StatusConflict, api.ConfigRefused
+		switch {
+		case errors.Is(err, apply.ErrStale):
+			reason = api.ConfigStale
+		case errors.Is(err, apply.ErrBusy):
+			reason = api.ConfigBusy
+		case errors.Is(err, apply.ErrUnchanged):
+			reason = api.ConfigUnchanged
+		case errors.Is(err, apply.ErrNotTaken):
+			code, reason = http.StatusInternalServerError, api.ConfigNotTaken
+		case errors.Is(err, apply.ErrRefused):
+		default:
+			apiError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		s.conflict(w, code, reason, err)
+		return
+	}
+	ipc.WriteJSON(w, api.ConfigApplied{Version: res.Version, Changes: res.Changes, TookMS: res.Took})
+}
+
+// conflict answers a change the box did not make, with the version in
+// force.
+func (s *Server) conflict(w http.ResponseWriter, code int, reason string, err error) {
+	_, n, _ := s.Configs.Changes.InForce()
+	ipc.WriteJSONCode(w, code, api.ConfigConflict{Error: err.Error(), Reason: reason, Version: n})
+}
+
+func (s *Server) handleConfigConfirm(w http.ResponseWriter, r *http.Request) {
+	s.settle(w, r, func(m *apply.Manager, n int, by string) (versions.Version, error) { return m.Confirm(n, by) })
+}
+
+func (s *Server) handleConfigRevert(w http.ResponseWriter, r *http.Request) {
+	s.settle(w, r, func(m *apply.Manager, n int, by string) (versions.Version, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), takeTimeout)
+		defer cancel()
+		return m.Revert(ctx, n, "reverted by "+by)
+	})
+}
+
+// settle confirms or reverts the version a request names.
+func (s *Server) settle(w http.ResponseWriter, r *http.Request, do func(*apply.Manager, int, string) (versions.Version, error)) {
+	m := s.changes(w)
+	if m == nil {
+		return
+	}
+	var req api.ConfigVersionRef
+	if !decodeJSONUpTo(w, r, &req, 4<<10) {
+		return
+	}
+	v, err := do(m, req.Version, who(r))
+	switch {
+	case errors.Is(err, apply.ErrNotPending):
+		s.conflict(w, http.StatusConflict, api.ConfigNotFound, err)
+	case err != nil:
+		apiError(w, http.StatusInternalServerError, err.Error())
+	default:
+		ipc.WriteJSON(w, v)
+	}
+}
+
+func (s *Server) handleConfigHistory(w http.ResponseWriter, r *http.Request) {
+	if s.Configs == nil || s.Configs.Versions == nil {
+		apiError(w, http.StatusServiceUnavailable, "this box keeps no configuration history")
+		return
+	}
+	all, err := s.Configs.Versions.List()
+	h := api.ConfigHistory{Versions: []api.ConfigVersion{}}
+	if err != nil {
+		h.Errors = append(h.Errors, err.Error())
+	}
+	if s.Configs.Changes != nil {
+		if p, ok := s.Configs.Changes.Pending(); ok {
+			h.Pending = p.Number
+		}
+	}
+	for _, v := range all {
+		cv := api.ConfigVersion{Version: v}
+		_, text, err := s.Configs.Versions.Get(v.Number)
+		if err != nil {
+			h.Errors = append(h.Errors, err.Error())
+		}
+		var parent []byte
+		if v.Parent > 0 {
+			if _, parent, err = s.Configs.Versions.Get(v.Parent); err != nil {
+				parent = nil // pruned: the diff is from nothing
+			}
+		}
+		cv.Diff = versions.Diff(versions.Label(v.Parent), parent, versions.Label(v.Number), text)
+		h.Versions = append(h.Versions, cv)
+	}
+	ipc.WriteJSON(w, h)
+}

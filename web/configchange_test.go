@@ -1,0 +1,130 @@
+package web
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/config/apply"
+	"github.com/ncpos/ncpos/config/versions"
+	"github.com/ncpos/ncpos/web/api"
+)
+
+// changeFixture serves fixtureConfig from a file that changes take, with
+// forwarderd's part taken by a function that counts and bypassd's by one
+// that does nothing.
+func changeFixture(t *testing.T) (*fixture, *apply.Manager, *int) {
+	f := newFixture(t, fixtureOpts{noDaemons: true})
+	dir := t.TempDir()
+	store, err := versions.Open(filepath.Join(dir, "versions"), versions.DefaultKeep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := filepath.Join(dir, "config.toml")
+	if err := os.WriteFile(run, []byte(fixtureConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	taken := new(int)
+	m := &apply.Manager{Store: store, RunConfig: run, PermConfig: filepath.Join(dir, "ncpos.toml"), Source: "/etc/ncpos/ncpos.toml",
+		Takers: map[string]apply.Taker{config.TakerForwarder: apply.TakerFunc(func(context.Context) error { *taken++; return nil }),
+			config.TakerBypass: apply.TakerFunc(func(context.Context) error { return nil })}}
+	f.srv.Configs = &Configs{InForce: func() ([]byte, error) { return os.ReadFile(run) }, Versions: store, Changes: m}
+	return f, m, taken
+}
+
+func TestConfigApplyConfirmRollback(t *testing.T) {
+	f, m, taken := changeFixture(t)
+	next := strings.Replace(fixtureConfig, "bypass = \"pair2\"\n", "bypass = \"pair2\"\nmtu = 9000\n", 1)
+	if r := f.configCall("POST", "/api/v1/config/apply", api.ConfigApply{Text: next}, ""); r.Code != 401 {
+		t.Errorf("apply without the password: %d", r.Code)
+	}
+	r := f.configCall("POST", "/api/v1/config/apply", api.ConfigApply{Text: next, Comment: "jumbo on seg2"}, goodAuth)
+	res := decode[api.ConfigApplied](t, r)
+	if r.Code != 200 || res.Version.Number != 2 || res.Version.State != versions.Pending || res.Version.By != "ncpos" ||
+		res.Version.Comment != "jumbo on seg2" || *taken != 1 || len(res.Changes) != 1 {
+		t.Fatalf("apply = %d %s (taken %d times)", r.Code, r.Body, *taken)
+	}
+	if d := res.Version.Deadline.Sub(res.Version.Time); d < apply.DefaultConfirmWithin-5e9 || d > apply.DefaultConfirmWithin+5e9 {
+		t.Errorf("deadline %v after the apply, want the default %v", d, apply.DefaultConfirmWithin)
+	}
+	cur := decode[api.ConfigInForce](t, f.configCall("GET", "/api/v1/config", nil, goodAuth))
+	if cur.Version != 2 || cur.Text != next {
+		t.Errorf("in force after the apply: version %d", cur.Version)
+	}
+	// Conflicts say why with a word and the version in force.
+	for _, c := range []struct {
+		body   any
+		path   string
+		code   int
+		reason string
+	}{
+		{api.ConfigApply{Text: fixtureConfig, Replaces: 2}, "apply", 409, api.ConfigBusy},
+		{api.ConfigVersionRef{Version: 1}, "confirm", 409, api.ConfigNotFound},
+		{api.ConfigRollback{Version: 9}, "rollback", 404, api.ConfigNotFound},
+	} {
+		r := f.configCall("POST", "/api/v1/config/"+c.path, c.body, goodAuth)
+		if got := decode[api.ConfigConflict](t, r); r.Code != c.code || got.Reason != c.reason || got.Version != 2 {
+			t.Errorf("%s %+v: %d %s, want %d %s with version 2", c.path, c.body, r.Code, r.Body, c.code, c.reason)
+		}
+	}
+	r = f.configCall("POST", "/api/v1/config/confirm", api.ConfigVersionRef{Version: 2}, goodAuth)
+	if v := decode[versions.Version](t, r); r.Code != 200 || v.State != versions.Confirmed {
+		t.Fatalf("confirm = %d %s", r.Code, r.Body)
+	}
+	for _, c := range []struct {
+		body   api.ConfigApply
+		reason string
+	}{
+		{api.ConfigApply{Text: fixtureConfig, Replaces: 1}, api.ConfigStale},
+		{api.ConfigApply{Text: next, Replaces: 2}, api.ConfigUnchanged},
+		{api.ConfigApply{Text: next + "[watchdog]\ndevice = \"/dev/watchdog1\"\n", Replaces: 2}, api.ConfigRefused},
+		{api.ConfigApply{Text: next + "[snmp]\ncommunity = \"long-enough\"\n", Replaces: 2}, api.ConfigRefused},
+	} {
+		r := f.configCall("POST", "/api/v1/config/apply", c.body, goodAuth)
+		if got := decode[api.ConfigConflict](t, r); r.Code != 409 || got.Reason != c.reason || got.Version != 2 {
+			t.Errorf("apply replacing %d: %d %s, want 409 %s", c.body.Replaces, r.Code, r.Body, c.reason)
+		}
+	}
+	if r := f.configCall("POST", "/api/v1/config/apply", api.ConfigApply{Text: "hostname = 3\n", Replaces: 2}, goodAuth); r.Code != 422 {
+		t.Errorf("an invalid candidate: %d %s", r.Code, r.Body)
+	}
+	bad := -1
+	if r := f.configCall("POST", "/api/v1/config/apply", api.ConfigApply{Text: fixtureConfig, Replaces: 2, ConfirmWithin: &bad}, goodAuth); r.Code != 400 {
+		t.Errorf("a negative deadline: %d %s", r.Code, r.Body)
+	}
+	// A rollback is an apply of the old text, with its own deadline;
+	// reverted by hand, the box is back on version 2.
+	within := 60
+	r = f.configCall("POST", "/api/v1/config/rollback", api.ConfigRollback{Version: 1, Replaces: 2, ConfirmWithin: &within}, goodAuth)
+	res = decode[api.ConfigApplied](t, r)
+	if r.Code != 200 || res.Version.Number != 3 || res.Version.Comment != "rollback to version 1" || res.Version.State != versions.Pending {
+		t.Fatalf("rollback = %d %s", r.Code, r.Body)
+	}
+	if text, n, _ := m.InForce(); n != 3 || string(text) != fixtureConfig {
+		t.Errorf("after the rollback version %d is in force", n)
+	}
+	r = f.configCall("POST", "/api/v1/config/revert", api.ConfigVersionRef{Version: 3}, goodAuth)
+	if v := decode[versions.Version](t, r); r.Code != 200 || v.State != versions.Reverted || !strings.Contains(v.Reason, "reverted by ncpos@") {
+		t.Fatalf("revert = %d %s", r.Code, r.Body)
+	}
+	if _, n, _ := m.InForce(); n != 2 {
+		t.Errorf("after the revert version %d is in force, want 2", n)
+	}
+	h := decode[api.ConfigHistory](t, f.configCall("GET", "/api/v1/config/history", nil, goodAuth))
+	if len(h.Versions) != 3 || h.Pending != 0 {
+		t.Fatalf("history: %+v", h)
+	}
+	if v := h.Versions[1]; v.Number != 2 || !strings.Contains(v.Diff, "+mtu = 9000") || !strings.Contains(v.Diff, "--- version 1") {
+		t.Errorf("history of version 2: %+v", v)
+	}
+	if v := h.Versions[2]; v.Number != 1 || v.Source != "/etc/ncpos/ncpos.toml" || v.State != versions.Confirmed {
+		t.Errorf("history of version 1: %+v", v)
+	}
+	f.srv.Configs.Changes = nil
+	if r := f.configCall("POST", "/api/v1/config/apply", api.ConfigApply{Text: next, Replaces: 2}, goodAuth); r.Code != 503 {
+		t.Errorf("apply on a box that takes no change: %d", r.Code)
+	}
+}
