@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 )
 
 // User is the one user statusd accepts. gokrazy's user and password
@@ -21,9 +22,32 @@ var Users = []string{User}
 // password; reading needs it too when AuthRead is set.
 type Auth struct {
 	Password *Password // nil or unset: nobody can authenticate, so control is refused
+	// AuthRead is whether reading needs the password too, as the server
+	// starts; setAuthRead changes it while it runs.
 	AuthRead bool
 
-	logins *loginGuard // set by Server.Handler; nil: no backoff
+	logins   *loginGuard  // set by Server.Handler; nil: no backoff
+	readOpen atomic.Int32 // 0: as AuthRead says; 1: reading open; 2: reading needs the password
+}
+
+// authRead says whether reading needs the password now.
+func (a *Auth) authRead() bool {
+	switch a.readOpen.Load() {
+	case 1:
+		return false
+	case 2:
+		return true
+	}
+	return a.AuthRead
+}
+
+// setAuthRead changes whether reading needs the password.
+func (a *Auth) setAuthRead(on bool) {
+	if on {
+		a.readOpen.Store(2)
+	} else {
+		a.readOpen.Store(1)
+	}
 }
 
 // ok checks HTTP Basic credentials; the user name is compared in constant
@@ -45,10 +69,14 @@ func unauthorized(w http.ResponseWriter, why string) {
 
 // requireRead guards what only reads: open unless AuthRead is set.
 func (a *Auth) requireRead(h http.Handler) http.Handler {
-	if !a.AuthRead {
-		return h
-	}
-	return a.require(h)
+	guarded := a.require(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.authRead() {
+			guarded.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // require guards h with Basic authentication.

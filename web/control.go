@@ -224,10 +224,11 @@ func who(r *http.Request) string {
 // segmentPair returns the bypass pair of the named segment ("" for none)
 // and whether the configuration has the segment.
 func (s *Server) segmentPair(name string) (string, bool) {
-	if s.Monitor.Config == nil {
+	cfg := s.Monitor.Configuration()
+	if cfg == nil {
 		return "", false
 	}
-	for _, seg := range s.Monitor.Config.Segments {
+	for _, seg := range cfg.Segments {
 		if seg.Name == name {
 			return seg.Bypass, true
 		}

@@ -65,6 +65,7 @@ type Server struct {
 	// for their counters in /metrics; nil when SNMP is off.
 	SNMP         *snmp.Agent
 	SNMPNotifier *snmp.Notifier
+	outMu        sync.Mutex // guards Syslog, SNMP and SNMPNotifier once serving
 	// Configs is the box's configuration for the configuration API; nil
 	// answers 503.
 	Configs *Configs
@@ -241,7 +242,7 @@ func (s *Server) events(r *http.Request) []events.Event {
 }
 
 func (s *Server) controlInfo(snap *api.Snapshot) api.ControlInfo {
-	ci := api.ControlInfo{AuthRead: s.Auth.AuthRead, PasswordSource: s.Auth.Password.Source(), Users: Users, Bypass: "available", Reboot: "available"}
+	ci := api.ControlInfo{AuthRead: s.Auth.authRead(), PasswordSource: s.Auth.Password.Source(), Users: Users, Bypass: "available", Reboot: "available"}
 	if s.TLS != nil {
 		ci.TLS = &api.TLSInfo{Fingerprint: s.TLS.Fingerprint, Kept: s.TLSNote == "", Note: s.TLSNote}
 	}

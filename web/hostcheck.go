@@ -18,7 +18,7 @@ import (
 // refused before any handler runs, so such a page can read nothing even
 // where reading needs no password.
 type hostCheck struct {
-	names    []string                   // status.names, lower case, no trailing dot
+	names    []string                   // status.names, lower case, no trailing dot; under mu
 	hostname func() string              // the box's hostname
 	addrs    func() ([]net.Addr, error) // the box's addresses
 
@@ -62,7 +62,10 @@ func (hc *hostCheck) allowed(host string) bool {
 	if hn := normalName(hc.hostname()); hn != "" && (name == hn || name == hn+".local") {
 		return true
 	}
-	for _, n := range hc.names {
+	hc.mu.Lock()
+	names := hc.names
+	hc.mu.Unlock()
+	for _, n := range names {
 		if name == n {
 			return true
 		}

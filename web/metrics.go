@@ -173,13 +173,14 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 		rejected = len(rec)
 	}
 	gauge(mConfigReject, float64(rejected))
-	if a := c.s.SNMP; a != nil {
+	syslog, agent, notifier := c.s.outputs()
+	if a := agent; a != nil {
 		gauge(mSNMPEngine, 1, hex.EncodeToString(a.EngineID()))
 		for outcome, n := range a.Stats.Counters() {
 			counter(mSNMPPackets, n, outcome)
 		}
 	}
-	if n := c.s.SNMPNotifier; n != nil {
+	if n := notifier; n != nil {
 		counter(mSNMPTraps, n.Sent.Load(), "sent")
 		counter(mSNMPTraps, n.Failed.Load(), "failed")
 		counter(mSNMPTraps, n.Dropped.Load(), "dropped")
@@ -251,8 +252,8 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(mSelfTestPassed, b2f(t.Passed))
 		gauge(mSelfTestTime, float64(t.Finished.Unix()))
 	}
-	if c.s.Syslog != nil {
-		sent, dropped := c.s.Syslog.Stats()
+	if syslog != nil {
+		sent, dropped := syslog.Stats()
 		counter(mSyslogSent, sent)
 		counter(mSyslogDropped, dropped)
 	}

@@ -36,9 +36,11 @@ type Monitor struct {
 	LastGood     *LastGood     // nil: the configuration is not kept as last good
 	Now          func() time.Time
 
-	stepMu sync.Mutex   // one Step at a time
-	st     monitorState // guarded by stepMu
-	mu     sync.Mutex   // guards last and lastAt
+	cfgMu  sync.Mutex     // guards cfg
+	cfg    *config.Config // set by SetConfig; nil: Config
+	stepMu sync.Mutex     // one Step at a time
+	st     monitorState   // guarded by stepMu
+	mu     sync.Mutex     // guards last and lastAt
 	last   sample
 	lastAt time.Time
 }
@@ -86,6 +88,25 @@ func (m *Monitor) interval() time.Duration {
 		return m.Interval
 	}
 	return time.Second
+}
+
+// Configuration is the configuration in force: the last one SetConfig gave, or
+// Config.
+func (m *Monitor) Configuration() *config.Config {
+	m.cfgMu.Lock()
+	defer m.cfgMu.Unlock()
+	if m.cfg != nil {
+		return m.cfg
+	}
+	return m.Config
+}
+
+// SetConfig makes cfg the configuration the monitor shows, from its next
+// step.
+func (m *Monitor) SetConfig(cfg *config.Config) {
+	m.cfgMu.Lock()
+	defer m.cfgMu.Unlock()
+	m.cfg = cfg
 }
 
 // Run steps every Interval until ctx is done.
@@ -191,7 +212,7 @@ func (m *Monitor) step(ctx context.Context) sample {
 		rec = &sysinfo.InitRecord{}
 	}
 	snap := &api.Snapshot{Time: now.UTC(), System: sys}
-	cfg := m.Config
+	cfg := m.Configuration()
 	if cfg == nil {
 		cfg = &config.Config{}
 	}

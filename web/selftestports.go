@@ -24,7 +24,7 @@ type testPort struct {
 // stream order.
 func (s *selfTester) testPorts(streams []bench.PortStream) []testPort {
 	byIf := map[string]testPort{}
-	for _, p := range s.cfg.SelfTestPaths() {
+	for _, p := range s.config().SelfTestPaths() {
 		for _, stream := range streams {
 			if stream.Name != p.Segment {
 				continue

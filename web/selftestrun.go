@@ -20,19 +20,20 @@ import (
 // cables to each segment's two ports, its report written where statusd
 // reads it.
 type selfTester struct {
-	cfg         *config.Config
-	sysClassNet string // config.SysClassNet; tests pass a fake tree
-	report      string // the self-test report file
+	config      func() *config.Config // the configuration in force
+	sysClassNet string                // config.SysClassNet; tests pass a fake tree
+	report      string                // the self-test report file
 }
 
-// NewSelfTest is the self-test job of the configuration in effect.
-func NewSelfTest(ctx context.Context, cfg *config.Config, report string) *SelfTestJobs {
-	s := &selfTester{cfg: cfg, sysClassNet: config.SysClassNet, report: report}
+// NewSelfTest is the self-test job of the configuration in force, as cfg
+// returns it when a test starts.
+func NewSelfTest(ctx context.Context, cfg func() *config.Config, report string) *SelfTestJobs {
+	s := &selfTester{config: cfg, sysClassNet: config.SysClassNet, report: report}
 	return &SelfTestJobs{Ready: s.ready, Run: s.run, Context: ctx}
 }
 
 func (s *selfTester) ready() error {
-	if len(s.cfg.SelfTestPaths()) == 0 {
+	if len(s.config().SelfTestPaths()) == 0 {
 		return errors.New("no self-test cabling: [selftest] ports must cable a test port to each of a segment's two ports")
 	}
 	return nil
@@ -41,10 +42,10 @@ func (s *selfTester) ready() error {
 // streams maps the cabled segments to interfaces: one stream per
 // segment, and the segment it measures (without its Trial yet).
 func (s *selfTester) streams() ([]bench.PortStream, []bench.SelfTestSegment, error) {
-	paths := s.cfg.SelfTestPaths()
-	prof := s.cfg.Profile()
+	paths := s.config().SelfTestPaths()
+	prof := s.config().Profile()
 	if prof == nil {
-		return nil, nil, fmt.Errorf("unknown platform %q", s.cfg.Platform)
+		return nil, nil, fmt.Errorf("unknown platform %q", s.config().Platform)
 	}
 	ifs, resolveErr := prof.Resolve(s.sysClassNet)
 	var (
@@ -58,7 +59,7 @@ func (s *selfTester) streams() ([]bench.PortStream, []bench.SelfTestSegment, err
 		}
 		streams = append(streams, bench.PortStream{Name: p.Segment, Sender: bench.PortEnd{Ifname: snd}, Receiver: bench.PortEnd{Ifname: rcv}})
 		seg := bench.SelfTestSegment{Name: p.Segment, Direction: p.From + " → " + p.To}
-		if s.cfg.SelfTest.Directions == 2 {
+		if s.config().SelfTest.Directions == 2 {
 			seg.Reverse = p.To + " → " + p.From
 		}
 		segments = append(segments, seg)
@@ -68,8 +69,8 @@ func (s *selfTester) streams() ([]bench.PortStream, []bench.SelfTestSegment, err
 
 // expect is what the configuration asks of each size (selftest.expect).
 func (s *selfTester) expect(size int) (float64, string) {
-	e := s.cfg.SelfTest.Expectation(size)
-	return e.MinPPS(size, s.cfg.SelfTest.LineBPS()), e.String()
+	e := s.config().SelfTest.Expectation(size)
+	return e.MinPPS(size, s.config().SelfTest.LineBPS()), e.String()
 }
 
 // carrierWait is how long a test port may take to find its link once up
@@ -85,11 +86,11 @@ func (s *selfTester) run(ctx context.Context, sizes []int, progress func(size, i
 		return "", err
 	}
 	if sizes == nil {
-		sizes = s.cfg.SelfTest.Sizes
+		sizes = s.config().SelfTest.Sizes
 	}
 	plan := bench.SelfTestPlan{
-		Segments: segments, Sizes: sizes, Trial: s.cfg.SelfTest.Trial.Duration, LineBPS: s.cfg.SelfTest.LineBPS(),
-		Expect: s.expect, LatencyTrials: s.cfg.SelfTest.LatencyTrials, Path: s.report, Log: log.Writer(), Progress: progress,
+		Segments: segments, Sizes: sizes, Trial: s.config().SelfTest.Trial.Duration, LineBPS: s.config().SelfTest.LineBPS(),
+		Expect: s.expect, LatencyTrials: s.config().SelfTest.LatencyTrials, Path: s.report, Log: log.Writer(), Progress: progress,
 	}
 	// Bad input and busy ports are refused before a port is touched.
 	if err := plan.Check(); err != nil {

@@ -14,7 +14,7 @@ import (
 )
 
 func TestSelfTester(t *testing.T) {
-	if err := (&selfTester{cfg: config.Default()}).ready(); err == nil || !strings.Contains(err.Error(), "no self-test cabling") {
+	if err := (&selfTester{config: config.Default}).ready(); err == nil || !strings.Contains(err.Error(), "no self-test cabling") {
 		t.Errorf("default configuration: ready() = %v, want no cabling", err)
 	}
 	cfg, err := config.Parse("t.toml", []byte("platform = \"generic\"\n[[segment]]\nname = \"wan\"\nports = [\"LAN1\", \"LAN2\"]\n"+
@@ -23,7 +23,7 @@ func TestSelfTester(t *testing.T) {
 		t.Fatal(err)
 	}
 	sys := t.TempDir()
-	s := &selfTester{cfg: cfg, sysClassNet: sys, report: filepath.Join(t.TempDir(), "latest.json")}
+	s := &selfTester{config: func() *config.Config { return cfg }, sysClassNet: sys, report: filepath.Join(t.TempDir(), "latest.json")}
 	if err := s.ready(); err != nil {
 		t.Fatalf("ready() = %v", err)
 	}
@@ -42,12 +42,12 @@ func TestSelfTester(t *testing.T) {
 	}
 	// Both directions at once: the same streams, each segment with its
 	// reverse direction.
-	s.cfg.SelfTest.Directions = 2
+	cfg.SelfTest.Directions = 2
 	if _, segments, err := s.streams(); err != nil || len(segments) != 1 || segments[0].Reverse != "LAN2 → LAN1" {
 		t.Errorf("streams() with directions = 2: %+v, %v; want seg wan reversed as LAN2 → LAN1", segments, err)
 	}
-	s.cfg.SelfTest.Directions = 1
-	if jobs := NewSelfTest(context.Background(), cfg, s.report); jobs.Ready() != nil || jobs.Run == nil {
+	cfg.SelfTest.Directions = 1
+	if jobs := NewSelfTest(context.Background(), func() *config.Config { return cfg }, s.report); jobs.Ready() != nil || jobs.Run == nil {
 		t.Error("NewSelfTest: not ready")
 	}
 }
@@ -65,7 +65,7 @@ func TestSelfTestRefusesBeforeSending(t *testing.T) {
 		os.Mkdir(filepath.Join(sys, n), 0o755)
 	}
 	report := filepath.Join(t.TempDir(), "latest.json")
-	s := &selfTester{cfg: cfg, sysClassNet: sys, report: report}
+	s := &selfTester{config: func() *config.Config { return cfg }, sysClassNet: sys, report: report}
 	if _, err := s.run(context.Background(), []int{64, 20000}, func(int, int, int) {}); err == nil || !strings.Contains(err.Error(), "20000") {
 		t.Errorf("size 20000: %v", err)
 	}

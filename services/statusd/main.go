@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -19,13 +20,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/ncpos/ncpos/appliance"
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/config/apply"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/health"
@@ -88,6 +89,37 @@ func configs() *web.Configs {
 	return c
 }
 
+// changes is the box's manager of configuration changes on
+// /run/ncpos/config.toml: forwarderd, bypassd and watchdogd take their
+// parts over their sockets, statusd its own and the box's hostname here,
+// and a change is held to
+// the monitor's view of the segments and daemons until confirmed.
+func changes(cfg *config.Config, srv *web.Server, out *outputs, mon *web.Monitor, evlog *events.Log) *apply.Manager {
+	takers := apply.DaemonTakers(ipc.Dir(), cfg.Services, time.Minute)
+	takers[config.TakerInit] = boxTaker{}
+	takers[config.TakerStatus] = apply.TakerFunc(func(context.Context) error {
+		next, err := config.Load(appliance.BootConfig)
+		if err != nil {
+			return err
+		}
+		if err := srv.Reconfigure(next); err != nil {
+			return err
+		}
+		return out.take(next)
+	})
+	return &apply.Manager{
+		Store: srv.Configs.Versions, RunConfig: appliance.BootConfig, PermConfig: appliance.PermConfig,
+		LastGood: appliance.LastGoodConfig, Source: srv.Configs.Source, Takers: takers, Events: evlog,
+		Health: func(ctx context.Context) ([]api.Segment, []api.Daemon, error) {
+			snap := mon.Latest(ctx)
+			if snap.System == nil {
+				return nil, nil, errors.New("no status yet")
+			}
+			return snap.Segments, snap.System.Daemons, nil
+		},
+	}
+}
+
 func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath string, interval time.Duration, selfTest string) error {
 	// statusd's own lines go straight to the collector; the other daemons'
 	// come over its socket. Forward is set as soon as the configuration
@@ -102,16 +134,11 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 	}
 	hostname, _ := os.Hostname()
 	evlog := events.NewLog(0)
-	var sender *events.Sender
-	if cfg.Syslog.Target != "" {
-		sender, err = events.NewSender(cfg.Syslog.Target, events.Header{Hostname: hostname, AppName: "ncpos", ProcID: strconv.Itoa(os.Getpid())}, []byte(cfg.Syslog.CA))
-		if err != nil {
-			return err
-		}
-		go sender.Run(ctx)
-		evlog.AddSink(sender)
-		collector.Forward = logs.ToSyslog(sender, hostname)
-		log.Printf("events and log lines go to syslog %s", cfg.Syslog.Target)
+	out := &outputs{ctx: ctx, ifname: ifname, engineFile: snmp.EngineFile, evlog: evlog}
+	evlog.AddSink(out)
+	collector.Forward = out.forwardLine
+	if err := out.takeSyslog(cfg.Syslog); err != nil {
+		return err
 	}
 	id, tlsNote, err := identity(tlsDir, hostname, kmsg.Path)
 	if err != nil {
@@ -134,11 +161,10 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		Monitor:  mon,
 		Auth:     web.Auth{Password: pw, AuthRead: cfg.Status.AuthRead},
 		Rebooter: web.GokrazyRebooter{RunDir: ipc.Dir(), Records: watchdog.Records{Dir: watchdog.DefaultRecordDir}},
-		Syslog:   sender,
 		Logs:     collector,
 		// Install to internal disk, e.g. from a box booted off a USB stick.
 		Installer: &web.DiskInstaller{},
-		SelfTest:  web.NewSelfTest(ctx, cfg, selfTest), // RFC 2544 between the [selftest] test ports
+		SelfTest:  web.NewSelfTest(ctx, mon.Configuration, selfTest), // RFC 2544 between the [selftest] test ports
 		Names:     cfg.Status.Names,
 		TLS:       id,
 		TLSNote:   tlsNote,
@@ -152,18 +178,27 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 			srv.Boot, srv.BootFiles = box, box.Hashes
 		}
 	}
-	if text, err := os.ReadFile(appliance.BootConfig); err == nil {
-		// On the appliance: keep this boot's configuration once it has
-		// proved itself.
+	if _, err := os.Stat(appliance.BootConfig); err == nil {
+		// On the appliance: the configuration changes in place, and the
+		// one the box settled on is kept once it has proved itself.
+		srv.Configs = configs()
+		settled := func() ([]byte, error) { return os.ReadFile(appliance.BootConfig) }
+		if srv.Configs.Versions != nil {
+			m := changes(cfg, srv, out, mon, evlog)
+			srv.Configs.Changes, settled = m, m.Settled
+			go m.Run(ctx)
+		}
 		mon.LastGood = &web.LastGood{After: 2 * time.Minute, Keep: func() (bool, error) {
+			text, err := settled()
+			if err != nil {
+				return false, err
+			}
 			return appliance.KeepLastGood(appliance.LastGoodConfig, text)
 		}}
-		srv.Configs = configs()
 	}
-	if cfg.SNMP.Enabled() {
-		if srv.SNMP, srv.SNMPNotifier, err = startSNMP(ctx, cfg.SNMP, ifname, mon, evlog, snmp.EngineFile); err != nil {
-			return err
-		}
+	out.attach(mon, srv)
+	if err := out.takeSNMP(cfg.SNMP); err != nil {
+		return err
 	}
 	go mon.Run(ctx)
 

@@ -14,12 +14,14 @@ import (
 	"github.com/ncpos/ncpos/web"
 )
 
-// startSNMP runs the agent on the management interface and sends the
-// events that have a notification to the configured receivers.
-func startSNMP(ctx context.Context, cfg config.SNMP, ifname string, mon *web.Monitor, evlog *events.Log, engineFile string) (*snmp.Agent, *snmp.Notifier, error) {
+// startSNMP runs the agent on the management interface until ctx ends,
+// and a notifier that sends the events put on queue that have a
+// notification to the configured receivers (queue and notifier nil when
+// there are none). done is closed once the agent has let go of its port.
+func startSNMP(ctx context.Context, cfg config.SNMP, ifname string, mon *web.Monitor, engineFile string) (agent *snmp.Agent, n *snmp.Notifier, queue chan events.Event, done chan struct{}, err error) {
 	id, boots, note, err := snmp.LoadEngine(engineFile)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if note != "" {
 		log.Printf("SNMP: %s", note)
@@ -32,14 +34,9 @@ func startSNMP(ctx context.Context, cfg config.SNMP, ifname string, mon *web.Mon
 		list = append(list, su)
 	}
 	view := &web.SNMPView{Monitor: mon, Config: cfg, Start: time.Now()}
-	agent, err := snmp.NewAgent(snmp.Config{Community: cfg.Community, Users: list, EngineID: id, Boots: boots, View: view.View})
+	agent, err = snmp.NewAgent(snmp.Config{Community: cfg.Community, Users: list, EngineID: id, Boots: boots, View: view.View})
 	if err != nil {
-		return nil, nil, err
-	}
-	go serveSNMP(ctx, agent, ifname, cfg.Port)
-	log.Printf("SNMP agent on %s udp port %d, engine ID %s (boots %d)", ifname, cfg.Port, hex.EncodeToString(id), boots)
-	if len(cfg.Traps) == 0 {
-		return agent, nil, nil
+		return nil, nil, nil, nil, err
 	}
 	var rs []snmp.Receiver
 	for _, t := range cfg.Traps {
@@ -50,43 +47,32 @@ func startSNMP(ctx context.Context, cfg config.SNMP, ifname string, mon *web.Mon
 		}
 		rs = append(rs, r)
 	}
-	n, err := snmp.NewNotifier(agent, rs)
-	if err != nil {
-		return nil, nil, err
-	}
-	go n.Run(ctx)
-	// Events are logged while the monitor takes a snapshot, so the sink
-	// only queues them; the notification is made from the snapshot after.
-	queue := make(chan events.Event, 64)
-	evlog.AddSink(eventQueue{queue, n})
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e := <-queue:
-				if trap, vars, ok := web.Notification(e, mon.Latest(ctx)); ok {
-					n.Notify(trap, vars)
+	if len(rs) > 0 {
+		if n, err = snmp.NewNotifier(agent, rs); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		go n.Run(ctx)
+		queue = make(chan events.Event, 64)
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case e := <-queue:
+					if trap, vars, ok := web.Notification(e, mon.Latest(ctx)); ok {
+						n.Notify(trap, vars)
+					}
 				}
 			}
-		}
-	}()
-	return agent, n, nil
-}
-
-// eventQueue is an events.Sink that never blocks: when the queue is full
-// the event is not notified, and counted with the notifier's drops.
-type eventQueue struct {
-	q chan events.Event
-	n *snmp.Notifier
-}
-
-func (q eventQueue) Send(e events.Event) {
-	select {
-	case q.q <- e:
-	default:
-		q.n.Dropped.Add(1)
+		}()
 	}
+	done = make(chan struct{})
+	go func() {
+		defer close(done)
+		serveSNMP(ctx, agent, ifname, cfg.Port)
+	}()
+	log.Printf("SNMP agent on %s udp port %d, engine ID %s (boots %d)", ifname, cfg.Port, hex.EncodeToString(id), boots)
+	return agent, n, queue, done, nil
 }
 
 // serveSNMP listens on the management interface only (SO_BINDTODEVICE:
