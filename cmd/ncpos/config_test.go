@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -99,11 +101,102 @@ func TestConfigCommands(t *testing.T) {
 	}{
 		{[]string{"plan"}, "-file is required"},
 		{[]string{"get", "-file", good}, "takes no -file"},
-		{[]string{"apply"}, `unknown config command "apply"`},
+		{[]string{"frobnicate"}, `unknown config command "frobnicate"`},
+		{[]string{"confirm"}, "needs -version N"},
+		{[]string{"apply", "-file", good, "-confirm-within", "1500ms"}, "whole seconds"},
 		{[]string{"check", "-file", good, "-host", ""}, "-host is required"},
 	} {
 		if err := runConfig(ctx, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestConfigApplyCommand: apply shows the plan, asks once, applies with
+// the deadline asked for and confirms only after the box has answered
+// again; -no-confirm leaves the change waiting; a refusal is said in the
+// box's words; history lists the versions.
+func TestConfigApplyCommand(t *testing.T) {
+	id, err := boxtls.Ensure(t.TempDir(), "fw1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	busy := false
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req api.ConfigApply
+		json.NewDecoder(r.Body).Decode(&req)
+		line := r.Method + " " + r.URL.Path
+		if r.URL.Path == "/api/v1/config/apply" {
+			line += fmt.Sprintf(" replaces %d within %d", req.Replaces, *req.ConfirmWithin)
+		}
+		asked = append(asked, line)
+		switch r.URL.Path {
+		case "/api/v1/config":
+			json.NewEncoder(w).Encode(api.ConfigInForce{Text: "hostname = \"fw1\"\n", Version: 3})
+		case "/api/v1/config/plan":
+			json.NewEncoder(w).Encode(api.ConfigPlan{Version: 3, Disturbs: config.EffectInPlace, Diff: "+hostname = \"fw2\"\n",
+				Changes: []config.Change{{Setting: "hostname", Effect: config.EffectInPlace, Taker: config.TakerInit}}})
+		case "/api/v1/config/apply":
+			if busy {
+				w.WriteHeader(http.StatusConflict)
+				json.NewEncoder(w).Encode(api.ConfigConflict{Error: "a change waits for its confirmation: version 4", Reason: api.ConfigBusy, Version: 4})
+				return
+			}
+			json.NewEncoder(w).Encode(api.ConfigApplied{Version: versions.Version{Number: 4, Parent: 3, State: versions.Pending,
+				Deadline: time.Now().Add(time.Minute)}, TookMS: map[string]float64{"init": 2}})
+		case "/api/v1/config/confirm":
+			json.NewEncoder(w).Encode(versions.Version{Number: 4, State: versions.Confirmed})
+		case "/api/v1/config/history":
+			json.NewEncoder(w).Encode(api.ConfigHistory{Versions: []api.ConfigVersion{
+				{Version: versions.Version{Number: 4, State: versions.Reverted, By: "ncpos", From: "192.0.2.7", Reason: "not confirmed by its deadline"}, Diff: "+hostname = \"fw2\""},
+				{Version: versions.Version{Number: 3, State: versions.Confirmed, By: "box", Comment: "the configuration the box booted on"}}}})
+		}
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{id.Cert}}
+	srv.StartTLS()
+	defer srv.Close()
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	os.WriteFile(pw, []byte("fw1-password-long\n"), 0o600)
+	good := filepath.Join(dir, "good.toml")
+	os.WriteFile(good, []byte("hostname = \"fw2\"\n"), 0o600)
+	host, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	args := []string{"-host", host, "-status-port", port, "-password-file", pw, "-fingerprint", id.Fingerprint, "-known", filepath.Join(dir, "known")}
+	ctx := context.Background()
+	run := func(in string, extra ...string) (string, error) {
+		asked = nil
+		return captureStdout(t, func() error { return runConfigWith(ctx, append(extra, args...), strings.NewReader(in)) })
+	}
+
+	out, err := run("n\n", "apply", "-file", good)
+	if err == nil || !strings.Contains(err.Error(), "not applied") || !strings.Contains(out, "hostname                 in place (init)") ||
+		strings.Join(asked, ";") != "POST /api/v1/config/plan" {
+		t.Errorf("apply answered no: %v\n%s\nasked %q", err, out, asked)
+	}
+	out, err = run("y\n", "apply", "-file", good, "-confirm-within", "90s")
+	want := "POST /api/v1/config/plan;POST /api/v1/config/apply replaces 3 within 90;GET /api/v1/config;POST /api/v1/config/confirm"
+	if err != nil || strings.Join(asked, ";") != want || !strings.Contains(out, "version 4 applied (pending); taken in init 2 ms") ||
+		!strings.Contains(out, "version 4 confirmed") {
+		t.Errorf("apply: %v\n%s\nasked %q, want %q", err, out, asked, want)
+	}
+	out, err = run("", "apply", "-file", good, "-yes", "-no-confirm")
+	if err != nil || strings.Contains(strings.Join(asked, ";"), "confirm") || !strings.Contains(out, "ncpos config confirm -host "+host+" -version 4") {
+		t.Errorf("apply -no-confirm: %v\n%s\nasked %q", err, out, asked)
+	}
+	if _, err := run("", "apply", "-file", good); err == nil || !strings.Contains(err.Error(), "give -yes") {
+		t.Errorf("apply without an answer: %v", err)
+	}
+	busy = true
+	if _, err := run("", "apply", "-file", good, "-yes"); err == nil || err.Error() != "a change waits for its confirmation: version 4 (version 4 is in force)" {
+		t.Errorf("apply while one waits: %v", err)
+	}
+	out, err = run("", "history", "-diff")
+	if err != nil || !strings.Contains(out, "   4  reverted ") || !strings.Contains(out, "ncpos from 192.0.2.7 [not confirmed by its deadline]") ||
+		!strings.Contains(out, "+hostname = \"fw2\"") || !strings.Contains(out, "box: the configuration the box booted on") {
+		t.Errorf("history: %v\n%s", err, out)
+	}
+	if out, err := run("", "confirm", "-version", "4"); err != nil || out != "version 4 confirmed: the box boots on it\n" {
+		t.Errorf("confirm: %v\n%s", err, out)
 	}
 }

@@ -22,7 +22,7 @@ var commands = map[string]struct {
 	"install": {runInstall, "write an image onto a USB stick, CF card or DOM (keeps its /perm)"},
 	"lab":     {runLab, "network-namespace lab: up, down, failover (needs root)"},
 	"bench":   {runBench, "RFC 2544 self-test in the lab (throughput, latency, loss, back-to-back), or -compare: the lab's setups side by side"},
-	"config":  {runConfig, "a box's configuration: get it, check and plan a candidate on the box"},
+	"config":  {runConfig, "a box's configuration: get, check, plan, apply with confirm, roll back, history"},
 	"fleet":   {runFleet, "the boxes this host has installed and updated: list, status, Prometheus service discovery"},
 }
 
