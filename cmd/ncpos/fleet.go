@@ -27,6 +27,7 @@ commands:
   add      add a box by its address (pins its key, as ncpos update does) or refresh one
   remove   take a box out of the inventory
   sd       write Prometheus file-based service discovery for every box (targets and CA file)
+  config   config apply: one configuration to every box, in waves, each change confirmed once the box runs it well
 
 ncpos install and ncpos update add the boxes they deal with.`
 
@@ -36,7 +37,7 @@ func runFleet(ctx context.Context, args []string) error {
 		return errors.New(fleetUsage)
 	}
 	sub := map[string]func(context.Context, *fleetFlags, []string) error{
-		"list": fleetList, "status": fleetStatus, "add": fleetAdd, "remove": fleetRemove, "sd": fleetSD,
+		"list": fleetList, "status": fleetStatus, "add": fleetAdd, "remove": fleetRemove, "sd": fleetSD, "config": fleetConfig,
 	}[args[0]]
 	if sub == nil {
 		return fmt.Errorf("unknown fleet command %q\n%s", args[0], fleetUsage)
