@@ -66,6 +66,11 @@ type Manager struct {
 	// to a setting whose taker is missing is refused.
 	Takers map[string]Taker
 	Health Health
+	// Hold puts the relays of the segments a change re-attaches in
+	// bypass while the takers take it, so that their traffic crosses the
+	// relays instead of being lost; release lets them return to normal.
+	// nil: nothing is held.
+	Hold   func(ctx context.Context, segments []string) (release func(context.Context), err error)
 	Events *events.Log // nil: none
 	// Grace is how long a daemon may stay not live, or a segment that
 	// forwarded before may stay not forwarding, after a change before
@@ -84,6 +89,7 @@ type change struct {
 	version versions.Version
 	parent  []byte           // the text it replaced
 	takers  []string         // who took it
+	held    []string         // the segments re-attached (Hold)
 	before  verdict.Baseline // the segments before it, those it keeps
 	badFrom time.Time        // since when the verdict refuses it; zero while it accepts
 }
@@ -221,9 +227,10 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 		return Applied{}, err
 	}
 	res := Applied{Version: v, Changes: changes}
-	if res.Took, err = m.take(ctx, req.Text, takers); err != nil {
+	held := reattached(cur, changes)
+	if res.Took, err = m.takeHeld(ctx, req.Text, takers, held); err != nil {
 		why := err.Error()
-		if _, rerr := m.take(context.WithoutCancel(ctx), text, takers); rerr != nil {
+		if _, rerr := m.takeHeld(context.WithoutCancel(ctx), text, takers, held); rerr != nil {
 			why += "; going back: " + rerr.Error()
 		}
 		if v, serr := m.Store.Settle(v.Number, versions.Reverted, "not taken: "+why); serr == nil {
@@ -243,7 +250,7 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 		m.event(events.Notice, v.Number, "%s, confirmed", what)
 		return res, nil
 	}
-	m.pending = &change{version: v, parent: text, takers: takers, before: before}
+	m.pending = &change{version: v, parent: text, takers: takers, held: held, before: before}
 	m.event(events.Notice, v.Number, "%s; it reverts by itself unless confirmed by %s", what, v.Deadline.Format(time.RFC3339))
 	return res, nil
 }
@@ -305,6 +312,37 @@ func (m *Manager) takersOf(changes []config.Change) ([]string, error) {
 func takes(t Taker, setting string) bool {
 	p, ok := t.(Partial)
 	return !ok || p.Takes(setting)
+}
+
+// reattached are the segments of cur a change re-attaches: those whose
+// relays Hold keeps in bypass meanwhile. A segment the change adds has
+// no traffic yet.
+func reattached(cur *config.Config, changes []config.Change) []string {
+	var out []string
+	for _, c := range changes {
+		if c.Effect != config.EffectReattach {
+			continue
+		}
+		for _, name := range c.Segments {
+			exists := slices.ContainsFunc(cur.Segments, func(s config.Segment) bool { return s.Name == name })
+			if exists && !slices.Contains(out, name) {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// takeHeld is take with the relays of segments held in bypass meanwhile.
+func (m *Manager) takeHeld(ctx context.Context, text []byte, takers []string, segments []string) (map[string]float64, error) {
+	if m.Hold != nil && len(segments) > 0 {
+		release, err := m.Hold(ctx, segments)
+		if err != nil {
+			return nil, fmt.Errorf("putting the relays of %s in bypass: %w", strings.Join(segments, ", "), err)
+		}
+		defer release(context.WithoutCancel(ctx))
+	}
+	return m.take(ctx, text, takers)
 }
 
 // take writes text where every daemon reads its configuration and has
@@ -397,7 +435,7 @@ func (m *Manager) revert(ctx context.Context, why string) (versions.Version, err
 	p := m.pending
 	m.pending = nil
 	start := time.Now()
-	_, err := m.take(ctx, p.parent, p.takers)
+	_, err := m.takeHeld(ctx, p.parent, p.takers, p.held)
 	if err != nil {
 		why += "; going back: " + err.Error()
 	}

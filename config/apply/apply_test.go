@@ -319,3 +319,41 @@ func hasEvent(l *events.Log, word string) bool {
 	}
 	return false
 }
+
+// TestHold: the relays of the segments a change re-attaches are held in
+// bypass while the daemons take it, and when it is reverted; a segment
+// the change adds is not (it has no traffic yet).
+func TestHold(t *testing.T) {
+	b := newBox(t)
+	var log []string
+	b.m.Hold = func(_ context.Context, segs []string) (func(context.Context), error) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		log = append(log, "hold "+strings.Join(segs, ","))
+		return func(context.Context) {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			log = append(log, "release")
+		}, nil
+	}
+	inner := b.m.Takers[config.TakerForwarder]
+	b.m.Takers[config.TakerForwarder] = TakerFunc(func(ctx context.Context) error {
+		b.mu.Lock()
+		log = append(log, "forwarderd takes")
+		b.mu.Unlock()
+		return inner.Take(ctx)
+	})
+	changed := strings.Replace(withSeg2, "ports = [\"LAN1\", \"LAN2\"]\n", "ports = [\"LAN1\", \"LAN2\"]\nmtu = 9000\n", 1)
+	res, err := b.apply(t, changed, 0, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.m.Revert(context.Background(), res.Version.Number, "test"); err != nil {
+		t.Fatal(err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if want := "hold seg1;forwarderd takes;release;hold seg1;forwarderd takes;release"; strings.Join(log, ";") != want {
+		t.Errorf("%q, want %q", strings.Join(log, ";"), want)
+	}
+}

@@ -50,3 +50,44 @@ func DaemonTakers(runDir string, services []string, timeout time.Duration) map[s
 	})
 	return out
 }
+
+// holdBy names the configuration change in bypassd's journal.
+const holdBy = "configuration change"
+
+// BypassHold is a Manager's Hold on a box that runs bypassd (nil on one
+// that does not): the pairs of the segments re-attached are put in bypass
+// over bypassd's socket in runDir for the change, each for at most two
+// minutes should nothing clear it, and cleared after. A pair under an
+// operator's override, or one without a relay that can be driven, is left
+// as it is.
+func BypassHold(runDir string, services []string, timeout time.Duration) func(context.Context, []string) (func(context.Context), error) {
+	if !slices.Contains(services, config.TakerBypass) {
+		return nil
+	}
+	return func(ctx context.Context, segments []string) (func(context.Context), error) {
+		c := bypassapi.NewClient(runDir, timeout)
+		st, err := c.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var held []string
+		release := func(ctx context.Context) {
+			for _, pair := range held {
+				c.ClearOverride(ctx, pair, holdBy)
+			}
+		}
+		for _, p := range st.Pairs {
+			if !slices.Contains(segments, p.Segment) || p.Override != nil || p.Problem != "" {
+				continue
+			}
+			_, err := c.Override(ctx, bypassapi.OverrideRequest{Pair: p.Name, State: bypassapi.Bypass, For: "2m", By: holdBy,
+				Reason: "segment " + p.Segment + " re-attached by a configuration change"})
+			if err != nil {
+				release(ctx)
+				return nil, err
+			}
+			held = append(held, p.Name)
+		}
+		return release, nil
+	}
+}
