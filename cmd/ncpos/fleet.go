@@ -61,6 +61,15 @@ func (ff *fleetFlags) open() (*fleet.Inventory, error) {
 	return fleet.Default()
 }
 
+// boxes are the inventory's boxes.
+func (ff *fleetFlags) boxes() ([]fleet.Box, error) {
+	inv, err := ff.open()
+	if err != nil {
+		return nil, err
+	}
+	return inv.Boxes()
+}
+
 // asker reaches boxes as the other host commands do: their pinned key
 // and their recorded control password.
 func (ff *fleetFlags) asker(fingerprint string) *fleet.Asker {
@@ -157,11 +166,7 @@ func fleetList(ctx context.Context, ff *fleetFlags, args []string) error {
 	if err := ff.fs.Parse(args); err != nil {
 		return err
 	}
-	inv, err := ff.open()
-	if err != nil {
-		return err
-	}
-	boxes, err := inv.Boxes()
+	boxes, err := ff.boxes()
 	if err != nil {
 		return err
 	}

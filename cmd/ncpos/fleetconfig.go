@@ -38,11 +38,7 @@ func fleetConfig(ctx context.Context, ff *fleetFlags, args []string) error {
 	if err != nil {
 		return err
 	}
-	inv, err := ff.open()
-	if err != nil {
-		return err
-	}
-	boxes, err := inv.Boxes()
+	boxes, err := ff.boxes()
 	if err != nil {
 		return err
 	}
