@@ -120,6 +120,8 @@ var guestOrder = []string{
 	"TestUpdateRefused",
 	"TestOverrideSurvivesRestartAndReboot",
 	"TestWireOnIntelPorts",
+	"TestConfigInPlace",
+	"TestConfigRevert",
 	"TestCablePullNoReset",
 	"TestSelfTestThroughCables",
 	"TestWatchdogResetsFrozenStatusd",

@@ -1,0 +1,437 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ncpos/ncpos/bench"
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/config/versions"
+	evlog "github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/internal/frames"
+	"github.com/ncpos/ncpos/internal/syslogtest"
+	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/web/api"
+)
+
+// configClient is statusd's API client for configuration changes.
+func configClient(v *VM) *api.Client {
+	return &api.Client{URL: v.StatusURL(), Password: testPassword, HTTP: v.Client(3 * time.Minute)}
+}
+
+// stream sends numbered frames into one cable at a steady pace and counts
+// those that leave the other.
+type stream struct {
+	sent, got atomic.Int64
+	paused    atomic.Bool // no more frames sent; the receiver goes on
+	stop      chan struct{}
+	once      sync.Once
+	wg        sync.WaitGroup
+	seen      sync.Map // sequence numbers that arrived
+}
+
+// halt stops the stream's goroutines and waits for them.
+func (s *stream) halt() {
+	s.once.Do(func() { close(s.stop) })
+	s.wg.Wait()
+}
+
+// startStream sends a 128-byte frame every interval from a to b until
+// stop, and counts the frames of this stream that b's cable carries.
+func startStream(t *testing.T, a, b cable, interval time.Duration) *stream {
+	s := &stream{stop: make(chan struct{})}
+	t.Cleanup(s.halt)
+	drain(b.conn)
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for seq := uint32(0); ; seq++ {
+			select {
+			case <-s.stop:
+				return
+			case <-tick.C:
+			}
+			if s.paused.Load() {
+				continue
+			}
+			f := frames.UDPFrame(128, 4000, 4001)
+			bench.PutStamp(f, bench.Stamp{Trial: 35, Seq: seq})
+			if err := a.send(f); err != nil {
+				return // the cable closed: the test ended
+			}
+			s.sent.Add(1)
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		buf := make([]byte, 65536)
+		for {
+			select {
+			case <-s.stop:
+				return
+			default:
+			}
+			b.conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			n, _, err := b.conn.ReadFromUDP(buf)
+			if err != nil {
+				continue
+			}
+			if st, err := bench.ParseStamp(buf[:n]); err == nil && st.Trial == 35 {
+				if _, dup := s.seen.LoadOrStore(st.Seq, true); !dup {
+					s.got.Add(1)
+				}
+			}
+		}
+	}()
+	return s
+}
+
+// end stops sending, waits for the last frames and says how many were
+// sent and arrived.
+func (s *stream) end(settle time.Duration) (sent, got int64) {
+	s.paused.Store(true)
+	time.Sleep(settle)
+	s.halt()
+	return s.sent.Load(), s.got.Load()
+}
+
+// crossesWithin sends frame from a to b every 100 ms until it arrives
+// unchanged, for at most d; it returns how long that took, or false.
+func crossesWithin(a, b cable, frame []byte, d time.Duration) (time.Duration, bool) {
+	start := time.Now()
+	buf := make([]byte, 65536)
+	for time.Since(start) < d {
+		if err := a.send(frame); err != nil {
+			return 0, false
+		}
+		b.conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		for {
+			n, _, err := b.conn.ReadFromUDP(buf)
+			if err != nil {
+				break
+			}
+			if bytes.Equal(buf[:n], frame) {
+				return time.Since(start), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// withSeg2 is the default configuration with seg2 on LAN3 and LAN4
+// behind pair2, and extra settings of seg2's after its ports.
+func withSeg2(extra string) string {
+	return strings.Replace(string(config.DefaultTOML()), "\n[[segment]]",
+		"\n[[segment]]\nname = \"seg2\"\nports = [\"LAN3\", \"LAN4\"]\nbypass = \"pair2\"\n"+extra+"\n[[segment]]", 1)
+}
+
+// TestConfigInPlace boots the default image with its four data ports on
+// the test's cables and, while a paced stream crosses seg1, applies a
+// configuration that adds seg2 and then one that raises seg2's MTU: seg1
+// loses no frame of the stream, no daemon restarts, the box does not
+// reboot, and seg2 forwards a QinQ frame bit for bit after each change
+// (and a jumbo frame after the second). The versions, their states and
+// the events say what happened; a stale apply gets 409.
+func TestConfigInPlace(t *testing.T) {
+	requireQEMU(t)
+	t.Parallel()
+	img := testImage(t, "config", config.DefaultTOML())
+	cables, wires := newCables(t, 4)
+	v, _ := boot(t, img, false, func(o *Options) { o.Wires = wires })
+	var s *api.Snapshot
+	for deadline := time.Now().Add(v.Within(5 * time.Minute)); ; time.Sleep(time.Second) {
+		s = snapshot(t, v)
+		if forwardingNormally(s, "seg1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("seg1 not forwarding normally 5 minutes after boot: %s", conditionList(s))
+		}
+	}
+	up := time.Now().Add(-time.Duration(s.System.UptimeSeconds * float64(time.Second)))
+	pids := daemonPIDs(t, v)
+	c := configClient(v)
+	ctx := context.Background()
+	cur, err := c.Config(ctx)
+	if err != nil || cur.Version != 0 {
+		t.Fatalf("configuration in force: %+v, %v", cur, err)
+	}
+
+	st := startStream(t, cables[0], cables[1], 10*time.Millisecond)
+	time.Sleep(2 * time.Second)
+	qinq := frames.QinQ(frames.UDPFrame(1514, 1000, 2002), 100, 200)
+	apply := func(what, text string, replaces int) *api.ConfigApplied {
+		t.Helper()
+		start := time.Now()
+		within := 600
+		res, err := c.ApplyConfig(ctx, api.ConfigApply{Text: text, Replaces: replaces, ConfirmWithin: &within, Comment: what})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		t.Logf("%s: version %d %s in %v, taken by %v (ms); changes %+v", what, res.Version.Number, res.Version.State,
+			time.Since(start).Round(time.Millisecond), res.TookMS, res.Changes)
+		if _, ok := crossesWithin(cables[2], cables[3], qinq, v.Within(time.Minute)); !ok {
+			t.Fatalf("%s: no QinQ frame crossed seg2 unchanged within a minute: %s", what, conditionList(snapshot(t, v)))
+		}
+		t.Logf("%s: seg2 forwarded a 1522-byte QinQ frame bit for bit %v after the apply", what, (time.Since(start)).Round(time.Millisecond))
+		waitForwardingNormally(t, v, "seg2", time.Minute)
+		t.Logf("%s: seg2 forwarding with its relay normal (after the hold-down) %v after the apply", what, time.Since(start).Round(100*time.Millisecond))
+		return res
+	}
+	v2 := apply("seg2 added", withSeg2(""), 0)
+	// One change at a time: the next waits for this one's confirmation.
+	_, err = c.ApplyConfig(ctx, api.ConfigApply{Text: withSeg2("mtu = 9000\n"), Replaces: v2.Version.Number})
+	if cf, ok := api.Conflict(err); !ok || cf.Reason != api.ConfigBusy || cf.Version != v2.Version.Number {
+		t.Errorf("a change while version %d waits: %v, want 409 busy", v2.Version.Number, err)
+	}
+	if _, err := c.ConfirmConfig(ctx, v2.Version.Number); err != nil {
+		t.Fatal(err)
+	}
+	v3 := apply("seg2's MTU raised", withSeg2("mtu = 9000\n"), v2.Version.Number)
+	if _, ok := crossesWithin(cables[2], cables[3], frames.UDPFrame(9014, 1000, 2003), v.Within(10*time.Second)); !ok {
+		t.Error("a 9014-byte frame did not cross seg2 after its MTU was raised to 9000")
+	}
+	// seg2 was re-attached for its MTU: its relay went through bypass
+	// meanwhile.
+	var evs struct{ Events []evlog.Event }
+	getAPI(t, v, "api/v1/events?limit=200", &evs)
+	held := false
+	for _, e := range evs.Events {
+		held = held || (e.Kind == evlog.KindBypass && strings.Contains(e.Message, "seg2") && strings.Contains(e.Message, "configuration change"))
+	}
+	if !held {
+		t.Error("no event says seg2's relay went to bypass for the configuration change that re-attached it")
+	}
+	if _, err := c.ConfirmConfig(ctx, v3.Version.Number); err != nil {
+		t.Fatal(err)
+	}
+	// A change that replaces a version no longer in force is refused.
+	_, err = c.ApplyConfig(ctx, api.ConfigApply{Text: string(config.DefaultTOML()), Replaces: v2.Version.Number})
+	if cf, ok := api.Conflict(err); !ok || cf.Reason != api.ConfigStale || cf.Version != v3.Version.Number {
+		t.Errorf("a change replacing version %d: %v, want 409 stale naming %d", v2.Version.Number, err, v3.Version.Number)
+	}
+	time.Sleep(2 * time.Second)
+	sent, got := st.end(v.Within(2 * time.Second))
+	t.Logf("seg1: %d of %d frames of the stream arrived while seg2 was added and changed", got, sent)
+	if got != sent {
+		t.Errorf("seg1 lost %d of %d frames while seg2 changed", sent-got, sent)
+	}
+
+	s = snapshot(t, v)
+	if up2 := time.Now().Add(-time.Duration(s.System.UptimeSeconds * float64(time.Second))); up2.Sub(up).Abs() > 5*time.Second {
+		t.Errorf("the box rebooted: up since %v, before since %v", up2, up)
+	}
+	if after := daemonPIDs(t, v); !maps.Equal(pids, after) {
+		t.Errorf("daemons restarted: process IDs before %v, after %v", pids, after)
+	}
+	if !forwardingNormally(s, "seg1") || !forwardingNormally(s, "seg2") {
+		t.Errorf("after the changes: %s", conditionList(s))
+	}
+	h, err := c.ConfigHistory(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, ver := range h.Versions {
+		states = append(states, string(ver.State))
+	}
+	if len(h.Versions) != 3 || strings.Join(states, ",") != "confirmed,confirmed,confirmed" || h.Versions[1].State != versions.Confirmed ||
+		!strings.Contains(h.Versions[0].Diff, "+mtu = 9000") {
+		t.Errorf("history: %d versions %v, the newest's diff:\n%s", len(h.Versions), states, h.Versions[0].Diff)
+	}
+}
+
+// daemonPIDs reads each daemon's process ID, by name, from its latest
+// log line: a daemon that restarts logs under a new one.
+func daemonPIDs(t *testing.T, v *VM) map[string]int {
+	t.Helper()
+	var logs struct{ Daemons []ipc.DaemonLog }
+	getAPI(t, v, "api/v1/logs?limit=1", &logs)
+	out := map[string]int{}
+	for _, d := range logs.Daemons {
+		out[d.Daemon] = d.PID
+	}
+	return out
+}
+
+// TestConfigRevert changes a booted box's configuration as an operator
+// would, mistakes included. SNMP and syslog change in place: the new
+// community answers, the old one does not, syslog receives the box's
+// events, and no segment or relay changes state. A change that moves seg1
+// onto a port without a cable reverts by itself long before its deadline;
+// one never confirmed reverts when its deadline passes; a rollback goes
+// back to the configuration the box booted on. The history and the
+// events say so.
+func TestConfigRevert(t *testing.T) {
+	requireQEMU(t)
+	t.Parallel()
+	collector := syslogtest.Listen(t, "udp")
+	base := strings.Replace(string(config.DefaultTOML()), "community = \"\"", "community = \"noc-read-old\"", 1)
+	img := testImage(t, "config-revert", []byte(base))
+	snmpPort, err := FreeUDPPort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, wires := newCables(t, 4)
+	v, _ := boot(t, img, false, func(o *Options) {
+		o.Wires = wires
+		o.UDPForwards = map[int]int{snmpPort: 161}
+	})
+	waitForwardingNormally(t, v, "seg1", 5*time.Minute)
+	sysName := func(community string) error {
+		_, err := snmpTool(t, snmpPort, "snmpget", "-v2c", "-c", community, "-Oqv", "1.3.6.1.2.1.1.5.0") // sysName.0
+		return err
+	}
+	if err := sysName("noc-read-old"); err != nil {
+		t.Fatalf("the image's community: %v", err)
+	}
+	c := configClient(v)
+	ctx := context.Background()
+	now := 0 // the version in force
+	apply := func(what, text string, within int) *api.ConfigApplied {
+		t.Helper()
+		res, err := c.ApplyConfig(ctx, api.ConfigApply{Text: text, Replaces: now, ConfirmWithin: &within, Comment: what})
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		t.Logf("%s: version %d %s, taken by %v (ms)", what, res.Version.Number, res.Version.State, res.TookMS)
+		return res
+	}
+
+	// SNMP and syslog, in place.
+	seg1Before := segmentOf(snapshot(t, v), "seg1").Bypass.Since
+	next := strings.Replace(base, "noc-read-old", "noc-read-new", 1)
+	next = strings.Replace(next, "target = \"\"", fmt.Sprintf("target = \"udp://10.0.2.2:%d\"", collector.Addr.Port), 1)
+	res := apply("SNMP community and syslog", next, 600)
+	if _, err := c.ConfirmConfig(ctx, res.Version.Number); err != nil {
+		t.Fatal(err)
+	}
+	now = res.Version.Number
+	if err := sysName("noc-read-new"); err != nil {
+		t.Errorf("the new community: %v", err)
+	}
+	if err := sysName("noc-read-old"); err == nil {
+		t.Error("the old community still answers")
+	}
+	confirmed := regexp.MustCompile(fmt.Sprintf(`configuration version %d confirmed by`, res.Version.Number))
+	for deadline := time.Now().Add(v.Within(30 * time.Second)); collector.Count(confirmed) == 0; time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("syslog received no line saying version %d was confirmed; it has:\n%s", res.Version.Number, strings.Join(collector.All(), "\n"))
+		}
+	}
+	s := snapshot(t, v)
+	if !forwardingNormally(s, "seg1") || !segmentOf(s, "seg1").Bypass.Since.Equal(seg1Before) {
+		t.Errorf("seg1 changed state with SNMP and syslog: %s, relay since %v, before %v", conditionList(s), segmentOf(s, "seg1").Bypass.Since, seg1Before)
+	}
+
+	// seg1 moved onto LAN4, whose cable is out: reverted for seg1 not
+	// forwarding, well before the deadline.
+	if err := v.SetLink("lan4", false); err != nil {
+		t.Fatal(err)
+	}
+	moved := strings.Replace(next, "ports = [\"LAN1\", \"LAN2\"]", "ports = [\"LAN1\", \"LAN4\"]", 1)
+	moved = strings.Replace(moved, "bypass = \"pair1\"", "bypass = \"\"", 1)
+	start := time.Now()
+	res = apply("seg1 onto LAN4", moved, 600)
+	ver := waitSettledOnBox(t, c, res.Version.Number, v.Within(2*time.Minute))
+	t.Logf("seg1 onto a port without a cable: %s %v after the apply: %s", ver.State, time.Since(start).Round(time.Second), ver.Reason)
+	if ver.State != versions.Reverted || !strings.Contains(ver.Reason, "seg1") {
+		t.Errorf("seg1 onto a port without a cable: %+v, want reverted naming seg1", ver)
+	}
+	if err := v.SetLink("lan4", true); err != nil {
+		t.Fatal(err)
+	}
+	if cur, err := c.Config(ctx); err != nil || cur.Version != now {
+		t.Errorf("after the revert version %+v is in force (%v), want %d", cur, err, now)
+	}
+	waitForwardingNormally(t, v, "seg1", time.Minute)
+
+	// Never confirmed: reverted when the deadline passes.
+	held := strings.Replace(next, "hold_down = \"5s\"", "hold_down = \"7s\"", 1)
+	res = apply("hold-down 7s, not confirmed", held, 20)
+	deadline := res.Version.Deadline
+	ver = waitSettledOnBox(t, c, res.Version.Number, v.Within(2*time.Minute))
+	t.Logf("not confirmed: %s %v after its deadline: %s", ver.State, ver.Done.Sub(deadline).Round(time.Millisecond), ver.Reason)
+	if ver.State != versions.Reverted || !strings.Contains(ver.Reason, "deadline") || ver.Done.Before(deadline) {
+		t.Errorf("a change never confirmed: %+v, want reverted after its deadline %v", ver, deadline)
+	}
+
+	// A rollback to the configuration the box booted on, confirmed at
+	// once: the old community answers again.
+	within := 0
+	rb, err := c.RollbackConfig(ctx, api.ConfigRollback{Version: 1, Replaces: now, ConfirmWithin: &within})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb.Version.State != versions.Confirmed || rb.Version.Comment != "rollback to version 1" {
+		t.Errorf("rollback: %+v", rb.Version)
+	}
+	if err := sysName("noc-read-old"); err != nil {
+		t.Errorf("after the rollback, the old community: %v", err)
+	}
+	h, err := c.ConfigHistory(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var states []string
+	for _, ver := range h.Versions {
+		states = append(states, fmt.Sprintf("%d %s", ver.Number, ver.State))
+	}
+	if want := "5 confirmed,4 reverted,3 reverted,2 confirmed,1 confirmed"; strings.Join(states, ",") != want {
+		t.Errorf("history %q, want %q", strings.Join(states, ","), want)
+	}
+	var evs struct{ Events []evlog.Event }
+	getAPI(t, v, "api/v1/events?limit=200", &evs)
+	var said []string
+	for _, e := range evs.Events {
+		if e.Kind == evlog.KindConfig && strings.Contains(e.Message, "reverted") {
+			said = append(said, e.Message)
+		}
+	}
+	if len(said) != 2 {
+		t.Errorf("events of the reverts: %q, want two", said)
+	}
+}
+
+// waitForwardingNormally waits until seg forwards with its relay normal.
+func waitForwardingNormally(t *testing.T, v *VM, seg string, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(v.Within(within)); ; time.Sleep(time.Second) {
+		s := snapshot(t, v)
+		if forwardingNormally(s, seg) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not forwarding normally within %v: %s", seg, within, conditionList(s))
+		}
+	}
+}
+
+// waitSettledOnBox waits until version n is confirmed or reverted.
+func waitSettledOnBox(t *testing.T, c *api.Client, n int, within time.Duration) versions.Version {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(500 * time.Millisecond) {
+		h, err := c.ConfigHistory(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range h.Versions {
+			if v.Number == n && v.State != versions.Pending {
+				return v.Version
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("version %d still pending after %v", n, within)
+		}
+	}
+}
