@@ -2,10 +2,13 @@ package web
 
 import (
 	"context"
+	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/config/apply"
@@ -127,4 +130,58 @@ func TestConfigApplyConfirmRollback(t *testing.T) {
 	if r := f.configCall("POST", "/api/v1/config/apply", api.ConfigApply{Text: next, Replaces: 2}, goodAuth); r.Code != 503 {
 		t.Errorf("apply on a box that takes no change: %d", r.Code)
 	}
+}
+
+// TestBrowserConfig drives the dashboard's configuration section in
+// headless Chromium as an operator would: load the configuration in
+// force, see a broken candidate's problems, check and plan a change,
+// apply it with a confirm deadline, see the countdown, and confirm it.
+func TestBrowserConfig(t *testing.T) {
+	f, m, taken := changeFixture(t)
+	ts := httptest.NewServer(f.srv.Handler())
+	defer ts.Close()
+	b, _ := loadDashboard(t, ts.URL+"/", 1)
+	step := func(what, js, ready string) {
+		t.Helper()
+		if _, err := b.Eval(`(() => { `+js+`; return 1 })()`, 30*time.Second); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if err := b.Wait(ready, 30*time.Second); err != nil {
+			out, _ := b.Eval(`document.getElementById('cfg-out').textContent`, 10*time.Second)
+			t.Fatalf("%s: %v; the page says: %s", what, err, out)
+		}
+	}
+	const el = `document.getElementById`
+	step("load", el+`('c-password').value = '`+fixturePassword+`'; `+el+`('cfg-load').click()`,
+		el+`('cfg-text').value.includes('name = "seg2"')`)
+	step("a broken candidate", el+`('cfg-text').value += 'bogus = 1\n'; `+el+`('cfg-check').click()`,
+		el+`('cfg-out').textContent.includes('bogus: unknown key')`)
+	next := strings.Replace(fixtureConfig, "bypass = \"pair2\"\n", "bypass = \"pair2\"\nmtu = 9000\n", 1)
+	step("check", el+`('cfg-text').value = `+jsString(next)+`; `+el+`('cfg-check').click()`,
+		el+`('cfg-out').textContent === 'the box takes this configuration'`)
+	step("plan", el+`('cfg-plan').click()`, el+`('cfg-out').textContent.includes('segment[seg2]: re-attach (forwarderd) seg2: changed: mtu 1522 -> 9000')`)
+	step("apply", `window.confirm = () => true; `+el+`('cfg-comment').value = 'jumbo on seg2'; `+el+`('cfg-apply').click()`,
+		`!`+el+`('cfg-banner').hidden && /Version 2 waits for its confirmation: the box goes back to version 1 in (9|10):\d\d/.test(`+el+`('cfg-countdown').textContent)`)
+	if p, ok := m.Pending(); !ok || p.Number != 2 || p.Comment != "jumbo on seg2" || *taken != 1 {
+		t.Fatalf("after the page applied: pending %+v (%v), forwarderd took %d changes", p, ok, *taken)
+	}
+	shot := filepath.Join(artifactDir(t), "config.png")
+	os.Remove(shot)
+	if n, err := b.Screenshot(shot, time.Minute); err != nil {
+		t.Errorf("screenshot: %v", err)
+	} else {
+		t.Logf("screenshot: %s (%d bytes)", shot, n)
+	}
+	step("confirm", el+`('cfg-confirm').click()`,
+		el+`('cfg-banner').hidden && document.querySelector('#cfg-history tr[data-version="2"] [data-field=state]').textContent === 'confirmed' && `+
+			el+`('cfg-inforce').textContent.startsWith('in force: version 2, applied by ncpos from 127.0.0.1')`)
+	if _, ok := m.Pending(); ok {
+		t.Error("still pending after the page confirmed it")
+	}
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -118,3 +118,27 @@ func (b *Browser) Screenshot(path string, within time.Duration) (int, error) {
 	}
 	return len(png), nil
 }
+
+// Eval runs the JavaScript expression js in the page and returns its
+// value as a string (JSON for objects).
+func (b *Browser) Eval(js string, within time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, within)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`String(`+js+`)`))
+	if err != nil {
+		return "", fmt.Errorf("evaluating %s: %w", js, err)
+	}
+	return v, nil
+}
+
+// Wait waits, for at most within, until the JavaScript expression ready
+// is true in the page.
+func (b *Browser) Wait(ready string, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(b.ctx, within)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](ready,
+		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(within))); err != nil {
+		return fmt.Errorf("waiting for %s: %w", ready, err)
+	}
+	return nil
+}

@@ -461,7 +461,126 @@ async function post(path, body) {
   }
 }
 
+// Configuration: load, check, plan and apply a candidate, confirm or
+// revert the change that waits, and the history. Every request carries
+// the control password of the form below.
+const cfg = { version: 0, pending: null, timer: null };
+
+async function cfgCall(method, path, body) {
+  const init = { method, headers: authHeaders(), credentials: 'same-origin', cache: 'no-store' };
+  if (body) init.body = JSON.stringify(body);
+  try {
+    const r = await fetch(path, init);
+    return { ok: r.ok, status: r.status, j: await r.json().catch(() => ({})) };
+  } catch (e) {
+    return { ok: false, status: 0, j: { error: e.message } };
+  }
+}
+
+function cfgShow(text, cls) {
+  $('cfg-out').textContent = text;
+  $('cfg-out').className = cls || '';
+}
+
+function cfgProblems(j) {
+  return (j.errors || []).map((e) => e.message).join('\n');
+}
+
+// cfgInForce reads the configuration in force and names it above the
+// editor; it returns the answer, or null when refused.
+async function cfgInForce() {
+  const r = await cfgCall('GET', '/api/v1/config');
+  if (!r.ok) { cfgShow(`refused (${r.status}): ${r.j.error || ''}`, 'bad'); return null; }
+  cfg.version = r.j.version;
+  $('cfg-inforce').textContent = r.j.version ? `in force: version ${r.j.version}, applied by ${r.j.by} from ${r.j.from}` : `in force: as booted from ${r.j.source}`;
+  return r.j;
+}
+
+async function cfgLoad() {
+  const cur = await cfgInForce();
+  if (!cur) return;
+  $('cfg-text').value = cur.text;
+  cfgShow('');
+  await cfgHistory();
+}
+
+async function cfgCheck() {
+  const r = await cfgCall('POST', '/api/v1/config/check', { text: $('cfg-text').value });
+  if (!r.ok) return cfgShow(`refused (${r.status}): ${r.j.error || ''}`, 'bad');
+  if (r.j.valid) cfgShow('the box takes this configuration', 'good');
+  else cfgShow(cfgProblems(r.j), 'bad');
+}
+
+async function cfgPlan() {
+  const r = await cfgCall('POST', '/api/v1/config/plan', { text: $('cfg-text').value });
+  if (r.status === 422) { cfgShow(cfgProblems(r.j), 'bad'); return null; }
+  if (!r.ok) { cfgShow(`refused (${r.status}): ${r.j.error || ''}`, 'bad'); return null; }
+  cfg.version = r.j.version;
+  const lines = r.j.changes.map((c) => `${c.setting}: ${c.effect}` + (c.taker ? ` (${c.taker})` : '') +
+    (c.segments ? ` ${c.segments.join(', ')}` : '') + (c.detail ? `: ${c.detail}` : ''));
+  cfgShow(lines.length ? `in place of version ${r.j.version}:\n${lines.join('\n')}\n\n${r.j.diff}` : 'no change', '');
+  return r.j;
+}
+
+async function cfgApply() {
+  const plan = await cfgPlan();
+  if (!plan || !plan.changes.length) return;
+  const within = Number($('cfg-within').value);
+  if (!confirm(`Apply ${plan.changes.length} change(s) in place of version ${plan.version}? ` +
+    (within ? `The box goes back by itself unless you confirm within ${within / 60} min.` : 'It is confirmed at once.'))) return;
+  const r = await cfgCall('POST', '/api/v1/config/apply', { text: $('cfg-text').value, replaces: plan.version, confirm_within: within, comment: $('cfg-comment').value });
+  if (!r.ok) cfgShow(`refused (${r.status}): ${r.j.error || ''}`, 'bad');
+  else cfgShow(`version ${r.j.version.version} applied (${r.j.version.state})`, 'good');
+  await cfgHistory();
+}
+
+async function cfgSettle(path) {
+  if (!cfg.pending) return;
+  const r = await cfgCall('POST', path, { version: cfg.pending.version });
+  if (!r.ok) cfgShow(`refused (${r.status}): ${r.j.error || ''}`, 'bad');
+  else cfgShow(`version ${r.j.version} ${r.j.state}`, 'good');
+  await cfgHistory();
+}
+
+async function cfgHistory() {
+  const r = await cfgCall('GET', '/api/v1/config/history');
+  if (!r.ok) return;
+  await cfgInForce();
+  const body = $('cfg-history').querySelector('tbody');
+  body.textContent = '';
+  for (const v of r.j.versions) {
+    body.append(h('tr', { 'data-version': v.version },
+      h('td', {}, v.version), h('td', { 'data-field': 'state', class: v.state === 'reverted' ? 'warn' : '' }, v.state),
+      h('td', {}, utc(v.time)), h('td', {}, v.by + (v.from ? ' from ' + v.from : '')),
+      h('td', {}, v.comment || ''), h('td', {}, v.reason || '')));
+  }
+  cfg.pending = r.j.versions.find((v) => v.version === r.j.pending) || null;
+  cfgBanner();
+}
+
+// cfgBanner shows the change that waits, counting down to its deadline;
+// the history is read again when the deadline passes.
+function cfgBanner() {
+  clearInterval(cfg.timer);
+  const p = cfg.pending;
+  $('cfg-banner').hidden = !p;
+  if (!p) return;
+  const tick = () => {
+    const left = Math.max(0, Math.round((Date.parse(p.deadline) - Date.now()) / 1000));
+    $('cfg-countdown').textContent = `Version ${p.version} waits for its confirmation: the box goes back to version ${p.parent} in ${Math.floor(left / 60)}:${String(left % 60).padStart(2, '0')}`;
+    if (left === 0) { clearInterval(cfg.timer); setTimeout(cfgHistory, 2000); }
+  };
+  tick();
+  cfg.timer = setInterval(tick, 1000);
+}
+
 document.addEventListener('DOMContentLoaded', () => {
+  $('cfg-load').addEventListener('click', cfgLoad);
+  $('cfg-check').addEventListener('click', cfgCheck);
+  $('cfg-plan').addEventListener('click', cfgPlan);
+  $('cfg-apply').addEventListener('click', cfgApply);
+  $('cfg-confirm').addEventListener('click', () => cfgSettle('/api/v1/config/confirm'));
+  $('cfg-revert').addEventListener('click', () => cfgSettle('/api/v1/config/revert'));
   render(JSON.parse($('initial').textContent));
   lastOK = Date.now();
   $('c-apply').addEventListener('click', () => {
