@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ncpos/ncpos/config"
@@ -81,7 +82,20 @@ type Manager struct {
 	Tick time.Duration
 
 	mu      sync.Mutex
-	pending *change
+	pending *change // set with setPending
+	// parent is the pending change's parent text, for Settled, which the
+	// monitor calls while the manager may wait for the monitor (Health).
+	parent atomic.Pointer[[]byte]
+}
+
+// setPending makes p the change waiting for its confirmation (m.mu held).
+func (m *Manager) setPending(p *change) {
+	m.pending = p
+	if p == nil {
+		m.parent.Store(nil)
+	} else {
+		m.parent.Store(&p.parent)
+	}
 }
 
 // change is the version waiting for its confirmation.
@@ -157,10 +171,8 @@ func (m *Manager) InForce() ([]byte, int, error) {
 // force, or while a change waits for its confirmation, the one it
 // replaced. It is what the box may keep as its last good configuration.
 func (m *Manager) Settled() ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.pending != nil {
-		return m.pending.parent, nil
+	if p := m.parent.Load(); p != nil {
+		return *p, nil
 	}
 	return os.ReadFile(m.RunConfig)
 }
@@ -177,6 +189,12 @@ func (m *Manager) Pending() (versions.Version, bool) {
 
 // Apply takes a new version in place.
 func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
+	// The segments before, read before the lock: Health may wait for
+	// the monitor, which asks Settled.
+	before, err := m.baseline(ctx, req.Next)
+	if err != nil {
+		return Applied{}, fmt.Errorf("reading the segments before the change: %w", err)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.pending != nil {
@@ -204,10 +222,6 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 	takers, err := m.takersOf(changes)
 	if err != nil {
 		return Applied{}, err
-	}
-	before, err := m.baseline(ctx, req.Next)
-	if err != nil {
-		return Applied{}, fmt.Errorf("reading the segments before the change: %w", err)
 	}
 	if number == 0 {
 		// The configuration the box booted on becomes a version, so
@@ -244,13 +258,25 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 		what = fmt.Sprintf("configuration version %d (a rollback to version %d) applied by %s from %s (%s)", v.Number, req.Rollback, req.By, req.From, summary(changes))
 	}
 	if req.ConfirmWithin == 0 {
-		if res.Version, err = m.confirm(v, req.Text, "applied without a confirm deadline"); err != nil {
-			return res, err
+		var cerr error
+		if res.Version, cerr = m.confirm(v, req.Text, "applied without a confirm deadline"); cerr != nil {
+			// Not kept where the box boots from: it goes back, there
+			// too, rather than run a version it would not boot on.
+			m.setPending(&change{version: v, parent: text, takers: takers, held: held, before: before})
+			for _, path := range []string{m.PermConfig, m.LastGood} {
+				if path != "" {
+					durable.WriteFile(path, text, 0o600)
+				}
+			}
+			if rv, err := m.revert(ctx, "could not be kept where the box boots from: "+cerr.Error()); err == nil {
+				res.Version = rv
+			}
+			return res, fmt.Errorf("%w: keeping it where the box boots from: %v", ErrNotTaken, cerr)
 		}
 		m.event(events.Notice, v.Number, "%s, confirmed", what)
 		return res, nil
 	}
-	m.pending = &change{version: v, parent: text, takers: takers, held: held, before: before}
+	m.setPending(&change{version: v, parent: text, takers: takers, held: held, before: before})
 	m.event(events.Notice, v.Number, "%s; it reverts by itself unless confirmed by %s", what, v.Deadline.Format(time.RFC3339))
 	return res, nil
 }
@@ -401,7 +427,7 @@ func (m *Manager) Confirm(n int, by string) (versions.Version, error) {
 	if err != nil {
 		return v, err
 	}
-	m.pending = nil
+	m.setPending(nil)
 	m.event(events.Notice, n, "configuration version %d confirmed by %s", n, by)
 	return v, nil
 }
@@ -433,7 +459,7 @@ func (m *Manager) Revert(ctx context.Context, n int, why string) (versions.Versi
 // revert undoes the pending change (m.mu held).
 func (m *Manager) revert(ctx context.Context, why string) (versions.Version, error) {
 	p := m.pending
-	m.pending = nil
+	m.setPending(nil)
 	start := time.Now()
 	_, err := m.takeHeld(ctx, p.parent, p.takers, p.held)
 	if err != nil {
@@ -486,7 +512,19 @@ func (m *Manager) resume(ctx context.Context) {
 		if m.pending != nil && m.pending.version.Number == v.Number {
 			continue
 		}
-		if v.SHA256 != versions.Sum(text) || m.pending != nil {
+		runs := v.SHA256 == versions.Sum(text)
+		if v.Deadline.IsZero() {
+			// Applied to be confirmed at once, and cut off before that
+			// was recorded: the box runs it when it was kept where the
+			// box boots from.
+			state, why := versions.Reverted, "the box restarted while it was applied and booted on the version before"
+			if runs {
+				state, why = versions.Confirmed, "applied without a deadline; the box restarted before it recorded its confirmation"
+			}
+			m.Store.Settle(v.Number, state, why)
+			continue
+		}
+		if !runs || m.pending != nil {
 			m.Store.Settle(v.Number, versions.Reverted, "the box restarted before it was confirmed and booted on the version before")
 			m.event(events.Warning, v.Number, "configuration version %d was not confirmed before the box restarted: reverted", v.Number)
 			continue
@@ -496,32 +534,47 @@ func (m *Manager) resume(ctx context.Context) {
 			m.Store.Settle(v.Number, versions.Confirmed, "kept: the version it replaced is no longer readable")
 			continue
 		}
-		next, err := config.Parse("pending version", text)
-		if err != nil {
-			continue
-		}
-		before, _ := m.baseline(ctx, next)
-		m.pending = &change{version: v, parent: parent, takers: takerOrder, before: before}
+		// Held to the daemons alone until the segments are read, after
+		// the lock (Health may wait for the monitor, which asks Settled).
+		m.setPending(&change{version: v, parent: parent, takers: takerOrder, before: verdict.Baseline{}})
+	}
+	p := m.pending
+	if p == nil {
+		return
+	}
+	m.mu.Unlock()
+	next, perr := config.Parse("pending version", text)
+	var before verdict.Baseline
+	if perr == nil {
+		before, _ = m.baseline(ctx, next)
+	}
+	m.mu.Lock()
+	if m.pending == p && before != nil {
+		p.before = before
 	}
 }
 
 // watch checks the pending change once.
 func (m *Manager) watch(ctx context.Context) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	p := m.pending
-	if p == nil {
+	if p != nil && !p.version.Deadline.IsZero() && time.Now().After(p.version.Deadline) {
+		m.revert(ctx, "not confirmed by its deadline, "+p.version.Deadline.Format(time.RFC3339))
+		p = nil
+	}
+	m.mu.Unlock()
+	if p == nil || m.Health == nil {
 		return
+	}
+	// Outside the lock: Health may wait for the monitor, which asks
+	// Settled.
+	segs, daemons, err := m.Health(ctx)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.pending != p {
+		return // confirmed or reverted meanwhile
 	}
 	now := time.Now()
-	if !p.version.Deadline.IsZero() && now.After(p.version.Deadline) {
-		m.revert(ctx, "not confirmed by its deadline, "+p.version.Deadline.Format(time.RFC3339))
-		return
-	}
-	if m.Health == nil {
-		return
-	}
-	segs, daemons, err := m.Health(ctx)
 	if err == nil {
 		err = verdict.Accept(p.before, daemons, verdict.BaselineOf(segs))
 	}

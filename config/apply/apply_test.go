@@ -60,7 +60,13 @@ func newBox(t *testing.T) *box {
 			return b.fail[name]
 		})
 	}
+	m := b.m
 	b.m.Health = func(context.Context) ([]api.Segment, []api.Daemon, error) {
+		// As statusd's monitor does: a step may keep the last good
+		// configuration, which asks the manager.
+		if _, err := m.Settled(); err != nil {
+			return nil, nil, err
+		}
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		var segs []api.Segment
@@ -355,5 +361,28 @@ func TestHold(t *testing.T) {
 	defer b.mu.Unlock()
 	if want := "hold seg1;forwarderd takes;release;hold seg1;forwarderd takes;release"; strings.Join(log, ";") != want {
 		t.Errorf("%q, want %q", strings.Join(log, ";"), want)
+	}
+}
+
+// TestResumeConfirmedAtOnce: a version applied without a deadline and cut
+// off before its confirmation was recorded is confirmed when the box came
+// up on it, reverted when it came up on the version before.
+func TestResumeConfirmedAtOnce(t *testing.T) {
+	for _, runs := range []bool{true, false} {
+		b := newBox(t)
+		v, err := b.m.Store.Add([]byte(withSeg2), versions.Version{By: "ncpos", State: versions.Pending})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if runs {
+			os.WriteFile(b.m.RunConfig, []byte(withSeg2), 0o644)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go b.m.Run(ctx)
+		got := waitSettled(t, b, v.Number)
+		cancel()
+		if want := map[bool]versions.State{true: versions.Confirmed, false: versions.Reverted}[runs]; got.State != want {
+			t.Errorf("the box runs it: %v; settled %s (%s), want %s", runs, got.State, got.Reason, want)
+		}
 	}
 }
