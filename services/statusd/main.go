@@ -179,15 +179,15 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 			srv.Boot, srv.BootFiles = box, box.Hashes
 		}
 	}
+	out.attach(mon, srv)
 	if _, err := os.Stat(appliance.BootConfig); err == nil {
 		// On the appliance: the configuration changes in place, and the
 		// one the box settled on is kept once it has proved itself.
 		srv.Configs = configs()
 		settled := func() ([]byte, error) { return os.ReadFile(appliance.BootConfig) }
 		if srv.Configs.Versions != nil {
-			m := changes(cfg, srv, out, mon, evlog)
-			srv.Configs.Changes, settled = m, m.Settled
-			go m.Run(ctx)
+			srv.Configs.Changes = changes(cfg, srv, out, mon, evlog)
+			settled = srv.Configs.Changes.Settled
 		}
 		mon.LastGood = &web.LastGood{After: 2 * time.Minute, Keep: func() (bool, error) {
 			text, err := settled()
@@ -196,8 +196,10 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 			}
 			return appliance.KeepLastGood(appliance.LastGoodConfig, text)
 		}}
+		if m := srv.Configs.Changes; m != nil {
+			go m.Run(ctx) // once the monitor is whole: it reads the monitor
+		}
 	}
-	out.attach(mon, srv)
 	if err := out.takeSNMP(cfg.SNMP); err != nil {
 		return err
 	}
