@@ -231,6 +231,10 @@ func (f *Forwarder) resegment(x *xdpEngine, next Options) (forwarderapi.Reconfig
 		for i := range f.history {
 			f.history[i] = remap(f.history[i], from, base)
 		}
+	} else {
+		// No reading to carry the samples over with: they start
+		// anew, so that none is laid out for the old ports.
+		f.sample, f.history, f.sampleErr = sample{}, nil, baseErr
 	}
 	f.mu.Unlock()
 	return r, errors.Join(errs...)
