@@ -26,7 +26,8 @@ type configOpts struct {
 	within  time.Duration
 	comment string
 	yes     bool
-	keep    bool // -no-confirm: leave the change waiting
+	keep    bool          // -no-confirm: leave the change waiting
+	watch   time.Duration // how long the change runs before it is confirmed
 	diff    bool
 	in      io.Reader // where the question is answered (standard input)
 }
@@ -52,6 +53,7 @@ func runConfigWith(ctx context.Context, args []string, in io.Reader) error {
 	fs.StringVar(&o.comment, "comment", "", "apply, rollback: why, kept in the history")
 	fs.BoolVar(&o.yes, "yes", false, "apply, rollback: do not ask")
 	fs.BoolVar(&o.keep, "no-confirm", false, "apply, rollback: leave the change waiting for ncpos config confirm instead of confirming it once the box answers again")
+	fs.DurationVar(&o.watch, "watch", 20*time.Second, "apply, rollback: how long the change runs before it is confirmed (longer than the box's 15 s grace, in which it reverts a change that stops a daemon or a segment)")
 	fs.BoolVar(&o.diff, "diff", false, "history: print each version's diff")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -80,6 +82,9 @@ func runConfigWith(ctx context.Context, args []string, in io.Reader) error {
 	}
 	if o.within < 0 || o.within%time.Second != 0 {
 		return fmt.Errorf("-confirm-within %v: want whole seconds, 0 or more", o.within)
+	}
+	if o.within > 0 && !o.keep && o.watch >= o.within {
+		return fmt.Errorf("-watch %v must be shorter than -confirm-within %v", o.watch, o.within)
 	}
 	c, err := o.box.client()
 	if err != nil {
@@ -170,9 +175,10 @@ func (o *configOpts) rollback(ctx context.Context, c *api.Client) error {
 }
 
 // settle reports an applied version and, unless it is confirmed already
-// or -no-confirm, confirms it once the box answers over a new HTTPS
-// connection: a change that cut this host off is never confirmed, and the
-// box goes back by itself.
+// or -no-confirm, lets it run for -watch and confirms it once the box
+// answers over a new HTTPS connection and has not reverted it: a change
+// that cut this host off, or that the box found stops a daemon or a
+// segment, is never confirmed, and the box goes back by itself.
 func (o *configOpts) settle(ctx context.Context, res *api.ConfigApplied) error {
 	v := res.Version
 	fmt.Printf("version %d applied (%s); taken in %s\n", v.Number, v.State, tookList(res.TookMS))
@@ -187,12 +193,18 @@ func (o *configOpts) settle(ctx context.Context, res *api.ConfigApplied) error {
 	if err != nil {
 		return err
 	}
+	fmt.Printf("watching it for %v before confirming it\n", o.watch)
 	var last error
-	for try := 0; try < 5; try++ {
-		if try > 0 {
-			time.Sleep(2 * time.Second)
+	for end := time.Now().Add(o.watch); ; time.Sleep(2 * time.Second) {
+		var h *api.ConfigHistory
+		if h, last = c.ConfigHistory(ctx); last == nil {
+			for _, hv := range h.Versions {
+				if hv.Number == v.Number && hv.State == versions.Reverted {
+					return fmt.Errorf("the box reverted version %d: %s", v.Number, hv.Reason)
+				}
+			}
 		}
-		if _, last = c.Config(ctx); last == nil {
+		if !time.Now().Before(end) {
 			break
 		}
 	}

@@ -104,6 +104,7 @@ func TestConfigCommands(t *testing.T) {
 		{[]string{"frobnicate"}, `unknown config command "frobnicate"`},
 		{[]string{"confirm"}, "needs -version N"},
 		{[]string{"apply", "-file", good, "-confirm-within", "1500ms"}, "whole seconds"},
+		{[]string{"apply", "-file", good, "-confirm-within", "10s"}, "-watch 20s must be shorter"},
 		{[]string{"check", "-file", good, "-host", ""}, "-host is required"},
 	} {
 		if err := runConfig(ctx, c.args); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -123,6 +124,7 @@ func TestConfigApplyCommand(t *testing.T) {
 	}
 	var asked []string
 	busy := false
+	state4, why4 := versions.Pending, ""
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req api.ConfigApply
 		json.NewDecoder(r.Body).Decode(&req)
@@ -149,7 +151,7 @@ func TestConfigApplyCommand(t *testing.T) {
 			json.NewEncoder(w).Encode(versions.Version{Number: 4, State: versions.Confirmed})
 		case "/api/v1/config/history":
 			json.NewEncoder(w).Encode(api.ConfigHistory{Versions: []api.ConfigVersion{
-				{Version: versions.Version{Number: 4, State: versions.Reverted, By: "ncpos", From: "192.0.2.7", Reason: "not confirmed by its deadline"}, Diff: "+hostname = \"fw2\""},
+				{Version: versions.Version{Number: 4, State: state4, By: "ncpos", From: "192.0.2.7", Reason: why4}, Diff: "+hostname = \"fw2\""},
 				{Version: versions.Version{Number: 3, State: versions.Confirmed, By: "box", Comment: "the configuration the box booted on"}}}})
 		}
 	}))
@@ -174,8 +176,8 @@ func TestConfigApplyCommand(t *testing.T) {
 		strings.Join(asked, ";") != "POST /api/v1/config/plan" {
 		t.Errorf("apply answered no: %v\n%s\nasked %q", err, out, asked)
 	}
-	out, err = run("y\n", "apply", "-file", good, "-confirm-within", "90s")
-	want := "POST /api/v1/config/plan;POST /api/v1/config/apply replaces 3 within 90;GET /api/v1/config;POST /api/v1/config/confirm"
+	out, err = run("y\n", "apply", "-file", good, "-confirm-within", "90s", "-watch", "1ms")
+	want := "POST /api/v1/config/plan;POST /api/v1/config/apply replaces 3 within 90;GET /api/v1/config/history;POST /api/v1/config/confirm"
 	if err != nil || strings.Join(asked, ";") != want || !strings.Contains(out, "version 4 applied (pending); taken in init 2 ms") ||
 		!strings.Contains(out, "version 4 confirmed") {
 		t.Errorf("apply: %v\n%s\nasked %q, want %q", err, out, asked, want)
@@ -187,6 +189,13 @@ func TestConfigApplyCommand(t *testing.T) {
 	if _, err := run("", "apply", "-file", good); err == nil || !strings.Contains(err.Error(), "give -yes") {
 		t.Errorf("apply without an answer: %v", err)
 	}
+	// The box reverted it meanwhile: not confirmed, and said so.
+	state4, why4 = versions.Reverted, "the box did not run well on it for 15s: segment seg1 forwarded before, now link_down"
+	if _, err := run("", "apply", "-file", good, "-yes", "-watch", "1ms"); err == nil || !strings.Contains(err.Error(), "the box reverted version 4: the box did not run well") ||
+		strings.Contains(strings.Join(asked, ";"), "confirm") {
+		t.Errorf("apply of a change the box reverted: %v, asked %q", err, asked)
+	}
+	why4 = "not confirmed by its deadline"
 	busy = true
 	if _, err := run("", "apply", "-file", good, "-yes"); err == nil || err.Error() != "a change waits for its confirmation: version 4 (version 4 is in force)" {
 		t.Errorf("apply while one waits: %v", err)
