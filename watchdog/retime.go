@@ -63,11 +63,18 @@ func (s *Supervisor) take(t Times) (watchdogapi.Retimed, error) {
 		if err != nil {
 			return watchdogapi.Retimed{}, fmt.Errorf("setting the hardware timeout to %v: %w", t.Timeout, err)
 		}
+		if 2*t.Interval >= got {
+			// The driver rounded it down: keep the pets well inside it.
+			d.SetTimeout(time.Duration(s.status.TimeoutSec) * time.Second)
+			return watchdogapi.Retimed{}, fmt.Errorf("the hardware took a timeout of %v, not above twice the interval %v", got, t.Interval)
+		}
 		timeout = got
 	}
 	s.Gate.setTimes(t.Interval, t.Grace, t.Checks)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The interval starts now: the last step is no older than it.
+	s.lastStep = s.Now()
 	s.Interval = t.Interval
 	s.status.TimeoutSec, s.status.IntervalSec = int(timeout/time.Second), t.Interval.Seconds()
 	return watchdogapi.Retimed{TimeoutSec: s.status.TimeoutSec, IntervalSec: s.status.IntervalSec, GraceSec: t.Grace.Seconds()}, nil
