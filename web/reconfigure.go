@@ -13,8 +13,9 @@ import (
 // API in place: the segments and ports shown, whether reading needs the
 // password, the control password, the names the box answers to and the
 // self-test's cabling. A password setting that does not load (a bad
-// hash, a box left with none) refuses the whole change, before any of it
-// is taken: a change that locks the operator out is never taken.
+// hash, a box left with none) refuses all of statusd's part, before any
+// of it is taken, and the change is then reverted as not taken: a change
+// that locks the operator out is never kept.
 func (s *Server) Reconfigure(cfg *config.Config) error {
 	if s.Auth.Password == nil {
 		return errors.New("this server checks no password")

@@ -78,6 +78,14 @@ func (s *selfTester) expect(size int) (float64, string) {
 const carrierWait = 10 * time.Second
 
 func (s *selfTester) run(ctx context.Context, sizes []int, progress func(size, index, total int)) (string, error) {
+	// One configuration for the whole run, whatever is applied meanwhile.
+	cfg := s.config()
+	fixed := *s
+	fixed.config = func() *config.Config { return cfg }
+	return fixed.runOn(ctx, sizes, progress)
+}
+
+func (s *selfTester) runOn(ctx context.Context, sizes []int, progress func(size, index, total int)) (string, error) {
 	if err := s.ready(); err != nil {
 		return "", err
 	}
