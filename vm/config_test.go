@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -433,5 +435,133 @@ func waitSettledOnBox(t *testing.T, c *api.Client, n int, within time.Duration) 
 		if time.Now().After(deadline) {
 			t.Fatalf("version %d still pending after %v", n, within)
 		}
+	}
+}
+
+// TestConfigPowerCut cuts the power (QEMU killed) while the box writes a
+// configuration version to /perm, at several points of the writes, with
+// the box's disk slowed down as a CF card is: the box comes up on the
+// version before or on the new one, whole, never on a torn file, and its
+// history reads back without a damaged record. A version applied with a
+// deadline and cut off before its confirmation comes up on the version
+// before, and the history says it was reverted.
+func TestConfigPowerCut(t *testing.T) {
+	requireQEMU(t)
+	t.Parallel()
+	img := testImage(t, "config-cut", config.DefaultTOML())
+	disk := filepath.Join(t.TempDir(), "box.img")
+	if err := exec.Command("cp", "--sparse=always", img, disk).Run(); err != nil {
+		t.Fatal(err)
+	}
+	noSnapshot := func(o *Options) { o.Snapshot = false }
+	v, _ := boot(t, disk, false, noSnapshot)
+	ctx := context.Background()
+	texts := map[string]bool{string(config.DefaultTOML()): true}
+	outcome := map[string]int{}
+	// The last point lies past every write: the cut comes once the
+	// apply has answered.
+	for i, at := range []uint64{0, 4 << 10, 16 << 10, 64 << 10, 1 << 40} {
+		c := configClient(v)
+		cur, err := c.Config(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := strings.Replace(string(config.DefaultTOML()), "hold_down = \"5s\"", fmt.Sprintf("hold_down = \"%ds\"", 6+i), 1)
+		texts[next] = true
+		if err := v.ThrottleDiskWrites(20e3); err != nil {
+			t.Fatal(err)
+		}
+		start, _, err := v.DiskWrites()
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			within := 0 // confirmed at once: the version, the file the box boots on, the last good one
+			_, err := c.ApplyConfig(ctx, api.ConfigApply{Text: next, Replaces: cur.Version, ConfirmWithin: &within, Comment: fmt.Sprintf("cut at %d", at)})
+			done <- err
+		}()
+		var written uint64
+		for deadline := time.Now().Add(v.Within(2 * time.Minute)); ; time.Sleep(5 * time.Millisecond) {
+			n, _, err := v.DiskWrites()
+			if err != nil {
+				t.Fatal(err)
+			}
+			written = n - start
+			if written >= at && (at > 0 || n > start) {
+				break
+			}
+			select {
+			case err := <-done:
+				t.Logf("cut at %d bytes: the apply ended first (%v), with %d bytes written", at, err, written)
+				deadline = time.Time{}
+			default:
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+		}
+		v.Kill()
+		v, _ = boot(t, disk, false, noSnapshot)
+		c = configClient(v)
+		now, err := c.Config(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		state := "the version before"
+		switch {
+		case now.Text == next:
+			state = "the new version"
+		case now.Text != cur.Text:
+			state = "another text"
+		}
+		outcome[state]++
+		t.Logf("power cut %d bytes into the writes of version %d's apply: the box came up on %s (version %d, from %s)", written, cur.Version+1, state, now.Version, now.Source)
+		if !texts[now.Text] || state == "another text" {
+			t.Fatalf("after the power cut the box runs a configuration that is neither the one before nor the new one:\n%s", now.Text)
+		}
+		h, err := c.ConfigHistory(ctx)
+		if err != nil || len(h.Errors) > 0 {
+			t.Fatalf("history after the power cut: %v %v", err, h.Errors)
+		}
+		for _, ver := range h.Versions {
+			if ver.State == versions.Pending {
+				// statusd settles it as it starts.
+				if got := waitSettledOnBox(t, c, ver.Number, v.Within(time.Minute)); (got.State == versions.Confirmed) != (state == "the new version") {
+					t.Errorf("version %d, cut off, was settled %s (%s) while the box runs %s", got.Number, got.State, got.Reason, state)
+				}
+			}
+		}
+	}
+	t.Logf("outcomes: %v", outcome)
+	if outcome["the new version"] == 0 {
+		t.Error("no cut, not even the one after the apply answered, came up on the new version")
+	}
+
+	// A change with a deadline, cut off before it was confirmed: the box
+	// boots on the version before and the history says the change was
+	// reverted.
+	c := configClient(v)
+	cur, err := c.Config(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := regexp.MustCompile(`hold_down = "\d+s"`).ReplaceAllString(cur.Text, `hold_down = "11s"`)
+	within := 600
+	res, err := c.ApplyConfig(ctx, api.ConfigApply{Text: next, Replaces: cur.Version, ConfirmWithin: &within})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Kill() // the version is on the disk: the box answers once it is
+
+	v, _ = boot(t, disk, false, noSnapshot)
+	c = configClient(v)
+	now, err := c.Config(ctx)
+	if err != nil || now.Text != cur.Text {
+		t.Fatalf("after a power cut while version %d waited: %v, running version %d", res.Version.Number, err, now.Version)
+	}
+	ver := waitSettledOnBox(t, c, res.Version.Number, v.Within(time.Minute))
+	if ver.State != versions.Reverted || !strings.Contains(ver.Reason, "restarted") {
+		t.Errorf("version %d after the power cut: %s (%s), want reverted for the restart", ver.Number, ver.State, ver.Reason)
 	}
 }
