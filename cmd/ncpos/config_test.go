@@ -24,12 +24,8 @@ import (
 // box's problems under the file's own name and fails, plan prints the
 // changes and the diff.
 func TestConfigCommands(t *testing.T) {
-	id, err := boxtls.Ensure(t.TempDir(), "fw1", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var asked []string
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	args, dir := configBox(t, func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != "ncpos" || p != "fw1-password-long" {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
@@ -58,15 +54,7 @@ func TestConfigCommands(t *testing.T) {
 			json.NewEncoder(w).Encode(api.ConfigPlan{Version: 3, Disturbs: config.EffectInPlace, Diff: "-hostname = \"fw1\"\n+hostname = \"fw2\"\n",
 				Changes: []config.Change{{Setting: "hostname", Effect: config.EffectInPlace, Taker: config.TakerInit}}})
 		}
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{id.Cert}}
-	srv.StartTLS()
-	defer srv.Close()
-	dir := t.TempDir()
-	pw := filepath.Join(dir, "pw")
-	os.WriteFile(pw, []byte("fw1-password-long\n"), 0o600)
-	host, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	args := []string{"-host", host, "-status-port", port, "-password-file", pw, "-fingerprint", id.Fingerprint, "-known", filepath.Join(dir, "known")}
+	})
 	file := func(name, text string) string {
 		p := filepath.Join(dir, name)
 		os.WriteFile(p, []byte(text), 0o600)
@@ -118,14 +106,10 @@ func TestConfigCommands(t *testing.T) {
 // again; -no-confirm leaves the change waiting; a refusal is said in the
 // box's words; history lists the versions.
 func TestConfigApplyCommand(t *testing.T) {
-	id, err := boxtls.Ensure(t.TempDir(), "fw1", time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var asked []string
 	busy := false
 	state4, why4 := versions.Pending, ""
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	args, dir := configBox(t, func(w http.ResponseWriter, r *http.Request) {
 		var req api.ConfigApply
 		json.NewDecoder(r.Body).Decode(&req)
 		line := r.Method + " " + r.URL.Path
@@ -154,17 +138,10 @@ func TestConfigApplyCommand(t *testing.T) {
 				{Version: versions.Version{Number: 4, State: state4, By: "ncpos", From: "192.0.2.7", Reason: why4}, Diff: "+hostname = \"fw2\""},
 				{Version: versions.Version{Number: 3, State: versions.Confirmed, By: "box", Comment: "the configuration the box booted on"}}}})
 		}
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{id.Cert}}
-	srv.StartTLS()
-	defer srv.Close()
-	dir := t.TempDir()
-	pw := filepath.Join(dir, "pw")
-	os.WriteFile(pw, []byte("fw1-password-long\n"), 0o600)
+	})
 	good := filepath.Join(dir, "good.toml")
 	os.WriteFile(good, []byte("hostname = \"fw2\"\n"), 0o600)
-	host, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
-	args := []string{"-host", host, "-status-port", port, "-password-file", pw, "-fingerprint", id.Fingerprint, "-known", filepath.Join(dir, "known")}
+	host := args[1]
 	ctx := context.Background()
 	run := func(in string, extra ...string) (string, error) {
 		asked = nil
@@ -208,4 +185,24 @@ func TestConfigApplyCommand(t *testing.T) {
 	if out, err := run("", "confirm", "-version", "4"); err != nil || out != "version 4 confirmed: the box boots on it\n" {
 		t.Errorf("confirm: %v\n%s", err, out)
 	}
+}
+
+// configBox serves h as box fw1 over HTTPS with a box's identity, and
+// returns the flags that reach it (its password in a file) and a folder
+// for the test's files.
+func configBox(t *testing.T, h http.HandlerFunc) (args []string, dir string) {
+	t.Helper()
+	id, err := boxtls.Ensure(t.TempDir(), "fw1", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{id.Cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	dir = t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	os.WriteFile(pw, []byte("fw1-password-long\n"), 0o600)
+	host, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	return []string{"-host", host, "-status-port", port, "-password-file", pw, "-fingerprint", id.Fingerprint, "-known", filepath.Join(dir, "known")}, dir
 }
