@@ -58,10 +58,7 @@ func (a *Asker) Check(ctx context.Context, b Box) (Report, *tls.ConnectionState)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c := &api.Client{URL: "https://" + b.Address + "/", TLS: a.TLS(b)}
-	if a.Password != nil {
-		c.Password = a.Password(b)
-	}
+	c := a.client(b)
 	var s api.Snapshot
 	cs, err := c.Call(ctx, http.MethodGet, "api/v1/status", nil, &s)
 	var se *api.StatusError

@@ -235,15 +235,21 @@ func Start(opts Options) (_ *Forwarder, err error) {
 	if f.ports, f.cores, f.eng, err = startEngine(&f.opts); err != nil {
 		return nil, err
 	}
-	if x, ok := f.eng.(*xdpEngine); ok && x.note != "" {
-		f.notes = append(f.notes, x.note)
-	}
+	f.notes = engineNotes(f.eng)
 	f.heartbeat = time.Now()
 	if err := f.takeSample(); err != nil {
 		f.eng.close()
 		return nil, err
 	}
 	return f, nil
+}
+
+// engineNotes are what the engine cannot do here, for /status.
+func engineNotes(eng engine) []string {
+	if x, ok := eng.(*xdpEngine); ok && x.note != "" {
+		return []string{x.note}
+	}
+	return nil
 }
 
 // newPorts makes the ports of segs, in slots 2*i and 2*i+1.

@@ -81,10 +81,7 @@ func (f *Forwarder) restart(next Options) (forwarderapi.Reconfigured, error) {
 	for _, s := range next.Segments {
 		r.Attached = append(r.Attached, s.Name)
 	}
-	var notes []string
-	if x, ok := eng.(*xdpEngine); ok && x.note != "" {
-		notes = append(notes, x.note)
-	}
+	notes := engineNotes(eng)
 	base, baseErr := baseline(eng, ports)
 	f.mu.Lock()
 	f.opts.Engine, f.opts.Mode, f.opts.Cores, f.opts.FlowTableSize = next.Engine, next.Mode, next.Cores, next.FlowTableSize

@@ -23,29 +23,23 @@ type Daemon struct {
 // StartForwarderd runs bin in the forwarder namespace bridging the lab's
 // segments, with extra flags, and waits until it answers /status.
 func (l *Lab) StartForwarderd(bin, runDir string, extra ...string) (*Daemon, error) {
-	d := &Daemon{client: forwarderapi.NewClient(runDir, 2*time.Second)}
-	ready := func() error {
-		_, err := d.client.Status(context.Background())
-		return err
-	}
-	p, err := l.StartProcess("forwarderd", bin, runDir, append(l.SegmentArgs(), extra...), ready, 30*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	d.Process = p
-	return d, nil
+	return l.startForwarderd(bin, runDir, append(l.SegmentArgs(), extra...))
 }
 
 // StartForwarderdOn runs bin in the forwarder namespace on the
 // configuration file cfg, whose LAN1, LAN2, ... are the lab's ports
 // (Ports), so that it can be reconfigured from that file.
 func (l *Lab) StartForwarderdOn(bin, runDir, cfg string, extra ...string) (*Daemon, error) {
+	return l.startForwarderd(bin, runDir, append([]string{"-config", cfg, "-ports", l.Ports()}, extra...))
+}
+
+// startForwarderd runs bin with args and waits until it answers /status.
+func (l *Lab) startForwarderd(bin, runDir string, args []string) (*Daemon, error) {
 	d := &Daemon{client: forwarderapi.NewClient(runDir, 2*time.Second)}
 	ready := func() error {
 		_, err := d.client.Status(context.Background())
 		return err
 	}
-	args := append([]string{"-config", cfg, "-ports", l.Ports()}, extra...)
 	p, err := l.StartProcess("forwarderd", bin, runDir, args, ready, 30*time.Second)
 	if err != nil {
 		return nil, err

@@ -150,16 +150,7 @@ func TestConfigInPlace(t *testing.T) {
 	img := testImage(t, "config", config.DefaultTOML())
 	cables, wires := newCables(t, 4)
 	v, _ := boot(t, img, false, func(o *Options) { o.Wires = wires })
-	var s *api.Snapshot
-	for deadline := time.Now().Add(v.Within(5 * time.Minute)); ; time.Sleep(time.Second) {
-		s = snapshot(t, v)
-		if forwardingNormally(s, "seg1") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("seg1 not forwarding normally 5 minutes after boot: %s", conditionList(s))
-		}
-	}
+	s := waitForwardingNormally(t, v, "seg1", 5*time.Minute)
 	up := time.Now().Add(-time.Duration(s.System.UptimeSeconds * float64(time.Second)))
 	pids := daemonPIDs(t, v)
 	c := configClient(v)
@@ -405,13 +396,14 @@ func TestConfigRevert(t *testing.T) {
 	}
 }
 
-// waitForwardingNormally waits until seg forwards with its relay normal.
-func waitForwardingNormally(t *testing.T, v *VM, seg string, within time.Duration) {
+// waitForwardingNormally waits until seg forwards with its relay normal
+// and returns the status that says so.
+func waitForwardingNormally(t *testing.T, v *VM, seg string, within time.Duration) *api.Snapshot {
 	t.Helper()
 	for deadline := time.Now().Add(v.Within(within)); ; time.Sleep(time.Second) {
 		s := snapshot(t, v)
 		if forwardingNormally(s, seg) {
-			return
+			return s
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s not forwarding normally within %v: %s", seg, within, conditionList(s))

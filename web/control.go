@@ -8,7 +8,6 @@ import (
 	"io"
 	"log"
 	"mime"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -210,15 +209,11 @@ func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
 
 // who names the requester for the log: Basic user and remote address.
 func who(r *http.Request) string {
-	user, _, _ := r.BasicAuth()
+	user, from := origin(r)
 	if user == "" {
 		user = "?"
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	return user + "@" + host
+	return user + "@" + from
 }
 
 // segmentPair returns the bypass pair of the named segment ("" for none)

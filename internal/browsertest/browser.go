@@ -94,9 +94,8 @@ func (b *Browser) Load(url, ready string, within time.Duration) (string, error) 
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 		return "", fmt.Errorf("loading %s: %w", url, err)
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](ready,
-		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(within))); err != nil {
-		return "", fmt.Errorf("%s: waiting for %s: %w", url, ready, err)
+	if err := b.wait(ctx, ready, within); err != nil {
+		return "", fmt.Errorf("%s: %w", url, err)
 	}
 	dom, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
 	if err != nil {
@@ -136,6 +135,10 @@ func (b *Browser) Eval(js string, within time.Duration) (string, error) {
 func (b *Browser) Wait(ready string, within time.Duration) error {
 	ctx, cancel := context.WithTimeout(b.ctx, within)
 	defer cancel()
+	return b.wait(ctx, ready, within)
+}
+
+func (b *Browser) wait(ctx context.Context, ready string, within time.Duration) error {
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](ready,
 		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(within))); err != nil {
 		return fmt.Errorf("waiting for %s: %w", ready, err)
