@@ -1,7 +1,6 @@
 package appliance
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,45 +8,6 @@ import (
 
 	"github.com/ncpos/ncpos/config"
 )
-
-func TestStaticLease(t *testing.T) {
-	got, err := staticLease("192.0.2.10/24", "192.0.2.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lease map[string]string
-	if err := json.Unmarshal([]byte(got), &lease); err != nil {
-		t.Fatal(err)
-	}
-	if lease["IP"] != "192.0.2.10" || lease["Netmask"] != "255.255.255.0" || lease["Router"] != "192.0.2.1" {
-		t.Fatalf("lease = %v", lease)
-	}
-	for _, bad := range [][2]string{{"192.0.2.10", ""}, {"2001:db8::1/64", ""}, {"192.0.2.10/24", "gw"}} {
-		if _, err := staticLease(bad[0], bad[1]); err == nil {
-			t.Errorf("staticLease(%q, %q) succeeded", bad[0], bad[1])
-		}
-	}
-}
-
-func TestDHCPOnlyOnManagement(t *testing.T) {
-	cfg := config.Default()
-	cmd, err := dhcpCommand(cfg, "eth3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Join(cmd.Args[1:], " ") != "-interface=eth3" {
-		t.Fatalf("dhcp args = %q", cmd.Args)
-	}
-	cfg.Management.DHCP = false
-	cfg.Management.Address = "192.0.2.10/24"
-	cmd, err = dhcpCommand(cfg, "eth3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(cmd.Args[2], "-static_network_config={") {
-		t.Fatalf("static dhcp args = %q", cmd.Args)
-	}
-}
 
 func TestLoadConfig(t *testing.T) {
 	dir := t.TempDir()

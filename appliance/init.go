@@ -4,11 +4,10 @@
 package appliance
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"log"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,13 +18,14 @@ import (
 	"time"
 
 	"github.com/gokrazy/gokrazy"
-	"golang.org/x/sys/unix"
 
+	"github.com/ncpos/ncpos/appliance/initapi"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/dataport"
 	"github.com/ncpos/ncpos/internal/kmsg"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/logs"
+	"github.com/ncpos/ncpos/mgmtport"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/watchdog"
 )
@@ -97,12 +97,6 @@ func Init(buildID string) error {
 		log.Printf("configuration rejected: %v", r)
 		rec.Config.Rejected = append(rec.Config.Rejected, r.Error())
 	}
-	if cfg.Hostname != "" {
-		if err := unix.Sethostname([]byte(cfg.Hostname)); err != nil {
-			log.Printf("sethostname: %v", err)
-		}
-	}
-
 	if wd != nil && !slices.Contains(cfg.Services, "watchdogd") {
 		// The image's configuration runs watchdogd, the one on /perm does
 		// not: nobody would pet the device init holds.
@@ -131,18 +125,27 @@ func Init(buildID string) error {
 		}
 	}
 
-	var services []*gokrazy.Service
+	b := &box{config: BootConfig}
 	if rec.ManagementInterface == "" {
 		// The management port is never guessed: any other interface may
 		// be a data port cabled to a network that must never reach the
 		// box. Without it the box forwards, and is reached through its
 		// serial console until the profile or the configuration is fixed.
 		log.Printf("management port %s not found on this box: no DHCP and no status page on the network", cfg.Management.Port)
-	} else if dhcp, err := dhcpCommand(cfg, rec.ManagementInterface); err != nil {
-		log.Printf("management address: %v", err)
 	} else {
-		services = append(services, gokrazy.NewService(dhcp))
+		b.port = &mgmtport.Port{Ifname: rec.ManagementInterface, Out: os.Stderr,
+			DHCP: []string{DHCPPath, "-interface=" + rec.ManagementInterface}}
 	}
+	if err := b.take(cfg); err != nil {
+		log.Printf("box settings: %v", err)
+	}
+	go func() {
+		if err := ipc.Serve(context.Background(), ipc.DefaultDir, initapi.Name, b.handler()); err != nil {
+			log.Printf("init's socket: %v", err)
+		}
+	}()
+
+	var services []*gokrazy.Service
 	for _, name := range cfg.Services {
 		cmd, err := daemonCommand(name, cfg, rec, wd)
 		if err != nil {
@@ -223,42 +226,6 @@ func claimWatchdog(path string, rec *sysinfo.InitRecord) *watchdog.Device {
 	}
 	log.Printf("claimed watchdog %s (%s) as fd %d before gokrazy.Boot", path, wd.Identity, wd.Fd())
 	return wd
-}
-
-// dhcpCommand runs gokrazy's DHCP client on the management port only, or
-// applies the static address from the configuration.
-func dhcpCommand(cfg *config.Config, ifname string) (*exec.Cmd, error) {
-	args := []string{"-interface=" + ifname}
-	if !cfg.Management.DHCP {
-		sc, err := staticLease(cfg.Management.Address, cfg.Management.Gateway)
-		if err != nil {
-			return nil, err
-		}
-		args = append(args, "-static_network_config="+sc)
-	}
-	return exec.Command(DHCPPath, args...), nil
-}
-
-// staticLease renders a static address in the JSON form of gokrazy's dhcp
-// -static_network_config flag (a github.com/rtr7/dhcp4 Lease).
-func staticLease(cidr, gateway string) (string, error) {
-	ip, ipnet, err := net.ParseCIDR(cidr)
-	if err != nil || ip.To4() == nil {
-		return "", fmt.Errorf("management.address %q: want an IPv4 address in CIDR form", cidr)
-	}
-	lease := map[string]any{
-		"IP":      ip.To4().String(),
-		"Netmask": net.IP(ipnet.Mask).String(),
-	}
-	if gateway != "" {
-		gw := net.ParseIP(gateway)
-		if gw == nil || gw.To4() == nil {
-			return "", fmt.Errorf("management.gateway %q: want an IPv4 address", gateway)
-		}
-		lease["Router"] = gw.To4().String()
-	}
-	b, err := json.Marshal(lease)
-	return string(b), err
 }
 
 // tuneLogging lets the daemons' log lines through: the kernel log takes

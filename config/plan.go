@@ -44,8 +44,11 @@ const (
 type settingPlan struct {
 	effect Effect
 	taker  string // for EffectInPlace (and the daemon that re-attaches)
-	why    string // for EffectReboot: what only a boot can do
+	why    string // what only a boot can do, or what an operator should know
 }
+
+// moveAddress is the detail of a change to the management address.
+const moveAddress = "the management address moves: confirm over the new one, or the change reverts by itself"
 
 // settingPlans says, for every setting of the schema, how a change to it
 // takes effect. Settings inside [[array]] tables are named without
@@ -56,10 +59,13 @@ var settingPlans = map[string]settingPlan{
 	"platform": {EffectReboot, "", "the platform profile names the ports, the watchdog and the bypass hardware the daemons were started on"},
 	"services": {EffectReboot, "", "init starts and supervises the daemons once per boot"},
 
-	"management.port":    {EffectReboot, "", "the management port is chosen and quieted as a data port's opposite at boot"},
-	"management.dhcp":    {EffectReboot, "", "the management address is set by the DHCP client init starts at boot"},
-	"management.address": {EffectReboot, "", "the management address is set by the DHCP client init starts at boot"},
-	"management.gateway": {EffectReboot, "", "the management address is set by the DHCP client init starts at boot"},
+	"management.port": {EffectReboot, "", "the management port is chosen and quieted as a data port's opposite at boot"},
+	// Init moves the management address in place; the address given up
+	// answers a few seconds more, then a host that cannot reach the new
+	// one is cut off until the change reverts by itself.
+	"management.dhcp":    {EffectInPlace, TakerInit, moveAddress},
+	"management.address": {EffectInPlace, TakerInit, moveAddress},
+	"management.gateway": {EffectInPlace, TakerInit, moveAddress},
 
 	"status.port":          {EffectReboot, "", "statusd listens on the ports init gives it at boot"},
 	"status.http_port":     {EffectReboot, "", "statusd listens on the ports init gives it at boot"},

@@ -266,7 +266,9 @@ func daemonPIDs(t *testing.T, v *VM) map[string]int {
 // community answers, the old one does not, syslog receives the box's
 // events, and no segment or relay changes state. A change that moves seg1
 // onto a port without a cable reverts by itself long before its deadline;
-// one never confirmed reverts when its deadline passes; a rollback goes
+// one that moves the management address where the host cannot reach it,
+// never confirmed, cuts the host off and reverts when its deadline
+// passes, the box answering on its old address again; a rollback goes
 // back to the configuration the box booted on. The history and the
 // events say so.
 func TestConfigRevert(t *testing.T) {
@@ -353,14 +355,45 @@ func TestConfigRevert(t *testing.T) {
 	}
 	waitForwardingNormally(t, v, "seg1", time.Minute)
 
-	// Never confirmed: reverted when the deadline passes.
-	held := strings.Replace(next, "hold_down = \"5s\"", "hold_down = \"7s\"", 1)
-	res = apply("hold-down 7s, not confirmed", held, 20)
+	// The management address moved where the host cannot reach it, and
+	// never confirmed: the host is cut off once the old address has
+	// lingered, and the box answers on it again by itself when the
+	// deadline passes.
+	away := strings.Replace(next, "dhcp = true", "dhcp = false", 1)
+	away = strings.Replace(away, "address = \"\"", "address = \"10.0.9.15/24\"", 1)
+	away = strings.Replace(away, "gateway = \"\"", "gateway = \"10.0.9.2\"", 1)
+	start = time.Now()
+	res = apply("management address moved away, not confirmed", away, 60)
 	deadline := res.Version.Deadline
-	ver = waitSettledOnBox(t, c, res.Version.Number, v.Within(2*time.Minute))
-	t.Logf("not confirmed: %s %v after its deadline: %s", ver.State, ver.Done.Sub(deadline).Round(time.Millisecond), ver.Reason)
+	quick := &api.Client{URL: v.StatusURL(), Password: testPassword, HTTP: v.Client(5 * time.Second)}
+	for end := time.Now().Add(v.Within(time.Minute)); ; time.Sleep(time.Second) {
+		if _, err := quick.Config(ctx); err != nil {
+			t.Logf("management address moved away: the host cut off %v after the apply (%v)", time.Since(start).Round(time.Second), err)
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the box still answers on its old address a minute after it moved away")
+		}
+	}
+	if time.Now().After(deadline) {
+		t.Fatalf("the host was cut off only after the deadline %v: the test proves nothing", deadline)
+	}
+	for end := deadline.Add(v.Within(2 * time.Minute)); ; time.Sleep(time.Second) {
+		if _, err := quick.Config(ctx); err == nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the box did not answer on its old address again within 2 min of the deadline %v", deadline)
+		}
+	}
+	t.Logf("management address moved away: answering on the old address %v after the deadline", time.Since(deadline).Round(time.Second))
+	ver = waitSettledOnBox(t, c, res.Version.Number, v.Within(time.Minute))
+	t.Logf("management address moved away: %s %v after its deadline: %s", ver.State, ver.Done.Sub(deadline).Round(time.Millisecond), ver.Reason)
 	if ver.State != versions.Reverted || !strings.Contains(ver.Reason, "deadline") || ver.Done.Before(deadline) {
-		t.Errorf("a change never confirmed: %+v, want reverted after its deadline %v", ver, deadline)
+		t.Errorf("a management address never confirmed: %+v, want reverted after its deadline %v", ver, deadline)
+	}
+	if cur, err := c.Config(ctx); err != nil || cur.Version != now {
+		t.Errorf("after the revert version %+v is in force (%v), want %d", cur, err, now)
 	}
 
 	// A rollback to the configuration the box booted on, confirmed at

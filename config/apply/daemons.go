@@ -7,14 +7,16 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ncpos/ncpos/appliance/initapi"
 	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 )
 
-// DaemonTakers are forwarderd, bypassd and watchdogd as takers: each reads
-// the configuration again when asked on its socket in runDir
+// DaemonTakers are forwarderd, bypassd and watchdogd as takers, and init
+// for the box's own settings (its hostname and management address): each
+// reads the configuration again when asked on its socket in runDir
 // (POST /reconfigure), within timeout. A daemon that is not among the
 // services the box runs takes nothing: whatever its settings say has no
 // effect until it runs.
@@ -46,6 +48,10 @@ func DaemonTakers(runDir string, services []string, timeout time.Duration) map[s
 	})
 	add(config.TakerWatchdog, func(ctx context.Context) error {
 		_, err := watchdogapi.NewClient(runDir, timeout).Reconfigure(ctx)
+		return err
+	})
+	out[config.TakerInit] = TakerFunc(func(ctx context.Context) error {
+		_, err := initapi.NewClient(runDir, timeout).Reconfigure(ctx)
 		return err
 	})
 	return out

@@ -91,12 +91,11 @@ func configs() *web.Configs {
 
 // changes is the box's manager of configuration changes on
 // /run/ncpos/config.toml: forwarderd, bypassd and watchdogd take their
-// parts over their sockets, statusd its own and the box's hostname here,
-// and a change is held to
-// the monitor's view of the segments and daemons until confirmed.
+// parts over their sockets, init the box's hostname and management
+// address over its own, statusd its own settings here, and a change is
+// held to the monitor's view of the segments and daemons until confirmed.
 func changes(cfg *config.Config, srv *web.Server, out *outputs, mon *web.Monitor, evlog *events.Log) *apply.Manager {
 	takers := apply.DaemonTakers(ipc.Dir(), cfg.Services, time.Minute)
-	takers[config.TakerInit] = boxTaker{}
 	takers[config.TakerStatus] = apply.TakerFunc(func(context.Context) error {
 		next, err := config.Load(appliance.BootConfig)
 		if err != nil {

@@ -1,0 +1,229 @@
+// Package mgmtport gives the management port its address: a static one
+// from the configuration, or one leased by gokrazy's DHCP client, which it
+// runs while the configuration asks for DHCP and stops when it does not.
+// Init sets the address at boot, and again in place when a change of the
+// configuration asks for another. An address given up stays valid for a
+// few seconds more, deprecated, so that the answer to the change still
+// reaches the operator who made it over that address; then the kernel
+// removes it.
+package mgmtport
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
+	"github.com/ncpos/ncpos/config"
+)
+
+// DefaultLinger is how long an address given up stays valid.
+const DefaultLinger = 5 * time.Second
+
+// routePriority is the metric of the default route of a static address:
+// the one gokrazy's DHCP client gives an ethN port's route, so that each
+// replaces the other.
+const routePriority = 1
+
+// Port is the management port.
+type Port struct {
+	Ifname string
+	// DHCP is the DHCP client's command line, run while the
+	// configuration asks for DHCP (and again should it exit).
+	DHCP []string
+	// Linger is how long an address given up stays valid (DefaultLinger
+	// when 0).
+	Linger time.Duration
+	// Out takes the DHCP client's output (nil: discarded).
+	Out io.Writer
+	// ProcSys is where the port's sysctls are (/proc/sys when "").
+	ProcSys string
+
+	mu     sync.Mutex
+	client *client
+	set    *config.Management // what was set last
+}
+
+// State is what the port was last set to.
+type State struct {
+	Interface string   `json:"interface"`
+	DHCP      bool     `json:"dhcp"`
+	Addresses []string `json:"addresses"` // IPv4, in CIDR form, as the kernel holds them
+	Gateway   string   `json:"gateway,omitempty"`
+}
+
+// Set gives the port the address m asks for; it does nothing when m is
+// what was set last.
+func (p *Port) Set(m config.Management) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.set != nil && *p.set == m {
+		return nil
+	}
+	link, err := netlink.LinkByName(p.Ifname)
+	if err != nil {
+		return fmt.Errorf("management port %s: %w", p.Ifname, err)
+	}
+	// A new address on the subnet of the one given up is its secondary:
+	// the kernel would drop it with the primary unless promoted.
+	p.sysctl("promote_secondaries", "1")
+	if err := netlink.LinkSetUp(link); err != nil {
+		return fmt.Errorf("management port %s: bringing it up: %w", p.Ifname, err)
+	}
+	if m.DHCP {
+		// The client runs even when an address of before would not go:
+		// without it the port may have none at all.
+		err := p.static(link, nil, "")
+		if p.client == nil {
+			if len(p.DHCP) == 0 {
+				return fmt.Errorf("management port %s: no DHCP client to run", p.Ifname)
+			}
+			p.client = startClient(p.DHCP, p.Out)
+		}
+		if err != nil {
+			return err
+		}
+	} else {
+		// Stopped first: a lease renewed meanwhile would come back.
+		if p.client != nil {
+			p.client.stop()
+			p.client = nil
+		}
+		addr, err := netlink.ParseAddr(m.Address)
+		if err != nil {
+			return fmt.Errorf("management.address %q: %w", m.Address, err)
+		}
+		if err := p.static(link, addr, m.Gateway); err != nil {
+			return err
+		}
+	}
+	p.set = &m
+	return nil
+}
+
+// static gives link the address addr (nil: none of its own, DHCP's) and
+// a default route through gateway ("": none). Every other IPv4 address
+// lingers, and every other default route on link goes.
+func (p *Port) static(link netlink.Link, addr *netlink.Addr, gateway string) error {
+	if addr != nil {
+		if err := netlink.AddrReplace(link, addr); err != nil {
+			return fmt.Errorf("management port %s: address %s: %w", p.Ifname, addr.IPNet, err)
+		}
+	}
+	have, err := netlink.AddrList(link, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("management port %s: reading its addresses: %w", p.Ifname, err)
+	}
+	linger := p.Linger
+	if linger <= 0 {
+		linger = DefaultLinger
+	}
+	var errs []error
+	for _, a := range have {
+		if addr != nil && a.IPNet.String() == addr.IPNet.String() {
+			continue
+		}
+		if a.ValidLft > 0 && a.ValidLft <= int(linger.Seconds()) {
+			continue // already on its way out
+		}
+		old := &netlink.Addr{IPNet: a.IPNet, ValidLft: int(linger.Seconds()), PreferedLft: 0}
+		if err := netlink.AddrReplace(link, old); err != nil {
+			errs = append(errs, fmt.Errorf("management port %s: giving up %s: %w", p.Ifname, a.IPNet, err))
+		}
+	}
+	if err := p.route(link, gateway); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// route makes gateway the only default route through link ("": none).
+func (p *Port) route(link netlink.Link, gateway string) error {
+	var want net.IP
+	if gateway != "" {
+		if want = net.ParseIP(gateway).To4(); want == nil {
+			return fmt.Errorf("management.gateway %q: not an IPv4 address", gateway)
+		}
+		err := netlink.RouteReplace(&netlink.Route{LinkIndex: link.Attrs().Index, Dst: defaultDst(), Gw: want, Priority: routePriority})
+		if err != nil {
+			return fmt.Errorf("management port %s: default route through %s: %w", p.Ifname, gateway, err)
+		}
+	}
+	routes, err := netlink.RouteList(link, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("management port %s: reading its routes: %w", p.Ifname, err)
+	}
+	var errs []error
+	for _, r := range routes {
+		isDefault := r.Dst == nil || r.Dst.IP.IsUnspecified() && slices.Equal(r.Dst.Mask, net.IPv4Mask(0, 0, 0, 0))
+		if !isDefault || want != nil && r.Gw.Equal(want) && r.Priority == routePriority {
+			continue
+		}
+		if err := netlink.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+			errs = append(errs, fmt.Errorf("management port %s: removing the default route through %s: %w", p.Ifname, r.Gw, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func defaultDst() *net.IPNet {
+	return &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.IPv4Mask(0, 0, 0, 0)}
+}
+
+// sysctl sets one of the port's IPv4 settings, best effort: a box whose
+// kernel lacks it keeps its behaviour.
+func (p *Port) sysctl(name, value string) {
+	root := p.ProcSys
+	if root == "" {
+		root = "/proc/sys"
+	}
+	os.WriteFile(filepath.Join(root, "net/ipv4/conf", p.Ifname, name), []byte(value), 0o644)
+}
+
+// State reads the port's addresses and its default route as they are.
+func (p *Port) State() (State, error) {
+	p.mu.Lock()
+	set := p.set
+	p.mu.Unlock()
+	st := State{Interface: p.Ifname, Addresses: []string{}}
+	if set != nil {
+		st.DHCP = set.DHCP
+	}
+	link, err := netlink.LinkByName(p.Ifname)
+	if err != nil {
+		return st, fmt.Errorf("management port %s: %w", p.Ifname, err)
+	}
+	addrs, err := netlink.AddrList(link, netlink.FAMILY_V4)
+	if err != nil {
+		return st, fmt.Errorf("management port %s: reading its addresses: %w", p.Ifname, err)
+	}
+	for _, a := range addrs {
+		st.Addresses = append(st.Addresses, a.IPNet.String())
+	}
+	routes, _ := netlink.RouteList(link, netlink.FAMILY_V4)
+	for _, r := range routes {
+		if (r.Dst == nil || r.Dst.IP.IsUnspecified()) && r.Gw != nil {
+			st.Gateway = r.Gw.String()
+		}
+	}
+	return st, nil
+}
+
+// Close stops the DHCP client, if it runs.
+func (p *Port) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.client != nil {
+		p.client.stop()
+		p.client = nil
+	}
+	p.set = nil
+}

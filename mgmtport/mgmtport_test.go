@@ -1,0 +1,165 @@
+package mgmtport
+
+import (
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+
+	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/internal/testenv"
+)
+
+const (
+	childEnv = "NCPOS_MGMTPORT_CHILD" // the test, in a network namespace of its own
+	dhcpEnv  = "NCPOS_MGMTPORT_DHCP"  // a stand-in DHCP client: the pid file it writes
+	port     = "ncpt-mgmt"
+	lease    = "10.0.2.15/24"
+	leaseGW  = "10.0.2.2"
+)
+
+// TestMain plays the DHCP client when asked: it takes lease on port and a
+// default route through leaseGW, as gokrazy's does, writes its pid, and
+// runs until it is stopped.
+func TestMain(m *testing.M) {
+	if pidFile := os.Getenv(dhcpEnv); pidFile != "" {
+		os.Exit(fakeDHCP(pidFile))
+	}
+	os.Exit(m.Run())
+}
+
+func fakeDHCP(pidFile string) int {
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	link, err := netlink.LinkByName(port)
+	if err == nil {
+		a, _ := netlink.ParseAddr(lease)
+		err = netlink.AddrReplace(link, a)
+	}
+	if err == nil {
+		err = netlink.RouteReplace(&netlink.Route{LinkIndex: link.Attrs().Index, Dst: defaultDst(), Gw: net.ParseIP(leaseGW), Priority: routePriority})
+	}
+	if err != nil {
+		os.Stderr.WriteString("fake dhcp: " + err.Error() + "\n")
+		return 1
+	}
+	os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o644)
+	<-term
+	return 0
+}
+
+// TestPortInPlace runs in a network namespace of its own (the test runs
+// itself again with CLONE_NEWNET, as root), on a veth end that stands for
+// the management port: DHCP, then a static address on another subnet,
+// another on the same subnet, and DHCP again. Each time the DHCP client
+// runs only while DHCP is asked for, the address given up lingers and
+// then goes, and the default route is the one asked for alone.
+func TestPortInPlace(t *testing.T) {
+	if os.Getenv(childEnv) == "1" {
+		portInPlace(t)
+		return
+	}
+	testenv.NeedRoot(t, testenv.Lab, "a network namespace")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestPortInPlace$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+	out, err := cmd.CombinedOutput()
+	t.Logf("in a network namespace:\n%s", out)
+	if err != nil {
+		t.Fatalf("namespace child: %v", err)
+	}
+}
+
+func portInPlace(t *testing.T) {
+	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: "ncpt-peer"}); err != nil {
+		t.Fatal(err)
+	}
+	peer, _ := netlink.LinkByName("ncpt-peer")
+	netlink.LinkSetUp(peer)
+
+	pidFile := filepath.Join(t.TempDir(), "dhcp.pid")
+	p := &Port{Ifname: port, DHCP: []string{os.Args[0]}, Linger: time.Second}
+	t.Setenv(dhcpEnv, pidFile) // the client's environment
+	defer p.Close()
+
+	if err := (&Port{Ifname: "ncpt-none"}).Set(config.Management{DHCP: true}); err == nil || !strings.Contains(err.Error(), "ncpt-none") {
+		t.Errorf("a port that is not there: error %v, want one naming it", err)
+	}
+
+	must := func(m config.Management) {
+		t.Helper()
+		if err := p.Set(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(config.Management{DHCP: true})
+	dhcp := waitPid(t, pidFile, 0)
+	wantState(t, p, []string{lease}, leaseGW)
+
+	// The client that exits runs again.
+	syscall.Kill(dhcp, syscall.SIGKILL)
+	dhcp = waitPid(t, pidFile, dhcp)
+
+	// Another subnet: the lease lingers, deprecated, then goes; the
+	// client has stopped.
+	must(config.Management{Address: "192.0.2.10/24", Gateway: "192.0.2.1"})
+	if err := syscall.Kill(dhcp, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the DHCP client (pid %d) still runs on a static address: %v", dhcp, err)
+	}
+	st, _ := p.State()
+	if !slices.Contains(st.Addresses, lease) || !slices.Contains(st.Addresses, "192.0.2.10/24") || st.Gateway != "192.0.2.1" {
+		t.Errorf("right after the change: %+v, want both addresses (the lease lingering) and the gateway 192.0.2.1", st)
+	}
+	wantState(t, p, []string{"192.0.2.10/24"}, "192.0.2.1")
+
+	// The same subnet: the new address outlives the one it replaces,
+	// though it was its secondary.
+	must(config.Management{Address: "192.0.2.11/24"})
+	wantState(t, p, []string{"192.0.2.11/24"}, "")
+	must(config.Management{Address: "192.0.2.11/24"}) // again: nothing to do
+
+	// DHCP again.
+	must(config.Management{DHCP: true})
+	waitPid(t, pidFile, dhcp)
+	wantState(t, p, []string{lease}, leaseGW)
+}
+
+// waitPid waits until the DHCP client has written a pid other than old.
+func waitPid(t *testing.T, pidFile string, old int) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(pidFile)
+		if pid, err := strconv.Atoi(string(b)); err == nil && pid != old {
+			return pid
+		}
+	}
+	t.Fatalf("the DHCP client did not run (pid file %s)", pidFile)
+	return 0
+}
+
+// wantState waits until the port holds exactly addrs and gateway.
+func wantState(t *testing.T, p *Port, addrs []string, gateway string) {
+	t.Helper()
+	var st State
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		var err error
+		if st, err = p.State(); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(st.Addresses, addrs) && st.Gateway == gateway {
+			t.Logf("%+v", st)
+			return
+		}
+	}
+	t.Fatalf("management port: %+v, want addresses %v and gateway %q", st, addrs, gateway)
+}
