@@ -111,3 +111,28 @@ func TestChooseConfig(t *testing.T) {
 		t.Error("a changed configuration was not kept")
 	}
 }
+
+// TestTakeTrial: the trial configuration is booted on once: it is gone
+// once taken, and one that does not load is gone too, with its error.
+func TestTakeTrial(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trial.toml")
+	if c, err := TakeTrial(path); c != nil || err != nil {
+		t.Fatalf("no trial: %v, %v", c, err)
+	}
+	text := "hostname = \"trial\"\n[[segment]]\nname = \"s\"\nports = [\"LAN1\", \"LAN2\"]\n"
+	os.WriteFile(path, []byte(text), 0o600)
+	c, err := TakeTrial(path)
+	if err != nil || c == nil || c.Config.Hostname != "trial" || string(c.Text) != text || !strings.Contains(c.Source, path) {
+		t.Fatalf("a trial: %+v, %v", c, err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("the trial is still there once taken: %v", err)
+	}
+	os.WriteFile(path, []byte("hostname = 7\n"), 0o600)
+	if c, err := TakeTrial(path); c != nil || err == nil || !strings.Contains(err.Error(), "hostname") {
+		t.Errorf("a trial that does not load: %+v, %v, want an error naming hostname", c, err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Errorf("a trial that does not load is still there: %v", err)
+	}
+}

@@ -24,6 +24,12 @@ const (
 	// one, runs on the very same configuration, whatever happens to the
 	// files on /perm meanwhile.
 	BootConfig = "/run/ncpos/config.toml"
+	// TrialConfig is a configuration the box boots on once, next: a
+	// change that needs a reboot, waiting for its confirmation (package
+	// config/apply). Init removes it as it boots on it, so that a box
+	// that restarts again before the change is confirmed comes up on
+	// PermConfig, the version before.
+	TrialConfig = "/perm/ncpos/trial.toml"
 	// ConfigVersions holds the configuration's versions (package
 	// config/versions): every change applied from afar.
 	ConfigVersions = "/perm/ncpos/versions"
@@ -88,6 +94,29 @@ func chooseConfig(base, override, lastGood string) (*config.Config, []byte, stri
 		return c, text, base, rejected
 	}
 	return config.Default(), config.DefaultTOML(), "built-in default", rejected
+}
+
+// TakeTrial returns the trial configuration at path (TrialConfig) and
+// removes it, durably, before the box runs on it; nil when there is none.
+// One that does not load is removed all the same, and its error returned:
+// the box then boots as if there were none.
+func TakeTrial(path string) (*Choice, error) {
+	text, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s rejected: %w", path, err)
+	}
+	if err := durable.Remove(path); err != nil {
+		// Booted on, it could be booted on again and again.
+		return nil, fmt.Errorf("%s not booted on: removing it first: %w", path, err)
+	}
+	cfg, err := config.ParseOnBox(path, text)
+	if err != nil {
+		return nil, fmt.Errorf("%s rejected, booting on the configuration before: %w", path, err)
+	}
+	return &Choice{Config: cfg, Text: text, Source: path + " (once: the next boot is on the version before unless it is confirmed)"}, nil
 }
 
 // WriteBootConfig keeps the boot's configuration text in path (BootConfig),

@@ -88,6 +88,11 @@ func Init(buildID string) error {
 	}
 
 	choice := ChooseConfig(EtcConfig, PermConfig, LastGoodConfig)
+	if trial, err := TakeTrial(TrialConfig); err != nil {
+		choice.Rejected = append(choice.Rejected, err)
+	} else if trial != nil {
+		choice.Config, choice.Text, choice.Source = trial.Config, trial.Text, trial.Source
+	}
 	cfg, source, rejected := choice.Config, choice.Source, choice.Rejected
 	rec.Config.Source = source
 	if err := WriteBootConfig(BootConfig, choice.Text); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -592,5 +593,78 @@ func TestConfigPowerCut(t *testing.T) {
 	ver := waitSettledOnBox(t, c, res.Version.Number, v.Within(time.Minute))
 	if ver.State != versions.Reverted || !strings.Contains(ver.Reason, "restarted") {
 		t.Errorf("version %d after the power cut: %s (%s), want reverted for the restart", ver.Number, ver.State, ver.Reason)
+	}
+}
+
+// TestConfigReboot applies a change only a boot takes (plain HTTP off):
+// the box refuses it unless the caller lets it reboot; it then boots on it
+// once, waiting for its confirmation, and boots back on the version before
+// when the deadline passes. The history says so.
+func TestConfigReboot(t *testing.T) {
+	requireQEMU(t)
+	t.Parallel()
+	base := string(config.DefaultTOML())
+	v, _ := boot(t, testImage(t, "config-reboot", []byte(base)), false)
+	plain := func() error {
+		resp, err := (&http.Client{Timeout: v.Within(5 * time.Second), CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		}}).Get(fmt.Sprintf("http://127.0.0.1:%d/", v.Options.HTTPPort))
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}
+	if err := plain(); err != nil {
+		t.Fatalf("plain HTTP before the change: %v", err)
+	}
+	c := configClient(v)
+	ctx := context.Background()
+	off := strings.Replace(base, "http_port = 80", "http_port = 0", 1)
+	within := int(v.Within(100*time.Second) / time.Second)
+	_, err := c.ApplyConfig(ctx, api.ConfigApply{Text: off, ConfirmWithin: &within})
+	if cf, ok := api.Conflict(err); !ok || cf.Reason != api.ConfigRefused || !strings.Contains(cf.Error, "with a reboot") {
+		t.Fatalf("a change only a boot takes, without a reboot: %v, want refused saying to apply it with a reboot", err)
+	}
+
+	asked := time.Now()
+	res, err := c.ApplyConfig(ctx, api.ConfigApply{Text: off, ConfirmWithin: &within, Reboot: true, Comment: "plain HTTP off"})
+	if err != nil {
+		// The answer races the reboot: the history tells.
+		t.Logf("the answer to the apply was lost to the reboot: %v", err)
+	} else if !res.Rebooting || res.Version.State != versions.Pending || !res.Version.Reboot {
+		t.Fatalf("applied with a reboot: %+v", res)
+	}
+	_, booted := waitReboot(t, v, asked, 3*time.Minute)
+	t.Logf("rebooted into the change %v after the apply", booted.Sub(asked).Round(time.Second))
+	cur, err := c.Config(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.ConfigHistory(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := h.Versions[0].Version
+	if cur.Version != 2 || !strings.Contains(cur.Source, "trial") || pending.Number != 2 || pending.State != versions.Pending {
+		t.Fatalf("after the reboot: version %d in force from %q, newest %+v; want version 2, pending, booted once", cur.Version, cur.Source, pending)
+	}
+	if err := plain(); err == nil {
+		t.Error("plain HTTP still answers on the version that turns it off")
+	}
+
+	// Never confirmed: back on version 1 by a reboot at the deadline.
+	_, back := waitReboot(t, v, pending.Deadline, time.Until(pending.Deadline)+3*time.Minute)
+	t.Logf("rebooted back %v after the deadline", back.Sub(pending.Deadline).Round(time.Second))
+	if cur, err = c.Config(ctx); err != nil || cur.Version != 1 {
+		t.Fatalf("after the revert: version %+v in force (%v), want 1", cur, err)
+	}
+	if h, err = c.ConfigHistory(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.Versions[0].Version; got.Number != 2 || got.State != versions.Reverted || !strings.Contains(got.Reason, "deadline") {
+		t.Errorf("history after the revert: %+v, want version 2 reverted for its deadline", got)
+	}
+	if err := plain(); err != nil {
+		t.Errorf("plain HTTP after the revert: %v", err)
 	}
 }

@@ -122,6 +122,7 @@ var guestOrder = []string{
 	"TestWireOnIntelPorts",
 	"TestConfigInPlace",
 	"TestConfigRevert",
+	"TestConfigReboot",
 	"TestConfigPowerCut",
 	"TestCablePullNoReset",
 	"TestSelfTestThroughCables",

@@ -72,7 +72,7 @@ func (s *Server) handleConfigApply(w http.ResponseWriter, r *http.Request) {
 	}
 	by, from := origin(r)
 	s.answerApplied(w, r, m, apply.Request{Text: []byte(req.Text), Next: next, Replaces: req.Replaces,
-		ConfirmWithin: within, Comment: req.Comment, By: by, From: from})
+		ConfirmWithin: within, Comment: req.Comment, By: by, From: from, Reboot: req.Reboot})
 }
 
 func (s *Server) handleConfigRollback(w http.ResponseWriter, r *http.Request) {
@@ -106,7 +106,7 @@ func (s *Server) handleConfigRollback(w http.ResponseWriter, r *http.Request) {
 		comment = fmt.Sprintf("rollback to version %d", req.Version)
 	}
 	s.answerApplied(w, r, m, apply.Request{Text: text, Next: next, Replaces: req.Replaces, ConfirmWithin: within,
-		Comment: comment, By: by, From: from, Rollback: req.Version})
+		Comment: comment, By: by, From: from, Rollback: req.Version, Reboot: req.Reboot})
 }
 
 // answerApplied applies req and answers what was done, or why not. A
@@ -134,7 +134,7 @@ func (s *Server) answerApplied(w http.ResponseWriter, r *http.Request, m *apply.
 		s.conflict(w, code, reason, err)
 		return
 	}
-	ipc.WriteJSON(w, api.ConfigApplied{Version: res.Version, Changes: res.Changes, TookMS: res.Took})
+	ipc.WriteJSON(w, api.ConfigApplied{Version: res.Version, Changes: res.Changes, TookMS: res.Took, Rebooting: res.Rebooting})
 }
 
 // conflict answers a change the box did not make, with the version in

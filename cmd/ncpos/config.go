@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/web/api"
 )
@@ -29,6 +30,7 @@ type configOpts struct {
 	keep    bool          // -no-confirm: leave the change waiting
 	watch   time.Duration // how long the change runs before it is confirmed
 	diff    bool
+	reboot  bool      // -reboot: a change only a boot takes may reboot the box
 	in      io.Reader // where the question is answered (standard input)
 }
 
@@ -55,6 +57,7 @@ func runConfigWith(ctx context.Context, args []string, in io.Reader) error {
 	fs.BoolVar(&o.keep, "no-confirm", false, "apply, rollback: leave the change waiting for ncpos config confirm instead of confirming it once the box answers again")
 	fs.DurationVar(&o.watch, "watch", 20*time.Second, "apply, rollback: how long the change runs before it is confirmed (longer than the box's 15 s grace, in which it reverts a change that stops a daemon or a segment)")
 	fs.BoolVar(&o.diff, "diff", false, "history: print each version's diff")
+	fs.BoolVar(&o.reboot, "reboot", false, "apply, rollback: a change only a boot takes reboots the box, which boots on it once and back unless it is confirmed")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -117,6 +120,9 @@ func runConfigWith(ctx context.Context, args []string, in io.Reader) error {
 		if sub == "plan" || len(plan.Changes) == 0 {
 			return nil
 		}
+		if plan.Disturbs == config.EffectReboot && !o.reboot {
+			return errors.New("only a reboot takes this change: give -reboot to let the box reboot into it (it boots on it once, and back unless it is confirmed)")
+		}
 		return o.applyConfig(ctx, c, text, plan.Version)
 	case "confirm":
 		v, err := c.ConfirmConfig(ctx, o.version)
@@ -150,7 +156,7 @@ func (o *configOpts) applyConfig(ctx context.Context, c *api.Client, text string
 		return err
 	}
 	within := int(o.within / time.Second)
-	res, err := c.ApplyConfig(ctx, api.ConfigApply{Text: text, Replaces: replaces, ConfirmWithin: &within, Comment: o.comment})
+	res, err := c.ApplyConfig(ctx, api.ConfigApply{Text: text, Replaces: replaces, ConfirmWithin: &within, Comment: o.comment, Reboot: o.reboot})
 	if err != nil {
 		return configErr(err)
 	}
@@ -167,7 +173,7 @@ func (o *configOpts) rollback(ctx context.Context, c *api.Client) error {
 		return err
 	}
 	within := int(o.within / time.Second)
-	res, err := c.RollbackConfig(ctx, api.ConfigRollback{Version: o.version, Replaces: cur.Version, ConfirmWithin: &within, Comment: o.comment})
+	res, err := c.RollbackConfig(ctx, api.ConfigRollback{Version: o.version, Replaces: cur.Version, ConfirmWithin: &within, Comment: o.comment, Reboot: o.reboot})
 	if err != nil {
 		return configErr(err)
 	}
@@ -181,7 +187,11 @@ func (o *configOpts) rollback(ctx context.Context, c *api.Client) error {
 // segment, is never confirmed, and the box goes back by itself.
 func (o *configOpts) settle(ctx context.Context, res *api.ConfigApplied) error {
 	v := res.Version
-	fmt.Printf("version %d applied (%s); taken in %s\n", v.Number, v.State, tookList(res.TookMS))
+	if res.Rebooting {
+		fmt.Printf("version %d applied (%s); the box reboots to take it\n", v.Number, v.State)
+	} else {
+		fmt.Printf("version %d applied (%s); taken in %s\n", v.Number, v.State, tookList(res.TookMS))
+	}
 	if v.State != versions.Pending {
 		return nil
 	}
@@ -192,6 +202,11 @@ func (o *configOpts) settle(ctx context.Context, res *api.ConfigApplied) error {
 	c, err := o.box.client() // new connections only: none opened before the change is used
 	if err != nil {
 		return err
+	}
+	if res.Rebooting {
+		if err := waitBooted(ctx, c, v); err != nil {
+			return err
+		}
 	}
 	fmt.Printf("watching it for %v before confirming it\n", o.watch)
 	var last error
@@ -217,6 +232,31 @@ func (o *configOpts) settle(ctx context.Context, res *api.ConfigApplied) error {
 	}
 	fmt.Printf("the box answered after the change: version %d confirmed\n", cv.Number)
 	return nil
+}
+
+// waitBooted waits until the box answers again on version v after the
+// reboot that takes it, or it is reverted, or its deadline passes.
+func waitBooted(ctx context.Context, c *api.Client, v versions.Version) error {
+	fmt.Println("waiting for the box to answer again")
+	for ; time.Now().Before(v.Deadline); time.Sleep(2 * time.Second) {
+		cur, err := c.Config(ctx)
+		if err != nil {
+			continue // down
+		}
+		if cur.Version != v.Number {
+			if h, err := c.ConfigHistory(ctx); err == nil {
+				for _, hv := range h.Versions {
+					if hv.Number == v.Number && hv.State == versions.Reverted {
+						return fmt.Errorf("the box reverted version %d: %s", v.Number, hv.Reason)
+					}
+				}
+			}
+			continue // not down yet, or back on the version before
+		}
+		fmt.Printf("the box answers on version %d\n", v.Number)
+		return nil
+	}
+	return fmt.Errorf("the box did not answer on version %d by its deadline, %s: it goes back by itself", v.Number, v.Deadline.Local().Format(time.RFC3339))
 }
 
 // ask asks once on o.in whether to go on, unless -yes.

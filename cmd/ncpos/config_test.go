@@ -109,21 +109,39 @@ func TestConfigApplyCommand(t *testing.T) {
 	var asked []string
 	busy := false
 	state4, why4 := versions.Pending, ""
+	reads := 0 // of the configuration in force: a reboot taking version 5 is done on the second
 	args, dir := configBox(t, func(w http.ResponseWriter, r *http.Request) {
 		var req api.ConfigApply
 		json.NewDecoder(r.Body).Decode(&req)
 		line := r.Method + " " + r.URL.Path
 		if r.URL.Path == "/api/v1/config/apply" {
 			line += fmt.Sprintf(" replaces %d within %d", req.Replaces, *req.ConfirmWithin)
+			if req.Reboot {
+				line += " reboot"
+			}
 		}
 		asked = append(asked, line)
 		switch r.URL.Path {
 		case "/api/v1/config":
+			if reads++; reads > 1 {
+				json.NewEncoder(w).Encode(api.ConfigInForce{Text: "platform = \"qemu\"\n", Version: 5})
+				return
+			}
 			json.NewEncoder(w).Encode(api.ConfigInForce{Text: "hostname = \"fw1\"\n", Version: 3})
 		case "/api/v1/config/plan":
+			if strings.Contains(req.Text, "platform") {
+				json.NewEncoder(w).Encode(api.ConfigPlan{Version: 3, Disturbs: config.EffectReboot, Diff: "+platform = \"qemu\"\n",
+					Changes: []config.Change{{Setting: "platform", Effect: config.EffectReboot, Detail: "only at boot"}}})
+				return
+			}
 			json.NewEncoder(w).Encode(api.ConfigPlan{Version: 3, Disturbs: config.EffectInPlace, Diff: "+hostname = \"fw2\"\n",
 				Changes: []config.Change{{Setting: "hostname", Effect: config.EffectInPlace, Taker: config.TakerInit}}})
 		case "/api/v1/config/apply":
+			if req.Reboot {
+				json.NewEncoder(w).Encode(api.ConfigApplied{Version: versions.Version{Number: 5, Parent: 3, State: versions.Pending, Reboot: true,
+					Deadline: time.Now().Add(time.Minute)}, Rebooting: true})
+				return
+			}
 			if busy {
 				w.WriteHeader(http.StatusConflict)
 				json.NewEncoder(w).Encode(api.ConfigConflict{Error: "a change waits for its confirmation: version 4", Reason: api.ConfigBusy, Version: 4})
@@ -166,6 +184,19 @@ func TestConfigApplyCommand(t *testing.T) {
 	if _, err := run("", "apply", "-file", good); err == nil || !strings.Contains(err.Error(), "give -yes") {
 		t.Errorf("apply without an answer: %v", err)
 	}
+	// Only a reboot takes it: refused without -reboot; with it, the
+	// change is confirmed once the box answers on it after the reboot.
+	platform := filepath.Join(dir, "platform.toml")
+	os.WriteFile(platform, []byte("platform = \"qemu\"\n"), 0o600)
+	if _, err := run("", "apply", "-file", platform, "-yes"); err == nil || !strings.Contains(err.Error(), "give -reboot") || len(asked) != 1 {
+		t.Errorf("apply of a change only a reboot takes, without -reboot: %v, asked %q", err, asked)
+	}
+	out, err = run("", "apply", "-file", platform, "-yes", "-reboot", "-watch", "1ms")
+	want = "POST /api/v1/config/plan;POST /api/v1/config/apply replaces 3 within 600 reboot;GET /api/v1/config;GET /api/v1/config/history;GET /api/v1/config;GET /api/v1/config/history;POST /api/v1/config/confirm"
+	if err != nil || strings.Join(asked, ";") != want || !strings.Contains(out, "the box reboots to take it") || !strings.Contains(out, "the box answers on version 5") {
+		t.Errorf("apply -reboot: %v\n%s\nasked %q, want %q", err, out, asked, want)
+	}
+
 	// The box reverted it meanwhile: not confirmed, and said so.
 	state4, why4 = versions.Reverted, "the box did not run well on it for 15s: segment seg1 forwarded before, now link_down"
 	if _, err := run("", "apply", "-file", good, "-yes", "-watch", "1ms"); err == nil || !strings.Contains(err.Error(), "the box reverted version 4: the box did not run well") ||

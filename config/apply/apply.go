@@ -71,8 +71,15 @@ type Manager struct {
 	// bypass while the takers take it, so that their traffic crosses the
 	// relays instead of being lost; release lets them return to normal.
 	// nil: nothing is held.
-	Hold   func(ctx context.Context, segments []string) (release func(context.Context), err error)
-	Events *events.Log // nil: none
+	Hold func(ctx context.Context, segments []string) (release func(context.Context), err error)
+	// TrialConfig is the file the box boots on once, next, to take a
+	// change that needs a reboot (appliance.TrialConfig): init removes it
+	// as it boots on it, so that a box that restarts again before the
+	// change is confirmed comes up on PermConfig, the version before.
+	// Reboot restarts the box. Without both, such a change is refused.
+	TrialConfig string
+	Reboot      func(ctx context.Context, reason string) error
+	Events      *events.Log // nil: none
 	// Grace is how long a daemon may stay not live, or a segment that
 	// forwarded before may stay not forwarding, after a change before
 	// the box reverts it (15 s when 0).
@@ -80,12 +87,20 @@ type Manager struct {
 	// Tick is how often the deadline and the health are checked (1 s
 	// when 0).
 	Tick time.Duration
+	// BootWindow is how long a change the box restarted under (a change
+	// taken by a reboot, or statusd started again) has to run well once
+	// before its health counts against it, the daemons and segments
+	// starting meanwhile (2 min when 0).
+	BootWindow time.Duration
 
 	mu      sync.Mutex
 	pending *change // set with setPending
 	// parent is the pending change's parent text, for Settled, which the
 	// monitor calls while the manager may wait for the monitor (Health).
 	parent atomic.Pointer[[]byte]
+	// owed is why the box owes a reboot back onto a version before, one
+	// that failed: it is tried again every tick ("" when none).
+	owed string
 }
 
 // setPending makes p the change waiting for its confirmation (m.mu held).
@@ -106,6 +121,10 @@ type change struct {
 	held    []string         // the segments re-attached (Hold)
 	before  verdict.Baseline // the segments before it, those it keeps
 	badFrom time.Time        // since when the verdict refuses it; zero while it accepts
+	reboot  bool             // taken by a reboot: it goes back by one
+	// booting: the box restarted under it; the health counts once it
+	// ran well, or once the boot window, until then, has passed.
+	booting time.Time
 }
 
 // DefaultConfirmWithin is the confirm deadline when a request names none.
@@ -127,6 +146,9 @@ type Request struct {
 	By, From      string
 	// Rollback is the version the text is the text of, for a rollback.
 	Rollback int
+	// Reboot lets a change that needs a reboot take one; a change the
+	// daemons take in place is taken in place all the same.
+	Reboot bool
 }
 
 // Applied is what Apply did.
@@ -135,6 +157,8 @@ type Applied struct {
 	Changes []config.Change  `json:"changes"`
 	// Took is how long each taker took, in milliseconds, by name.
 	Took map[string]float64 `json:"took_ms"`
+	// Rebooting: the box reboots to take it.
+	Rebooting bool `json:"rebooting,omitempty"`
 }
 
 // Errors of Apply, Confirm and Revert, which the API maps to its codes.
@@ -219,8 +243,17 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 	if len(changes) == 0 {
 		return Applied{}, ErrUnchanged
 	}
-	takers, err := m.takersOf(changes)
-	if err != nil {
+	boot := req.Reboot && config.Disturbs(changes) == config.EffectReboot
+	var takers []string
+	if boot {
+		switch {
+		case m.Reboot == nil || m.TrialConfig == "":
+			return Applied{}, fmt.Errorf("%w: this box cannot reboot to take a change", ErrRefused)
+		case req.ConfirmWithin > 0 && !slices.Contains(req.Next.Services, config.TakerStatus):
+			// Nothing would watch it: the box would stay on it.
+			return Applied{}, fmt.Errorf("%w: a change taken by a reboot needs statusd among the services to watch it until it is confirmed", ErrRefused)
+		}
+	} else if takers, err = m.takersOf(changes); err != nil {
 		return Applied{}, err
 	}
 	if number == 0 {
@@ -233,7 +266,7 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 		}
 		number = v.Number
 	}
-	v := versions.Version{Parent: number, By: req.By, From: req.From, Comment: req.Comment, State: versions.Pending}
+	v := versions.Version{Parent: number, By: req.By, From: req.From, Comment: req.Comment, State: versions.Pending, Reboot: boot}
 	if req.ConfirmWithin > 0 {
 		v.Deadline = time.Now().Add(req.ConfirmWithin).UTC()
 	}
@@ -241,6 +274,13 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 		return Applied{}, err
 	}
 	res := Applied{Version: v, Changes: changes}
+	what := fmt.Sprintf("configuration version %d applied by %s from %s (%s)", v.Number, req.By, req.From, summary(changes))
+	if req.Rollback > 0 {
+		what = fmt.Sprintf("configuration version %d (a rollback to version %d) applied by %s from %s (%s)", v.Number, req.Rollback, req.By, req.From, summary(changes))
+	}
+	if boot {
+		return m.rebootInto(ctx, res, req.Text, text, what)
+	}
 	held := reattached(cur, changes)
 	if res.Took, err = m.takeHeld(ctx, req.Text, takers, held); err != nil {
 		why := err.Error()
@@ -252,10 +292,6 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 		}
 		m.event(events.Warning, v.Number, "configuration version %d by %s not taken, back on version %d: %s", v.Number, req.By, number, why)
 		return res, fmt.Errorf("%w: %s", ErrNotTaken, why)
-	}
-	what := fmt.Sprintf("configuration version %d applied by %s from %s (%s)", v.Number, req.By, req.From, summary(changes))
-	if req.Rollback > 0 {
-		what = fmt.Sprintf("configuration version %d (a rollback to version %d) applied by %s from %s (%s)", v.Number, req.Rollback, req.By, req.From, summary(changes))
 	}
 	if req.ConfirmWithin == 0 {
 		var cerr error
@@ -278,6 +314,56 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 	}
 	m.setPending(&change{version: v, parent: text, takers: takers, held: held, before: before})
 	m.event(events.Notice, v.Number, "%s; it reverts by itself unless confirmed by %s", what, v.Deadline.Format(time.RFC3339))
+	return res, nil
+}
+
+// rebootInto has the box take res.Version, whose text is text, by a
+// reboot (m.mu held): for good when it is confirmed at once, else once,
+// as its trial (TrialConfig), waiting for its confirmation when the box is
+// up again. parent is the text in force.
+func (m *Manager) rebootInto(ctx context.Context, res Applied, text, parent []byte, what string) (Applied, error) {
+	v := res.Version
+	fail := func(why string, undo func()) (Applied, error) {
+		undo()
+		if sv, err := m.Store.Settle(v.Number, versions.Reverted, "not taken: "+why); err == nil {
+			res.Version = sv
+		}
+		m.event(events.Warning, v.Number, "configuration version %d not taken, the box stays on version %d: %s", v.Number, v.Parent, why)
+		return res, fmt.Errorf("%w: %s", ErrNotTaken, why)
+	}
+	var undo func()
+	if v.Deadline.IsZero() {
+		undo = func() {
+			for _, path := range []string{m.PermConfig, m.LastGood} {
+				if path != "" {
+					durable.WriteFile(path, parent, 0o600)
+				}
+			}
+		}
+		// Confirmed once the reboot is under way; should the box go
+		// down before it records that, it does so as it starts again.
+		if err := m.keep(v, text); err != nil {
+			return fail(err.Error(), undo)
+		}
+	} else {
+		undo = func() { durable.Remove(m.TrialConfig) }
+		if err := durable.WriteFile(m.TrialConfig, text, 0o600); err != nil {
+			return fail(fmt.Sprintf("writing %s: %v", m.TrialConfig, err), undo)
+		}
+		m.setPending(&change{version: v, parent: parent, reboot: true})
+		m.event(events.Notice, v.Number, "%s; the box reboots to take it, and reboots back unless it is confirmed by %s", what, v.Deadline.Format(time.RFC3339))
+	}
+	if err := m.Reboot(ctx, fmt.Sprintf("configuration version %d", v.Number)); err != nil {
+		m.setPending(nil)
+		return fail("rebooting: "+err.Error(), undo)
+	}
+	res.Rebooting = true
+	if v.Deadline.IsZero() {
+		if cv, err := m.Store.Settle(v.Number, versions.Confirmed, "applied without a confirm deadline, by a reboot"); err == nil {
+			res.Version = cv
+		}
+		m.event(events.Notice, v.Number, "%s, confirmed; the box reboots to take it", what)
+	}
 	return res, nil
 }
 
@@ -323,7 +409,11 @@ func (m *Manager) takersOf(changes []config.Change) ([]string, error) {
 	}
 	refused = slices.Compact(refused)
 	if len(refused) > 0 {
-		return nil, fmt.Errorf("%w: %s", ErrRefused, strings.Join(refused, "; "))
+		err := fmt.Errorf("%w: %s", ErrRefused, strings.Join(refused, "; "))
+		if config.Disturbs(changes) == config.EffectReboot {
+			err = fmt.Errorf("%w (apply it with a reboot: the box boots on it once, and back unless it is confirmed)", err)
+		}
+		return nil, err
 	}
 	var out []string
 	for _, t := range takerOrder {
@@ -423,6 +513,11 @@ func (m *Manager) Confirm(n int, by string) (versions.Version, error) {
 	if err != nil {
 		return versions.Version{}, err
 	}
+	if p.reboot {
+		if run, err := os.ReadFile(m.RunConfig); err != nil || versions.Sum(run) != p.version.SHA256 {
+			return versions.Version{}, fmt.Errorf("%w: version %d is taken by a reboot, and the box has not booted on it yet", ErrNotPending, n)
+		}
+	}
 	v, err := m.confirm(p.version, text, "confirmed by "+by)
 	if err != nil {
 		return v, err
@@ -434,15 +529,24 @@ func (m *Manager) Confirm(n int, by string) (versions.Version, error) {
 
 // confirm makes v the version the box boots on and its last good one.
 func (m *Manager) confirm(v versions.Version, text []byte, reason string) (versions.Version, error) {
+	if err := m.keep(v, text); err != nil {
+		return v, err
+	}
+	return m.Store.Settle(v.Number, versions.Confirmed, reason)
+}
+
+// keep writes v's text where the box boots from and as its last good
+// configuration.
+func (m *Manager) keep(v versions.Version, text []byte) error {
 	for _, path := range []string{m.PermConfig, m.LastGood} {
 		if path == "" {
 			continue
 		}
 		if err := durable.WriteFile(path, text, 0o600); err != nil {
-			return v, fmt.Errorf("keeping version %d in %s: %w", v.Number, path, err)
+			return fmt.Errorf("keeping version %d in %s: %w", v.Number, path, err)
 		}
 	}
-	return m.Store.Settle(v.Number, versions.Confirmed, reason)
+	return nil
 }
 
 // Revert goes back from the pending version n to the version it replaced,
@@ -460,6 +564,9 @@ func (m *Manager) Revert(ctx context.Context, n int, why string) (versions.Versi
 func (m *Manager) revert(ctx context.Context, why string) (versions.Version, error) {
 	p := m.pending
 	m.setPending(nil)
+	if p.reboot {
+		return m.rebootBack(ctx, p, why)
+	}
 	start := time.Now()
 	_, err := m.takeHeld(ctx, p.parent, p.takers, p.held)
 	if err != nil {
@@ -468,6 +575,26 @@ func (m *Manager) revert(ctx context.Context, why string) (versions.Version, err
 	v, serr := m.Store.Settle(p.version.Number, versions.Reverted, why)
 	m.event(events.Warning, p.version.Number, "configuration version %d reverted to version %d in %v: %s",
 		p.version.Number, p.version.Parent, time.Since(start).Round(time.Millisecond), why)
+	return v, errors.Join(err, serr)
+}
+
+// rebootBack undoes a change taken by a reboot: the box boots on the
+// version before, which PermConfig still holds.
+func (m *Manager) rebootBack(ctx context.Context, p *change, why string) (versions.Version, error) {
+	v, serr := m.Store.Settle(p.version.Number, versions.Reverted, why)
+	m.event(events.Warning, p.version.Number, "configuration version %d reverted to version %d: %s; the box reboots to go back",
+		p.version.Number, p.version.Parent, why)
+	reason := fmt.Sprintf("configuration version %d reverted", p.version.Number)
+	err := durable.Remove(m.TrialConfig)
+	if err == nil {
+		err = m.Reboot(ctx, reason)
+	}
+	if err != nil {
+		// Tried again every tick: the box must not stay on it.
+		m.owed = reason
+		err = fmt.Errorf("going back to version %d by a reboot: %w", p.version.Parent, err)
+		m.event(events.Warning, p.version.Number, "%v; trying again", err)
+	}
 	return v, errors.Join(err, serr)
 }
 
@@ -524,6 +651,11 @@ func (m *Manager) resume(ctx context.Context) {
 			m.Store.Settle(v.Number, state, why)
 			continue
 		}
+		if kept, err := os.ReadFile(m.PermConfig); runs && err == nil && versions.Sum(kept) == v.SHA256 {
+			// Confirmed, and cut off before the record said so.
+			m.Store.Settle(v.Number, versions.Confirmed, "confirmed; the box restarted before it recorded that")
+			continue
+		}
 		if !runs || m.pending != nil {
 			m.Store.Settle(v.Number, versions.Reverted, "the box restarted before it was confirmed and booted on the version before")
 			m.event(events.Warning, v.Number, "configuration version %d was not confirmed before the box restarted: reverted", v.Number)
@@ -531,12 +663,14 @@ func (m *Manager) resume(ctx context.Context) {
 		}
 		_, parent, err := m.Store.Get(v.Parent)
 		if err != nil {
-			m.Store.Settle(v.Number, versions.Confirmed, "kept: the version it replaced is no longer readable")
+			if m.keep(v, text) == nil {
+				m.Store.Settle(v.Number, versions.Confirmed, "kept: the version it replaced is no longer readable")
+			}
 			continue
 		}
 		// Held to the daemons alone until the segments are read, after
 		// the lock (Health may wait for the monitor, which asks Settled).
-		m.setPending(&change{version: v, parent: parent, takers: takerOrder, before: verdict.Baseline{}})
+		m.setPending(&change{version: v, parent: parent, takers: takerOrder, before: verdict.Baseline{}, reboot: v.Reboot, booting: time.Now()})
 	}
 	p := m.pending
 	if p == nil {
@@ -557,6 +691,13 @@ func (m *Manager) resume(ctx context.Context) {
 // watch checks the pending change once.
 func (m *Manager) watch(ctx context.Context) {
 	m.mu.Lock()
+	if m.owed != "" {
+		if err := m.Reboot(ctx, m.owed); err == nil {
+			m.owed = ""
+		}
+		m.mu.Unlock()
+		return
+	}
 	p := m.pending
 	if p != nil && !p.version.Deadline.IsZero() && time.Now().After(p.version.Deadline) {
 		m.revert(ctx, "not confirmed by its deadline, "+p.version.Deadline.Format(time.RFC3339))
@@ -579,7 +720,17 @@ func (m *Manager) watch(ctx context.Context) {
 		err = verdict.Accept(p.before, daemons, verdict.BaselineOf(segs))
 	}
 	if err == nil {
-		p.badFrom = time.Time{}
+		p.badFrom, p.booting = time.Time{}, time.Time{}
+		return
+	}
+	if !p.booting.IsZero() {
+		window := m.BootWindow
+		if window <= 0 {
+			window = 2 * time.Minute
+		}
+		if now.Sub(p.booting) >= window {
+			m.revert(ctx, fmt.Sprintf("the box did not run well on it within %v of its start: %v", window, err))
+		}
 		return
 	}
 	if p.badFrom.IsZero() {

@@ -37,6 +37,7 @@ type box struct {
 	taken   map[string][]string
 	fail    map[string]error
 	healthy map[string]bool // segment -> forwarding
+	down    bool            // forwarderd not live
 	evlog   *events.Log
 }
 
@@ -73,7 +74,7 @@ func newBox(t *testing.T) *box {
 		for name, ok := range b.healthy {
 			segs = append(segs, api.Segment{Name: name, Forwarding: &api.SegmentForwarding{Healthy: ok}})
 		}
-		return segs, []api.Daemon{{Name: "forwarderd", Configured: true, Healthy: true}}, nil
+		return segs, []api.Daemon{{Name: "forwarderd", Configured: true, Healthy: !b.down, Reason: "starting"}}, nil
 	}
 	if err := os.WriteFile(b.m.RunConfig, []byte(base), 0o644); err != nil {
 		t.Fatal(err)

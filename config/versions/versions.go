@@ -60,6 +60,8 @@ type Version struct {
 	Comment  string    `json:"comment,omitempty"`
 	State    State     `json:"state"`
 	Deadline time.Time `json:"deadline,omitzero"` // Pending: when it reverts by itself
+	// Reboot says the box took it by a reboot (and goes back by one).
+	Reboot bool `json:"reboot,omitempty"`
 	// Reason says why a version was reverted, or confirmed by itself.
 	Reason string    `json:"reason,omitempty"`
 	Done   time.Time `json:"done,omitzero"` // when it was confirmed or reverted

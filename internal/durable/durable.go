@@ -61,6 +61,17 @@ func Rename(oldpath, newpath string) error {
 	return nil
 }
 
+// Remove removes path, durably; a path that is not there is no error.
+func Remove(path string) error {
+	if err := os.Remove(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
 // Append adds data at the end of path, creating it with perm, and returns
 // once it is on disk.
 func Append(path string, data []byte, perm fs.FileMode) error {

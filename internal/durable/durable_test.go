@@ -44,6 +44,26 @@ func TestWriteFileSyncsItsDirectory(t *testing.T) {
 	}
 }
 
+func TestRemoveSyncsItsDirectory(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "trial.toml")
+	os.WriteFile(p, []byte("x"), 0o600)
+	dirs := synced(t, func() {
+		if err := Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := Remove(p); err != nil {
+			t.Errorf("removing it again: %v", err)
+		}
+	})
+	if !slices.Equal(dirs, []string{dir}) {
+		t.Errorf("synced %v, want %s once", dirs, dir)
+	}
+	if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("still there: %v", err)
+	}
+}
+
 func TestRenameSyncsBothDirectories(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(a, "key"), []byte("k"), 0o600)

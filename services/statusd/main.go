@@ -109,7 +109,8 @@ func changes(cfg *config.Config, srv *web.Server, out *outputs, mon *web.Monitor
 	return &apply.Manager{
 		Store: srv.Configs.Versions, RunConfig: appliance.BootConfig, PermConfig: appliance.PermConfig,
 		LastGood: appliance.LastGoodConfig, Source: srv.Configs.Source, Takers: takers, Events: evlog,
-		Hold: apply.BypassHold(ipc.Dir(), cfg.Services, 30*time.Second),
+		Hold:        apply.BypassHold(ipc.Dir(), cfg.Services, 30*time.Second),
+		TrialConfig: appliance.TrialConfig, Reboot: srv.Rebooter.Reboot,
 		Health: func(ctx context.Context) ([]api.Segment, []api.Daemon, error) {
 			snap := mon.Latest(ctx)
 			if snap.System == nil {

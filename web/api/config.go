@@ -123,6 +123,11 @@ type ConfigApply struct {
 	// then. Absent: 600; 0: confirmed at once.
 	ConfirmWithin *int   `json:"confirm_within,omitempty"`
 	Comment       string `json:"comment,omitempty"`
+	// Reboot lets a change that only a boot takes reboot the box: it
+	// boots on it once, and back on the version before unless the change
+	// is confirmed by its deadline. A change the daemons take in place
+	// is taken in place all the same.
+	Reboot bool `json:"reboot,omitempty"`
 }
 
 // ConfigRollback is the body of POST /api/v1/config/rollback: apply an
@@ -132,6 +137,7 @@ type ConfigRollback struct {
 	Replaces      int    `json:"replaces"`
 	ConfirmWithin *int   `json:"confirm_within,omitempty"`
 	Comment       string `json:"comment,omitempty"`
+	Reboot        bool   `json:"reboot,omitempty"` // as ConfigApply's
 }
 
 // ConfigVersionRef names a version: the body of POST
@@ -146,6 +152,8 @@ type ConfigApplied struct {
 	Version versions.Version   `json:"version"`
 	Changes []config.Change    `json:"changes"`
 	TookMS  map[string]float64 `json:"took_ms"`
+	// Rebooting: the box reboots to take the change.
+	Rebooting bool `json:"rebooting,omitempty"`
 }
 
 // Why a configuration change was refused (ConfigConflict.Reason).
