@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -33,7 +34,8 @@ func changeFixture(t *testing.T) (*fixture, *apply.Manager, *int) {
 	taken := new(int)
 	m := &apply.Manager{Store: store, RunConfig: run, PermConfig: filepath.Join(dir, "ncpos.toml"), Source: "/etc/ncpos/ncpos.toml",
 		Takers: map[string]apply.Taker{config.TakerForwarder: apply.TakerFunc(func(context.Context) error { *taken++; return nil }),
-			config.TakerBypass: apply.TakerFunc(func(context.Context) error { return nil })}}
+			config.TakerBypass: apply.TakerFunc(func(context.Context) error { return nil })},
+		TrialConfig: filepath.Join(dir, "trial.toml"), Reboot: f.srv.Rebooter.Reboot}
 	f.srv.Configs = &Configs{InForce: func() ([]byte, error) { return os.ReadFile(run) }, Versions: store, Changes: m}
 	return f, m, taken
 }
@@ -177,6 +179,19 @@ func TestBrowserConfig(t *testing.T) {
 			el+`('cfg-inforce').textContent.startsWith('in force: version 2, applied by ncpos from 127.0.0.1')`)
 	if _, ok := m.Pending(); ok {
 		t.Error("still pending after the page confirmed it")
+	}
+
+	// Only a reboot takes plain HTTP off: the page says so before it
+	// applies it, and the box reboots.
+	off := next + "[status]\nhttp_port = 0\n"
+	step("apply by a reboot", `window.confirm = (m) => { window.asked = m; return true }; `+el+`('cfg-text').value = `+jsString(off)+`; `+el+`('cfg-apply').click()`,
+		el+`('cfg-out').textContent.includes('version 3 applied (pending): the box reboots to take it')`)
+	asked, _ := b.Eval(`window.asked`, 10*time.Second)
+	f.mu.Lock()
+	reboots := f.reboots
+	f.mu.Unlock()
+	if p, ok := m.Pending(); !ok || p.Number != 3 || !p.Reboot || !strings.Contains(fmt.Sprint(asked), "Only a reboot takes it") || len(reboots) != 1 {
+		t.Errorf("after the page applied a change only a reboot takes: pending %+v (%v), the page asked %q, reboots %q", p, ok, asked, reboots)
 	}
 }
 

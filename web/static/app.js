@@ -526,10 +526,14 @@ async function cfgApply() {
   const plan = await cfgPlan();
   if (!plan || !plan.changes.length) return;
   const within = Number($('cfg-within').value);
+  const reboot = plan.disturbs === 'reboot';
   if (!confirm(`Apply ${plan.changes.length} change(s) in place of version ${plan.version}? ` +
-    (within ? `The box goes back by itself unless you confirm within ${within / 60} min.` : 'It is confirmed at once.'))) return;
-  const r = await cfgCall('POST', '/api/v1/config/apply', { text: $('cfg-text').value, replaces: plan.version, confirm_within: within, comment: $('cfg-comment').value });
+    (reboot ? 'Only a reboot takes it: the box reboots into it, its relays in bypass meanwhile. ' : '') +
+    (within ? `The box goes back${reboot ? ', by another reboot,' : ''} by itself unless you confirm within ${within / 60} min.` : 'It is confirmed at once.'))) return;
+  const r = await cfgCall('POST', '/api/v1/config/apply', { text: $('cfg-text').value, replaces: plan.version, confirm_within: within, comment: $('cfg-comment').value, reboot });
   if (!r.ok) cfgShow(`refused (${r.status}): ${r.j.error || ''}`, 'bad');
+  else if (r.j.rebooting) cfgShow(`version ${r.j.version.version} applied (${r.j.version.state}): the box reboots to take it; load this page again once it is back` +
+    (r.j.version.state === 'pending' ? ', and confirm it' : ''), 'good');
   else cfgShow(`version ${r.j.version.version} applied (${r.j.version.state})`, 'good');
   await cfgHistory();
 }
