@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -21,11 +20,10 @@ import (
 )
 
 const (
-	childEnv = "NCPOS_MGMTPORT_CHILD" // the test, in a network namespace of its own
-	dhcpEnv  = "NCPOS_MGMTPORT_DHCP"  // a stand-in DHCP client: the pid file it writes
-	port     = "ncpt-mgmt"
-	lease    = "10.0.2.15/24"
-	leaseGW  = "10.0.2.2"
+	dhcpEnv = "NCPOS_MGMTPORT_DHCP" // a stand-in DHCP client: the pid file it writes
+	port    = "ncpt-mgmt"
+	lease   = "10.0.2.15/24"
+	leaseGW = "10.0.2.2"
 )
 
 // TestMain plays the DHCP client when asked: it takes lease on port and a
@@ -65,18 +63,8 @@ func fakeDHCP(pidFile string) int {
 // runs only while DHCP is asked for, the address given up lingers and
 // then goes, and the default route is the one asked for alone.
 func TestPortInPlace(t *testing.T) {
-	if os.Getenv(childEnv) == "1" {
+	if testenv.InNetNS(t) {
 		portInPlace(t)
-		return
-	}
-	testenv.NeedRoot(t, testenv.Lab, "a network namespace")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPortInPlace$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
-	out, err := cmd.CombinedOutput()
-	t.Logf("in a network namespace:\n%s", out)
-	if err != nil {
-		t.Fatalf("namespace child: %v", err)
 	}
 }
 

@@ -5,10 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,18 +21,8 @@ import (
 // not on the data port even when it gets an address, and it must follow
 // the management port's addresses as they come and go.
 func TestServeOnlyOnManagementInterface(t *testing.T) {
-	if os.Getenv("NCPOS_NETNS_CHILD") == "1" {
+	if testenv.InNetNS(t) {
 		netnsChild(t)
-		return
-	}
-	testenv.NeedRoot(t, testenv.Lab, "a network namespace")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestServeOnlyOnManagementInterface$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), "NCPOS_NETNS_CHILD=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
-	out, err := cmd.CombinedOutput()
-	t.Logf("in a network namespace:\n%s", out)
-	if err != nil {
-		t.Fatalf("namespace child: %v", err)
 	}
 }
 
