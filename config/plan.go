@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Effect is what taking a changed setting does to the box.
@@ -133,6 +134,10 @@ type Change struct {
 	Taker string `json:"taker,omitempty"`
 	// Segments are the segments re-attached.
 	Segments []string `json:"segments,omitempty"`
+	// AwayMS is about how long the segments named that forward now are
+	// out of the datapath while they are re-attached (Estimate), their
+	// relays in bypass meanwhile; 0 when none of them forwards now.
+	AwayMS int `json:"away_ms,omitempty"`
 	// Detail says what changes: the fields of a segment, a segment
 	// added or removed, what only a boot can do.
 	Detail string `json:"detail,omitempty"`
@@ -183,6 +188,37 @@ func Plan(cur, next *Config) []Change {
 		}
 	}
 	return append(plan, segs...)
+}
+
+// Estimate says, of each change that re-attaches segments of cur that
+// next keeps, about how long they are out of the datapath: reattach, what a re-attach took
+// on this box. A relay takes their traffic meanwhile (held in bypass);
+// a segment without one loses it.
+func Estimate(cur, next *Config, changes []Change, reattach time.Duration) {
+	ms := max(1, int(reattach.Milliseconds()))
+	for i := range changes {
+		c := &changes[i]
+		if c.Effect != EffectReattach {
+			continue
+		}
+		var away []string
+		for _, name := range c.Segments {
+			named := func(s Segment) bool { return s.Name == name }
+			// One added has no traffic yet; one removed stays out.
+			if slices.ContainsFunc(cur.Segments, named) && slices.ContainsFunc(next.Segments, named) {
+				away = append(away, name)
+			}
+		}
+		if len(away) == 0 {
+			continue
+		}
+		c.AwayMS = ms
+		note := fmt.Sprintf("%s out of the datapath for about %d ms, its relay in bypass meanwhile (without a relay, its traffic stops)", strings.Join(away, ", "), ms)
+		if c.Detail != "" {
+			note = c.Detail + "; " + note
+		}
+		c.Detail = note
+	}
 }
 
 // segmentChanges compares the segments by name.

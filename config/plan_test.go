@@ -144,3 +144,35 @@ func TestPlanNoChange(t *testing.T) {
 		t.Errorf("hostname and platform: %+v, disturbs %q", plan, Disturbs(plan))
 	}
 }
+
+// TestEstimate: a change that re-attaches segments the box forwards on now
+// says about how long they are out of the datapath; a segment added is
+// not, and neither is a change in place.
+func TestEstimate(t *testing.T) {
+	cur := Default()
+	cur.Segments = []Segment{{Name: "seg1", Ports: []string{"LAN1", "LAN2"}}, {Name: "seg2", Ports: []string{"LAN3", "LAN4"}}}
+	next := *cur
+	next.Segments = []Segment{cur.Segments[0], {Name: "seg2", Ports: []string{"LAN3", "LAN4"}, MTU: 9000}, {Name: "seg3", Ports: []string{"LAN5", "LAN6"}}}
+	next.Hostname = "fw2"
+	plan := Plan(cur, &next)
+	Estimate(cur, &next, plan, 900*time.Millisecond)
+	got := map[string]Change{}
+	for _, c := range plan {
+		got[c.Setting] = c
+	}
+	if c := got["segment[seg2]"]; c.AwayMS != 900 || !strings.Contains(c.Detail, "mtu 0 -> 9000; seg2 out of the datapath for about 900 ms, its relay in bypass") {
+		t.Errorf("seg2 changed: %+v", c)
+	}
+	if c := got["segment[seg3]"]; c.AwayMS != 0 || strings.Contains(c.Detail, "datapath") {
+		t.Errorf("seg3 added: %+v, want no time out of the datapath", c)
+	}
+	if c := got["hostname"]; c.AwayMS != 0 || c.Detail != "" {
+		t.Errorf("hostname: %+v", c)
+	}
+	next.Forwarder.Mode = "service"
+	plan = Plan(cur, &next)
+	Estimate(cur, &next, plan, 0)
+	if c := plan[slices.IndexFunc(plan, func(c Change) bool { return c.Setting == "forwarder.mode" })]; c.AwayMS != 1 || !strings.Contains(c.Detail, "seg1, seg2 out of the datapath for about 1 ms") {
+		t.Errorf("forwarder.mode: %+v, want seg1 and seg2 out (not seg3, added)", c)
+	}
+}

@@ -129,6 +129,11 @@ func (s *Server) handleConfigPlan(w http.ResponseWriter, r *http.Request) {
 	if changes == nil {
 		changes = []config.Change{}
 	}
+	reattach := apply.DefaultReattach
+	if s.Configs.Changes != nil {
+		reattach = s.Configs.Changes.Reattach()
+	}
+	config.Estimate(running, next, changes, reattach)
 	ipc.WriteJSON(w, api.ConfigPlan{Version: cur.Version, Changes: changes, Disturbs: config.Disturbs(changes),
 		Diff: versions.Diff(inForceLabel(cur.Version), []byte(cur.Text), "candidate", []byte(req.Text))})
 }

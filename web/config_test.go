@@ -123,6 +123,17 @@ func TestConfigPlan(t *testing.T) {
 	if strings.Join(got, "; ") != strings.Join(want, "; ") || plan.Disturbs != config.EffectReboot || plan.Version != 0 {
 		t.Errorf("plan %q, disturbs %q, version %d; want %q, reboot, 0", got, plan.Disturbs, plan.Version, want)
 	}
+	// Neither seg3, added, nor seg2, removed, is re-attached; seg1,
+	// changed, is out of the datapath for the default re-attach time (no
+	// change measured one on this box).
+	if plan.Changes[3].AwayMS != 0 || plan.Changes[4].AwayMS != 0 {
+		t.Errorf("segments added and removed have a time out of the datapath: %+v, %+v", plan.Changes[3], plan.Changes[4])
+	}
+	mtu := strings.Replace(fixtureConfig, "bypass = \"pair1\"\n", "bypass = \"pair1\"\nmtu = 9000\n", 1)
+	p2 := decode[api.ConfigPlan](t, f.configCall("POST", "/api/v1/config/plan", api.ConfigCandidate{Text: mtu}, goodAuth))
+	if len(p2.Changes) != 1 || p2.Changes[0].AwayMS != 1000 || !strings.Contains(p2.Changes[0].Detail, "seg1 out of the datapath for about 1000 ms") {
+		t.Errorf("seg1's MTU: %+v, want seg1 out of the datapath for about 1000 ms", p2.Changes)
+	}
 	for _, line := range []string{`-hostname = "ncpos-lab"`, `+hostname = "edge-7"`, `-name = "seg2"`, `+name = "seg3"`} {
 		if !strings.Contains(plan.Diff, line) {
 			t.Errorf("diff lacks %q:\n%s", line, plan.Diff)

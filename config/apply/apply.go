@@ -98,6 +98,9 @@ type Manager struct {
 	// parent is the pending change's parent text, for Settled, which the
 	// monitor calls while the manager may wait for the monitor (Health).
 	parent atomic.Pointer[[]byte]
+	// reattach is what the last re-attach took forwarderd, in
+	// nanoseconds (0: none yet), for the plan's estimate.
+	reattach atomic.Int64
 	// owed is why the box owes a reboot back onto a version before, one
 	// that failed: it is tried again every tick ("" when none).
 	owed string
@@ -125,6 +128,19 @@ type change struct {
 	// booting: the box restarted under it; the health counts once it
 	// ran well, or once the boot window, until then, has passed.
 	booting time.Time
+}
+
+// DefaultReattach is what the plan says a re-attach takes before the box
+// has measured one: about what forwarderd took in the VM tests.
+const DefaultReattach = time.Second
+
+// Reattach is what the last change that re-attached segments took
+// forwarderd on this box, DefaultReattach before any.
+func (m *Manager) Reattach() time.Duration {
+	if d := m.reattach.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	return DefaultReattach
 }
 
 // DefaultConfirmWithin is the confirm deadline when a request names none.
@@ -243,6 +259,7 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 	if len(changes) == 0 {
 		return Applied{}, ErrUnchanged
 	}
+	config.Estimate(cur, req.Next, changes, m.Reattach())
 	boot := req.Reboot && config.Disturbs(changes) == config.EffectReboot
 	var takers []string
 	if boot {
@@ -292,6 +309,9 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 		}
 		m.event(events.Warning, v.Number, "configuration version %d by %s not taken, back on version %d: %s", v.Number, req.By, number, why)
 		return res, fmt.Errorf("%w: %s", ErrNotTaken, why)
+	}
+	if ms := res.Took[config.TakerForwarder]; len(held) > 0 && ms > 0 {
+		m.reattach.Store(int64(ms * float64(time.Millisecond)))
 	}
 	if req.ConfirmWithin == 0 {
 		var cerr error

@@ -387,3 +387,28 @@ func TestResumeConfirmedAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestReattachMeasured: the plan says a re-attach takes about a second
+// until the box has measured one; then it says what the last one took.
+func TestReattachMeasured(t *testing.T) {
+	b := newBox(t)
+	inner := b.m.Takers[config.TakerForwarder]
+	b.m.Takers[config.TakerForwarder] = TakerFunc(func(ctx context.Context) error {
+		time.Sleep(30 * time.Millisecond)
+		return inner.Take(ctx)
+	})
+	changed := strings.Replace(base, "ports = [\"LAN1\", \"LAN2\"]\n", "ports = [\"LAN1\", \"LAN2\"]\nmtu = 9000\n", 1)
+	if b.m.Reattach() != DefaultReattach {
+		t.Errorf("before any re-attach: %v, want %v", b.m.Reattach(), DefaultReattach)
+	}
+	res, err := b.apply(t, changed, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Changes) != 1 || res.Changes[0].AwayMS != int(DefaultReattach.Milliseconds()) {
+		t.Errorf("the first re-attach's changes: %+v, want seg1 away for the default", res.Changes)
+	}
+	if d := b.m.Reattach(); d < 30*time.Millisecond || d > 500*time.Millisecond {
+		t.Errorf("after a re-attach of 30 ms: %v", d)
+	}
+}
