@@ -43,6 +43,7 @@ type afxdpEngine struct {
 	binds   []string        // "zerocopy" or "copy" per port
 	workers []*afxdpWorker
 	flows   *goFlowTable
+	lldp    *lldpRing
 	nports  int
 
 	wg   sync.WaitGroup
@@ -134,6 +135,9 @@ func newAFXDPEngine(ports []*port, opts *Options, plan *forwarderapi.CorePlan) (
 	if e.counts, err = newSharedMap(spec, bpf.DatapathMapPortCounts, 0); err != nil {
 		return nil, err
 	}
+	if e.lldp, err = newLLDPRing(spec, opts.lldpTake); err != nil {
+		return nil, err
+	}
 	queues := make([]int, len(ports))
 	cpus := make([][]int, len(ports))
 	for i := range ports {
@@ -196,7 +200,7 @@ func newAFXDPEngine(ports []*port, opts *Options, plan *forwarderapi.CorePlan) (
 	}
 	for i, p := range ports {
 		prog, err := loadPortProgram(spec, bpf.DatapathProgPortXsk, p.slot, map[string]*ebpf.Map{
-			bpf.DatapathMapPortCounts: e.counts, bpf.DatapathMapXsks: e.xsks[i],
+			bpf.DatapathMapPortCounts: e.counts, bpf.DatapathMapXsks: e.xsks[i], bpf.DatapathMapLldpFrames: e.lldp.m,
 		})
 		if err != nil {
 			return nil, err
@@ -294,6 +298,7 @@ func (e *afxdpEngine) close() error {
 	for _, p := range e.progs {
 		errs = append(errs, p.Close())
 	}
+	errs = append(errs, e.lldp.close())
 	for _, m := range append(e.xsks, e.counts) {
 		if m != nil {
 			errs = append(errs, m.Close())

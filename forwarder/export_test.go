@@ -3,6 +3,7 @@ package forwarder
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cilium/ebpf"
 
@@ -19,6 +20,8 @@ type ProgramTester struct {
 	flows  *flowTable
 	counts *ebpf.Map
 	egress *ebpf.Map
+	lldp   *lldpRing
+	copies chan []byte // the LLDP frames the program copied
 }
 
 // NewProgramTester loads port_service for port slot 0 with a small table.
@@ -42,9 +45,16 @@ func NewProgramTester() (_ *ProgramTester, err error) {
 	if pt.flows, err = newFlowTable(spec, 1024, 0); err != nil {
 		return nil, err
 	}
+	pt.copies = make(chan []byte, 16)
+	if pt.lldp, err = newLLDPRing(spec, func(slot int, frame []byte) {
+		pt.copies <- append([]byte(fmt.Sprintf("slot %d:", slot)), frame...)
+	}); err != nil {
+		return nil, err
+	}
 	pt.prog, err = loadPortProgram(spec, bpf.DatapathProgPortService, 0, map[string]*ebpf.Map{
 		bpf.DatapathMapEgress: pt.egress, bpf.DatapathMapPortCounts: pt.counts,
 		bpf.DatapathMapFlows: pt.flows.m, bpf.DatapathMapFlowCounts: pt.flows.counts,
+		bpf.DatapathMapLldpFrames: pt.lldp.m,
 	})
 	return pt, err
 }
@@ -90,6 +100,17 @@ func (pt *ProgramTester) Run(frame []byte) (Parsed, error) {
 	return p, nil
 }
 
+// Copied is the next LLDP frame the program copied for forwarderd,
+// prefixed with "slot N:", or nil when none comes within a second.
+func (pt *ProgramTester) Copied() []byte {
+	select {
+	case c := <-pt.copies:
+		return c
+	case <-time.After(time.Second):
+		return nil
+	}
+}
+
 // Close releases the program and maps.
 func (pt *ProgramTester) Close() error {
 	var errs []error
@@ -99,6 +120,7 @@ func (pt *ProgramTester) Close() error {
 	if pt.flows != nil {
 		errs = append(errs, pt.flows.close())
 	}
+	errs = append(errs, pt.lldp.close())
 	for _, m := range []*ebpf.Map{pt.counts, pt.egress} {
 		if m != nil {
 			errs = append(errs, m.Close())

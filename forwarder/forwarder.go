@@ -51,6 +51,9 @@ type Options struct {
 	ProgressWindow time.Duration
 	// Logf receives notable events; log.Printf when nil.
 	Logf func(format string, args ...any)
+	// lldpTake gets the LLDP frames the ports receive, by port slot
+	// (the Forwarder's neighbours); nil: they are not read.
+	lldpTake func(slot int, frame []byte)
 }
 
 func (o *Options) setDefaults() error {
@@ -154,6 +157,7 @@ type Forwarder struct {
 	cores   forwarderapi.CorePlan
 	started time.Time
 	notes   []string // what the datapath cannot do here, for /status
+	lldp    neighbors
 
 	// change is held while the segments change (Reconfigure) and while
 	// a sample is taken, so that a sample never spans two sets of ports.
@@ -224,6 +228,7 @@ func Start(opts Options) (_ *Forwarder, err error) {
 		return nil, err
 	}
 	f := &Forwarder{opts: opts, started: time.Now(), conds: health.Tracker{Source: "forwarderd"}}
+	f.opts.lldpTake = f.lldp.take
 	if len(f.opts.Segments) == 0 {
 		// Every segment lacks a port: nothing to attach, but forwarderd
 		// still runs and reports why.
@@ -235,6 +240,7 @@ func Start(opts Options) (_ *Forwarder, err error) {
 	if f.ports, f.cores, f.eng, err = startEngine(&f.opts); err != nil {
 		return nil, err
 	}
+	f.lldp.setPorts(f.ports)
 	f.notes = engineNotes(f.eng)
 	f.heartbeat = time.Now()
 	if err := f.takeSample(); err != nil {

@@ -1,9 +1,11 @@
 package forwarder_test
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/internal/testenv"
 )
 
@@ -47,6 +49,43 @@ func TestBPFParserMatchesGo(t *testing.T) {
 			t.Errorf("frame %d %x:\n BPF %v key=%v %+v flags=%#x\n  Go %v key=%v %+v flags=%#x", i, f,
 				reasons(got.Malformed), got.HasKey, got.Key, got.TCPFlags,
 				reasons(want.Malformed), want.HasKey, want.Key, want.TCPFlags)
+		}
+	}
+}
+
+// TestBPFCopiesLLDP: the port program hands forwarderd a copy of every
+// untagged LLDP frame, whole up to 1024 bytes, and of nothing else.
+func TestBPFCopiesLLDP(t *testing.T) {
+	requireRoot(t)
+	pt, err := forwarder.NewProgramTester()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pt.Close()
+	lldp := frames.LLDP(frames.MACB, "eth1", "neighbour-a", 120)
+	long := frames.Ethernet(frames.LLDPGroup, frames.MACB, 0x88cc, bytes.Repeat([]byte{0x0a}, 1500))
+	for _, c := range []struct {
+		name  string
+		frame []byte
+		want  []byte
+	}{
+		{"lldp", lldp, lldp},
+		{"tagged lldp", frames.VLAN(lldp, 42), nil},
+		{"udp", frames.UDPFrame(64, 1, 2), nil},
+		{"long lldp", long, long[:1024]},
+	} {
+		if _, err := pt.Run(c.frame); err != nil {
+			t.Fatal(err)
+		}
+		got := pt.Copied()
+		if c.want == nil {
+			if got != nil {
+				t.Errorf("%s: copied %x", c.name, got)
+			}
+			continue
+		}
+		if want := append([]byte("slot 0:"), c.want...); !bytes.Equal(got, want) {
+			t.Errorf("%s: copied %x, want %x", c.name, got, want)
 		}
 	}
 }

@@ -20,15 +20,15 @@ import (
 // at start (afxdp), starts the engine anew: every segment is re-attached.
 //
 // next's sampling settings (Root, Interval, SweepInterval, ProgressWindow,
-// Logf) are the running forwarder's. A segment that cannot be attached is
+// Logf) are the running forwarder's, and so is where LLDP frames go. A segment that cannot be attached is
 // reported as not bridged, with why, and the error says so; the others
 // are taken all the same.
 func (f *Forwarder) Reconfigure(next Options) (forwarderapi.Reconfigured, error) {
 	start := time.Now()
 	f.change.Lock()
 	defer f.change.Unlock()
-	next.Root, next.Interval, next.SweepInterval, next.ProgressWindow, next.Logf =
-		f.opts.Root, f.opts.Interval, f.opts.SweepInterval, f.opts.ProgressWindow, f.opts.Logf
+	next.Root, next.Interval, next.SweepInterval, next.ProgressWindow, next.Logf, next.lldpTake =
+		f.opts.Root, f.opts.Interval, f.opts.SweepInterval, f.opts.ProgressWindow, f.opts.Logf, f.opts.lldpTake
 	next.Segments = slices.Clone(next.Segments)
 	if err := next.setDefaults(); err != nil {
 		return forwarderapi.Reconfigured{}, err
@@ -88,6 +88,7 @@ func (f *Forwarder) restart(next Options) (forwarderapi.Reconfigured, error) {
 	f.opts.FlowIdle, f.opts.XDPMode, f.opts.FlowControl = next.FlowIdle, next.XDPMode, next.FlowControl
 	f.opts.Segments, f.opts.Absent = next.Segments, next.Absent
 	f.ports, f.cores, f.eng, f.notes = ports, cores, eng, notes
+	f.lldp.setPorts(ports)
 	// Every port starts afresh: the history is the baseline alone.
 	f.sample = base
 	f.history = []sample{base}
@@ -223,6 +224,7 @@ func (f *Forwarder) resegment(x *xdpEngine, next Options) (forwarderapi.Reconfig
 	f.mu.Lock()
 	f.opts.Segments, f.opts.Absent = segs, next.Absent
 	f.ports, f.cores = ports, cores
+	f.lldp.setPorts(ports)
 	if baseErr == nil {
 		f.sample = remap(f.sample, from, base)
 		for i := range f.history {

@@ -62,11 +62,13 @@ func (f *Forwarder) Status() forwarderapi.Status {
 		}
 		return out
 	}
+	heard := f.lldp.table.Neighbors(time.Now())
 	for i, p := range ports {
 		if i >= len(s.ports) {
 			break // segments added since the sample: in the next one
 		}
 		pc, ls := s.ports[i], s.links[i]
+		nbs, rejected, why := f.lldp.of(p.label, heard)
 		st.Ports = append(st.Ports, forwarderapi.PortStatus{
 			Name: p.label, Interface: p.ifname, Segment: p.segment.Name, Peer: p.peer.label,
 			Attach: eng.attachMode(p), Link: ls.operState,
@@ -76,7 +78,8 @@ func (f *Forwarder) Status() forwarderapi.Status {
 			Malformed: pc.Malformed, MalformedReasons: reasonMap(MalformedReasons, pc.Reasons[:]),
 			MTU: p.segment.MTU, MaxFrame: maxFrame(engine, p),
 			XDPFeatures: p.featureNames(), AttachWhy: p.attachWhy,
-			Settings: p.settings,
+			Settings:  p.settings,
+			Neighbors: nbs, LLDPRejected: rejected, LLDPLastError: why,
 		})
 	}
 	for i := range segs {

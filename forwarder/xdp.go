@@ -40,6 +40,7 @@ type xdpEngine struct {
 	modes     map[int]string // attach mode
 	redirects *redirectCounters
 	note      string // why redirect failures are not counted
+	lldp      *lldpRing
 }
 
 // datapathSpec is the compiled port.c.
@@ -171,7 +172,10 @@ func newXDPEngine(ports []*port, opts *Options) (_ *xdpEngine, err error) {
 	if e.counts, err = newSharedMap(spec, bpf.DatapathMapPortCounts, 0); err != nil {
 		return nil, err
 	}
-	e.maps = map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts}
+	if e.lldp, err = newLLDPRing(spec, opts.lldpTake); err != nil {
+		return nil, err
+	}
+	e.maps = map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts, bpf.DatapathMapLldpFrames: e.lldp.m}
 	if opts.Mode == ModeService {
 		if e.flows, err = newFlowTable(spec, opts.FlowTableSize, opts.FlowIdle); err != nil {
 			return nil, err
@@ -354,6 +358,7 @@ func (e *xdpEngine) close() error {
 	if e.flows != nil {
 		errs = append(errs, e.flows.close())
 	}
+	errs = append(errs, e.lldp.close())
 	for _, m := range []*ebpf.Map{e.egress, e.counts} {
 		if m != nil {
 			errs = append(errs, m.Close())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -166,9 +167,48 @@ func testDatapath(t *testing.T, engine, mode string) {
 			t.Errorf("/metrics lacks the too_many_vlans counter:\n%s", m)
 		}
 	})
+	t.Run("lldp_neighbour", func(t *testing.T) {
+		// The wire set's LLDP frame carries no LLDPDU the box can read:
+		// it crossed, and was counted as rejected.
+		neighbour := frames.LLDP(frames.MACB, "eth1", "neighbour-a", 120)
+		cross(t, 0, 0, [][]byte{neighbour})
+		port := l.Segments[0].Ports[0]
+		waitPort(t, d, port, "a neighbour", func(p forwarderapi.PortStatus) bool {
+			return len(p.Neighbors) == 1 && p.Neighbors[0].SystemName == "neighbour-a" && p.Neighbors[0].PortID == "eth1" &&
+				p.Neighbors[0].ChassisID == net.HardwareAddr(frames.MACB[:]).String() && p.LLDPRejected > 0 && strings.Contains(p.LLDPLastError, "lldp:")
+		})
+		st, _ := d.Status(context.Background())
+		for _, p := range st.Ports {
+			if p.Name != port && len(p.Neighbors) > 0 {
+				t.Errorf("port %s heard %+v, a frame that entered %s", p.Name, p.Neighbors, port)
+			}
+		}
+		cross(t, 0, 0, [][]byte{frames.LLDP(frames.MACB, "eth1", "neighbour-a", 0)})
+		waitPort(t, d, port, "no neighbour after its shutdown frame", func(p forwarderapi.PortStatus) bool { return len(p.Neighbors) == 0 })
+	})
 	if mode == forwarder.ModeService {
 		t.Run("flows", func(t *testing.T) { testFlows(t, d, sinks, sender(0, 0)) })
 	}
+}
+
+// waitPort waits until forwarderd's status of port satisfies ok.
+func waitPort(t *testing.T, d *lab.Daemon, port, what string, ok func(forwarderapi.PortStatus) bool) {
+	t.Helper()
+	var last forwarderapi.PortStatus
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		st, err := d.Status(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range st.Ports {
+			if p.Name == port {
+				if last = p; ok(p) {
+					return
+				}
+			}
+		}
+	}
+	t.Fatalf("port %s: want %s; it has neighbours %+v, %d rejected (%s)", port, what, last.Neighbors, last.LLDPRejected, last.LLDPLastError)
 }
 
 // checkPortSetup wants a port as preparePort leaves it: the segment's MTU

@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(squashfs-tools dosfstools mtools syslinux syslinux-common systemd-boot-efi
       e2fsprogs fdisk qemu-system-x86 ovmf util-linux iproute2 ca-certificates prometheus chromium fonts-dejavu-core
-      snmp snmptrapd smitools curl prometheus-alertmanager
+      snmp snmptrapd smitools curl prometheus-alertmanager lldpd
       clang llvm libbpf-dev gcc libc6-dev)
 missing=()
 for p in "${pkgs[@]}"; do
@@ -16,6 +16,11 @@ if ((${#missing[@]})); then
   echo "installing: ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # lldpd plays the tests' neighbours, in their namespaces: the host
+  # itself stays silent on its own network.
+  if [[ " ${missing[*]} " == *" lldpd "* ]] && [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now lldpd >/dev/null 2>&1 || true
+  fi
 fi
 command -v go >/dev/null || { echo "Go is missing: install Go 1.26 (https://go.dev/dl) and put it on PATH" >&2; exit 1; }
 

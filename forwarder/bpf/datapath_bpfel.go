@@ -59,6 +59,7 @@ const (
 	DatapathMapFlowCounts   = "flow_counts"
 	DatapathMapFlows        = "flows"
 	DatapathMapIfindexSlots = "ifindex_slots"
+	DatapathMapLldpFrames   = "lldp_frames"
 	DatapathMapPortCounts   = "port_counts"
 	DatapathMapProgSlots    = "prog_slots"
 	DatapathMapXsks         = "xsks"
@@ -127,6 +128,7 @@ type DatapathMapSpecs struct {
 	FlowCounts   *ebpf.MapSpec `ebpf:"flow_counts"`
 	Flows        *ebpf.MapSpec `ebpf:"flows"`
 	IfindexSlots *ebpf.MapSpec `ebpf:"ifindex_slots"`
+	LldpFrames   *ebpf.MapSpec `ebpf:"lldp_frames"`
 	PortCounts   *ebpf.MapSpec `ebpf:"port_counts"`
 	ProgSlots    *ebpf.MapSpec `ebpf:"prog_slots"`
 	Xsks         *ebpf.MapSpec `ebpf:"xsks"`
@@ -163,6 +165,7 @@ type DatapathMaps struct {
 	FlowCounts   *ebpf.Map `ebpf:"flow_counts"`
 	Flows        *ebpf.Map `ebpf:"flows"`
 	IfindexSlots *ebpf.Map `ebpf:"ifindex_slots"`
+	LldpFrames   *ebpf.Map `ebpf:"lldp_frames"`
 	PortCounts   *ebpf.Map `ebpf:"port_counts"`
 	ProgSlots    *ebpf.Map `ebpf:"prog_slots"`
 	Xsks         *ebpf.Map `ebpf:"xsks"`
@@ -174,6 +177,7 @@ func (m *DatapathMaps) Close() error {
 		m.FlowCounts,
 		m.Flows,
 		m.IfindexSlots,
+		m.LldpFrames,
 		m.PortCounts,
 		m.ProgSlots,
 		m.Xsks,

@@ -16,6 +16,11 @@
 //   devmap_xmit   tracepoint xdp:xdp_devmap_xmit: frames the peer's driver
 //                 did not take when the redirect queue was flushed.
 //
+// An untagged LLDP frame (IEEE 802.1AB) is forwarded like any other, and
+// its first LLDP_MAX bytes are copied to the lldp_frames ring for
+// forwarderd, which shows each port's neighbour: the box reads LLDP and
+// never sends it.
+//
 // All three are frags-aware (xdp.frags): a jumbo frame
 // arrives in several buffers, of which only the first is parsed (headers
 // are never past it) while lengths are checked against the whole frame.
@@ -39,6 +44,7 @@
 #define MAX_VLANS 2      /* 802.1Q, and 802.1ad QinQ: more is malformed */
 #define MAX_IPV6_EXT 4   /* extension headers walked before giving up */
 #define MIN_FRAME 60     /* Ethernet minimum without FCS */
+#define LLDP_MAX 1024    /* bytes of an LLDP frame copied for forwarderd */
 
 enum malformed {
 	MAL_RUNT,
@@ -156,6 +162,19 @@ struct {
 	__type(value, __u32);
 } ifindex_slots SEC(".maps");
 
+/* LLDP frames for forwarderd: a few a minute per port, so a small ring;
+ * one that is full loses the copy, never the frame. */
+struct lldp_copy {
+	__u32 port; /* port_index */
+	__u32 len;  /* of the frame; the copy holds at most LLDP_MAX */
+	__u8 data[LLDP_MAX];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} lldp_frames SEC(".maps");
+
 /* Set per instance before loading. */
 const volatile __u32 port_index = 0;
 
@@ -168,6 +187,7 @@ struct parsed {
 	__u32 malformed; /* bit mask of enum malformed */
 	__u32 tcp_flags;
 	int has_key;
+	int lldp; /* an untagged LLDP frame */
 };
 
 /* len16 reads a 16-bit length field. The appliance's 6.12 verifier loses
@@ -383,8 +403,32 @@ static __always_inline void parse(struct xdp_md *ctx, struct flow_key *k, struct
 		parse_l4(cur, l3end, end, nexthdr, k, p, want_key);
 		return;
 	}
+	if (proto == bpf_htons(ETH_P_LLDP) && cur == (void *)(eth + 1))
+		p->lldp = 1;
 	/* ARP and any other EtherType: nothing to check; service mode keys
 	 * nothing (no addresses we know how to read). */
+}
+
+/* copy_lldp hands a copy of an LLDP frame to forwarderd. */
+static __always_inline void copy_lldp(struct xdp_md *ctx, __u64 len)
+{
+	struct lldp_copy *c = bpf_ringbuf_reserve(&lldp_frames, sizeof(*c), 0);
+	if (!c)
+		return;
+	/* Bounded where the verifier sees it: the empty asm keeps the
+	 * compiler from folding the bound into what the verifier cannot
+	 * follow (as len16 does). */
+	__u64 n = len;
+	asm volatile("" : "+r"(n));
+	if (n > LLDP_MAX)
+		n = LLDP_MAX;
+	c->port = port_index;
+	c->len = len;
+	if (n < 14 || bpf_xdp_load_bytes(ctx, 0, c->data, n) < 0) {
+		bpf_ringbuf_discard(c, 0);
+		return;
+	}
+	bpf_ringbuf_submit(c, 0);
 }
 
 static __always_inline struct port_stats *count_rx(struct xdp_md *ctx, __u64 *len)
@@ -430,6 +474,8 @@ int port_forward(struct xdp_md *ctx)
 	struct parsed p = {};
 	parse(ctx, NULL, &p, 0);
 	count_malformed(st, p.malformed);
+	if (p.lldp)
+		copy_lldp(ctx, len);
 	return redirect(st);
 }
 
@@ -477,6 +523,8 @@ int port_service(struct xdp_md *ctx)
 	struct parsed p = {};
 	parse(ctx, &k, &p, 1);
 	count_malformed(st, p.malformed);
+	if (p.lldp)
+		copy_lldp(ctx, len);
 	if (p.has_key) {
 		k.port = port_index;
 		track(&k, &p, len);
@@ -495,6 +543,8 @@ int port_xsk(struct xdp_md *ctx)
 	struct parsed p = {};
 	parse(ctx, NULL, &p, 0);
 	count_malformed(st, p.malformed);
+	if (p.lldp)
+		copy_lldp(ctx, len);
 	int act = bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_DROP);
 	if (st) {
 		if (act == XDP_REDIRECT)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/lldp"
 )
 
 // Status is forwarderd's /status.
@@ -58,6 +59,12 @@ type PortStatus struct {
 	// Settings are what ncpos set on the NIC before attaching, as read
 	// back from the driver.
 	Settings []PortSetting `json:"settings"`
+	// Neighbors are the stations whose LLDP frames the port received,
+	// until their TTL runs out; LLDPRejected counts the LLDP frames it
+	// could not read, LLDPLastError says why the last was not.
+	Neighbors     []lldp.Seen `json:"lldp_neighbors,omitempty"`
+	LLDPRejected  uint64      `json:"lldp_rejected,omitempty"`
+	LLDPLastError string      `json:"lldp_last_error,omitempty"`
 }
 
 // PortSetting is one NIC setting ncpos makes on a segment port and what

@@ -158,3 +158,20 @@ func Pause(quanta uint16) []byte {
 	binary.BigEndian.PutUint16(p[2:], quanta)
 	return Pad(Ethernet(PauseGroup, MACA, 0x8808, p), 60)
 }
+
+// LLDP is an LLDP frame (IEEE 802.1AB-2016 clause 8) as Debian's lldpd
+// sends one: its chassis by MAC address, its port by name, the TTL in
+// seconds (0: it leaves), and its system name.
+func LLDP(chassis [6]byte, port, system string, ttl int) []byte {
+	var b []byte
+	tlv := func(typ int, v []byte) {
+		b = binary.BigEndian.AppendUint16(b, uint16(typ)<<9|uint16(len(v)))
+		b = append(b, v...)
+	}
+	tlv(1, append([]byte{4}, chassis[:]...)) // chassis ID, a MAC address
+	tlv(2, append([]byte{5}, port...))       // port ID, an interface name
+	tlv(3, binary.BigEndian.AppendUint16(nil, uint16(ttl)))
+	tlv(5, []byte(system))
+	tlv(0, nil)
+	return Pad(Ethernet(LLDPGroup, chassis, 0x88cc, b), 60)
+}
