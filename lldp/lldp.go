@@ -179,3 +179,28 @@ func text(b []byte) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// WireID is a chassis ID (chassis true) or port ID as the frame carried
+// it, from its subtype and its rendering in Neighbor: the bytes LLDP-MIB's
+// lldpRemChassisId and lldpRemPortId hold.
+func WireID(subtype int, id string, chassis bool) []byte {
+	mac, network := 4, 5
+	if !chassis {
+		mac, network = 3, 4
+	}
+	switch subtype {
+	case mac:
+		if hw, err := net.ParseMAC(id); err == nil {
+			return hw
+		}
+	case network:
+		if ip, err := netip.ParseAddr(id); err == nil {
+			if ip.Is4() {
+				return append([]byte{1}, ip.AsSlice()...)
+			}
+			return append([]byte{2}, ip.AsSlice()...)
+		}
+	}
+	// The other subtypes are names (SnmpAdminString): text, as read.
+	return []byte(id)
+}

@@ -154,3 +154,29 @@ func TestTable(t *testing.T) {
 		t.Errorf("a port hearing %d neighbours keeps %d and dropped %d, want %d and 3", MaxPerPort+3, got, drops, MaxPerPort)
 	}
 }
+
+// TestWireID gives back the bytes a frame carried for the binary subtypes
+// (MAC and network addresses) and the text of names.
+func TestWireID(t *testing.T) {
+	for _, c := range []struct {
+		subtype int
+		id      string
+		chassis bool
+		want    []byte
+	}{
+		{4, "52:54:00:12:34:56", true, []byte{0x52, 0x54, 0, 0x12, 0x34, 0x56}},
+		{3, "02:00:00:00:00:0b", false, []byte{2, 0, 0, 0, 0, 0x0b}},
+		{5, "192.0.2.7", true, []byte{1, 192, 0, 2, 7}},
+		{4, "2001:db8::1", false, append([]byte{2, 0x20, 0x01, 0x0d, 0xb8}, make([]byte, 12)...)},
+		{5, "eth1", false, []byte("eth1")},
+		{7, "sw-core-1", true, []byte("sw-core-1")},
+	} {
+		got := WireID(c.subtype, c.id, c.chassis)
+		if c.subtype == 4 && !c.chassis {
+			c.want[16] = 1
+		}
+		if !bytes.Equal(got, c.want) {
+			t.Errorf("WireID(%d, %q, %v) = %x, want %x", c.subtype, c.id, c.chassis, got, c.want)
+		}
+	}
+}

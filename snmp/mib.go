@@ -1,19 +1,23 @@
 package snmp
 
 // The objects an ncpos appliance serves: SNMPv2-MIB's system group (RFC
-// 3418), IF-MIB's ifTable and ifXTable (RFC 2863), and NCPOS-MIB
+// 3418), IF-MIB's ifTable and ifXTable (RFC 2863), LLDP-MIB's remote
+// systems table (IEEE 802.1AB-2005 annex 12) and NCPOS-MIB
 // (monitoring/NCPOS-MIB.txt). Column OIDs are without their row index.
 var (
-	SysDescr     = MustOID("1.3.6.1.2.1.1.1")
-	SysObjectID  = MustOID("1.3.6.1.2.1.1.2")
-	SysUpTime    = MustOID("1.3.6.1.2.1.1.3")
-	SysContact   = MustOID("1.3.6.1.2.1.1.4")
-	SysName      = MustOID("1.3.6.1.2.1.1.5")
-	SysLocation  = MustOID("1.3.6.1.2.1.1.6")
-	SysServices  = MustOID("1.3.6.1.2.1.1.7")
-	IfNumber     = MustOID("1.3.6.1.2.1.2.1")
-	IfEntry      = MustOID("1.3.6.1.2.1.2.2.1") // columns: ifIndex(1) … ifOutErrors(20)
-	IfXEntry     = MustOID("1.3.6.1.2.1.31.1.1.1")
+	SysDescr    = MustOID("1.3.6.1.2.1.1.1")
+	SysObjectID = MustOID("1.3.6.1.2.1.1.2")
+	SysUpTime   = MustOID("1.3.6.1.2.1.1.3")
+	SysContact  = MustOID("1.3.6.1.2.1.1.4")
+	SysName     = MustOID("1.3.6.1.2.1.1.5")
+	SysLocation = MustOID("1.3.6.1.2.1.1.6")
+	SysServices = MustOID("1.3.6.1.2.1.1.7")
+	IfNumber    = MustOID("1.3.6.1.2.1.2.1")
+	IfEntry     = MustOID("1.3.6.1.2.1.2.2.1") // columns: ifIndex(1) … ifOutErrors(20)
+	IfXEntry    = MustOID("1.3.6.1.2.1.31.1.1.1")
+	// lldpRemEntry, indexed by lldpRemTimeMark, lldpRemLocalPortNum and
+	// lldpRemIndex.
+	LldpRemEntry = MustOID("1.0.8802.1.1.2.1.4.1.1")
 	LinkDownTrap = MustOID("1.3.6.1.6.3.1.1.5.3")
 	LinkUpTrap   = MustOID("1.3.6.1.6.3.1.1.5.4")
 
@@ -34,6 +38,9 @@ const (
 	IfName, IfHCInOctets, IfHCInUcastPkts, IfHCOutOctets, IfHCOutUcastPkts = 1, 6, 7, 10, 11
 	IfLinkUpDownTrapEnable, IfHighSpeed, IfPromiscuousMode                 = 14, 15, 16
 	IfConnectorPresent, IfAlias, IfCounterDiscontinuityTime                = 17, 18, 19
+
+	LldpRemChassisIDSubtype, LldpRemChassisID, LldpRemPortIDSubtype, LldpRemPortID = 4, 5, 6, 7
+	LldpRemPortDesc, LldpRemSysName, LldpRemSysDesc                                = 8, 9, 10
 
 	NcposBuild, NcposHealth, NcposProblems, NcposLastReset, NcposLastResetDetail, NcposWatchdogPets, NcposWatchdogDevice = 1, 2, 3, 4, 5, 6, 7
 

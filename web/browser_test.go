@@ -172,6 +172,16 @@ func checkDashboard(t *testing.T, doc *html.Node, s *api.Snapshot) {
 			}
 		}
 		expect(p.Name+" drops total", attr(field(row, "drops_total"), "data-value"), fmt.Sprint(p.Counters.RxDropped+p.Counters.TxDropped))
+		if p.LLDP != nil {
+			want := ""
+			for _, n := range p.LLDP.Neighbors {
+				want += n.SystemName + " port " + n.PortID
+			}
+			if p.LLDP.Rejected > 0 {
+				want += fmt.Sprintf("%d unreadable", p.LLDP.Rejected)
+			}
+			expect(p.Name+" LLDP neighbour", text(field(row, "lldp")), want)
+		}
 		if n := count(row, func(n *html.Node) bool { return n.Data == "polyline" }); n != 2 {
 			t.Errorf("port %s chart has %d lines, want receive and transmit", p.Name, n)
 		}

@@ -122,6 +122,14 @@ func TestStatusAPI(t *testing.T) {
 	if c := byName["LAN1"].Counters; c.RxPackets != 5000 || c.RxBytes != 5000*500 {
 		t.Errorf("LAN1 counters %+v", c)
 	}
+	// forwarderd's LLDP neighbours of LAN1 reach its port; LAN2 heard none.
+	if l := byName["LAN1"].LLDP; l == nil || len(l.Neighbors) != 1 || l.Neighbors[0].SystemName != "sw-core-1" || l.Neighbors[0].ManagementAddress != "192.0.2.7" ||
+		l.Rejected != 2 || !strings.Contains(l.LastError, "TLV 1") {
+		t.Errorf("LAN1 LLDP = %+v", l)
+	}
+	if l := byName["LAN2"].LLDP; l != nil {
+		t.Errorf("LAN2, which forwarderd did not report, has LLDP %+v", l)
+	}
 
 	seg1, seg2 := s.Segments[0], s.Segments[1]
 	if seg1.Name != "seg1" || seg1.Bypass == nil || seg1.Bypass.State != "normal" || seg1.Forwarding == nil ||

@@ -95,6 +95,9 @@ var (
 
 	mPortInfo     = desc("ncpos_port_info", "Front-panel port to interface mapping; always 1.", "port", "interface", "role", "segment")
 	mPortUp       = desc("ncpos_port_up", "1 when the port's link is up (operstate).", "port")
+	mLLDPNeighbor = desc("ncpos_lldp_neighbor_info", "An LLDP neighbour a segment port hears, until its TTL runs out; always 1.",
+		"port", "chassis_id", "port_id", "system_name", "management_address")
+	mLLDPRejected = desc("ncpos_lldp_rejected_total", "LLDP frames a segment port received and could not read (forwarded all the same).", "port")
 	mPortSpeed    = desc("ncpos_port_speed_bytes", "Link speed in bytes per second.", "port")
 	mRxPackets    = desc("ncpos_port_receive_packets_total", "Packets the port received (kernel counter).", "port")
 	mTxPackets    = desc("ncpos_port_transmit_packets_total", "Packets the port sent (kernel counter).", "port")
@@ -189,6 +192,12 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, p := range snap.Ports {
 		gauge(mPortInfo, 1, p.Name, p.Interface, p.Role, p.Segment)
 		gauge(mPortUp, b2f(p.Up), p.Name)
+		if l := p.LLDP; l != nil {
+			for _, n := range l.Neighbors {
+				gauge(mLLDPNeighbor, 1, p.Name, n.ChassisID, n.PortID, n.SystemName, n.ManagementAddress)
+			}
+			counter(mLLDPRejected, l.Rejected, p.Name)
+		}
 		if p.SpeedMbps > 0 {
 			gauge(mPortSpeed, float64(p.SpeedMbps)*125000, p.Name)
 		}

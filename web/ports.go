@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
+	"github.com/ncpos/ncpos/lldp"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -17,6 +18,10 @@ func addDatapath(ports []api.Port, fwd []forwarderapi.PortStatus) {
 		for _, f := range fwd {
 			if f.Interface == ports[i].Interface {
 				ports[i].Datapath = &api.PortDatapath{Attach: f.Attach, AttachWhy: f.AttachWhy, MTU: f.MTU, MaxFrame: f.MaxFrame, Settings: f.Settings, Drops: f.Drops}
+				ports[i].LLDP = &api.PortLLDP{Neighbors: f.Neighbors, Rejected: f.LLDPRejected, LastError: f.LLDPLastError}
+				if ports[i].LLDP.Neighbors == nil {
+					ports[i].LLDP.Neighbors = []lldp.Seen{}
+				}
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/lldp"
 	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web/api"
 )
@@ -127,6 +128,24 @@ func BuildSNMPView(snap *api.Snapshot, cfg config.SNMP, start time.Time) (*snmp.
 		}
 		str(xcol(snmp.IfAlias), alias)
 		vars = append(vars, snmp.Var{OID: xcol(snmp.IfCounterDiscontinuityTime), Type: gosnmp.TimeTicks, Value: uint32(0)})
+	}
+
+	// LLDP-MIB's remote systems: lldpRemLocalPortNum is the port's
+	// ifIndex, lldpRemTimeMark 0 (every entry), lldpRemIndex from 1.
+	for i, p := range snap.Ports {
+		if p.LLDP == nil {
+			continue
+		}
+		for j, n := range p.LLDP.Neighbors {
+			col := func(c uint32) snmp.OID { return snmp.LldpRemEntry.Append(c, 0, uint32(i+1), uint32(j+1)) }
+			integer(col(snmp.LldpRemChassisIDSubtype), n.ChassisIDSubtype)
+			vars = append(vars, snmp.Var{OID: col(snmp.LldpRemChassisID), Type: gosnmp.OctetString, Value: lldp.WireID(n.ChassisIDSubtype, n.ChassisID, true)})
+			integer(col(snmp.LldpRemPortIDSubtype), n.PortIDSubtype)
+			vars = append(vars, snmp.Var{OID: col(snmp.LldpRemPortID), Type: gosnmp.OctetString, Value: lldp.WireID(n.PortIDSubtype, n.PortID, false)})
+			str(col(snmp.LldpRemPortDesc), limit255(n.PortDescription))
+			str(col(snmp.LldpRemSysName), limit255(n.SystemName))
+			str(col(snmp.LldpRemSysDesc), limit255(n.SystemDescription))
+		}
 	}
 
 	ns := func(c uint32) snmp.OID { return snmp.NcposSystem.Append(c, 0) }

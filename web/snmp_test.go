@@ -78,6 +78,27 @@ func TestSNMPAgreesWithMetrics(t *testing.T) {
 			t.Errorf("%s = %q, want %q", oid, w[oid], want)
 		}
 	}
+
+	// LLDP-MIB's remote table: LAN1 (ifIndex 2) hears sw-core-1.
+	out, err = snmptest.Tool(t, "snmpwalk", "-v2c", "-c", "noc-read-7", "udp:"+pc.LocalAddr().String(), "1.0.8802.1.1.2.1.4.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w = snmptest.Walk(out)
+	for oid, want := range map[string]string{
+		".1.0.8802.1.1.2.1.4.1.1.4.0.2.1": "INTEGER: 4",
+		".1.0.8802.1.1.2.1.4.1.1.5.0.2.1": "Hex-STRING: 52 54 00 12 34 56 ",
+		".1.0.8802.1.1.2.1.4.1.1.6.0.2.1": "INTEGER: 5",
+		".1.0.8802.1.1.2.1.4.1.1.7.0.2.1": `STRING: "eth1"`,
+		".1.0.8802.1.1.2.1.4.1.1.9.0.2.1": `STRING: "sw-core-1"`,
+	} {
+		if w[oid] != want {
+			t.Errorf("%s = %q, want %q; the walk:\n%s", oid, w[oid], want, out)
+		}
+	}
+	if len(w) != 7 {
+		t.Errorf("lldpRemTable has %d objects, want LAN1's one neighbour's 7:\n%s", len(w), out)
+	}
 }
 
 func TestNotifications(t *testing.T) {

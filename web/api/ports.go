@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
+	"github.com/ncpos/ncpos/lldp"
 )
 
 // Port is one front-panel port as the dashboard shows it: an entry of the
@@ -25,6 +26,17 @@ type Port struct {
 	Error     string       `json:"error,omitempty"`
 	// Datapath is what forwarderd reports of a segment port.
 	Datapath *PortDatapath `json:"datapath,omitempty"`
+	// LLDP is what the segment port learnt from the LLDP frames it
+	// received (it forwards them unchanged and sends none).
+	LLDP *PortLLDP `json:"lldp,omitempty"`
+}
+
+// PortLLDP is a port's LLDP neighbours, each until its TTL runs out, and
+// the LLDP frames it could not read.
+type PortLLDP struct {
+	Neighbors []lldp.Seen `json:"neighbors"`
+	Rejected  uint64      `json:"rejected"`
+	LastError string      `json:"last_error,omitempty"`
 }
 
 // PortCounters are the kernel's interface counters

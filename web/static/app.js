@@ -158,7 +158,7 @@ function renderPorts(s) {
     return h('tr', { 'data-port': p.name },
       h('td', {}, h('b', { 'data-field': 'name' }, p.name), h('br'), h('small', { class: 'muted' }, `${p.interface} ${p.mac}`)),
       h('td', { 'data-field': 'role' }, p.role === 'data' ? `${p.segment}` : p.role),
-      link,
+      link, neighbourCell(p.lldp),
       num(r.rx_pps, pps(r.rx_pps), 'rx_pps'), num(r.tx_pps, pps(r.tx_pps), 'tx_pps'),
       num(r.rx_bps, bits(r.rx_bps), 'rx_bps'), num(r.tx_bps, bits(r.tx_bps), 'tx_bps'),
       h('td', { class: 'num' + (r.drops_ps > 0 ? ' bad' : ''), 'data-field': 'drops_ps', 'data-value': r.drops_ps }, si(r.drops_ps, '/s')),
@@ -167,6 +167,22 @@ function renderPorts(s) {
       h('td', {}, chart(hist[p.name] || [])));
   });
   $('ports').tBodies[0].replaceChildren(...rows);
+}
+
+// neighbourCell shows who a segment port's LLDP frames say is at the other
+// end of its cable.
+function neighbourCell(l) {
+  const td = h('td', { 'data-field': 'lldp' });
+  if (!l) return td;
+  for (const n of l.neighbors) {
+    const line = h('div', {}, h('b', {}, n.system_name || n.chassis_id), ` port ${n.port_id}`);
+    line.title = [`chassis ${n.chassis_id}`, n.port_description && `port: ${n.port_description}`, n.system_description,
+      n.management_address && `management ${n.management_address}`, `last seen ${utc(n.last_seen)}, until ${utc(n.expires)}`].filter(Boolean).join('\n');
+    td.append(line);
+  }
+  if (!l.neighbors.length) td.append(h('span', { class: 'muted' }, '—'));
+  if (l.rejected) td.append(h('br'), h('small', { class: 'bad', title: l.last_error || '' }, `${l.rejected} unreadable`));
+  return td;
 }
 
 function kv(table, rows) {
