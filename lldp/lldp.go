@@ -87,6 +87,9 @@ func Decode(frame []byte) (Neighbor, error) {
 		if want := []int{tlvChassisID, tlvPortID, tlvTTL}; i < 3 && typ != want[i] {
 			return n, fmt.Errorf("lldp: TLV %d at byte %d is %s, want %s", i+1, off, tlvName(typ), tlvName(want[i]))
 		}
+		if i >= 3 && typ >= tlvChassisID && typ <= tlvTTL {
+			return n, fmt.Errorf("lldp: TLV %d at byte %d is a second %s", i+1, off, tlvName(typ))
+		}
 		if err := n.take(typ, v); err != nil {
 			return n, fmt.Errorf("lldp: TLV %d (%s) at byte %d: %w", i+1, tlvName(typ), off, err)
 		}
@@ -126,18 +129,28 @@ func (n *Neighbor) take(typ int, v []byte) error {
 			return fmt.Errorf("length %d, want 2", len(v))
 		}
 		n.TTL = int(binary.BigEndian.Uint16(v))
-	case tlvPortDesc:
-		n.PortDescription = text(v)
-	case tlvSysName:
-		n.SystemName = text(v)
-	case tlvSysDesc:
-		n.SystemDescription = text(v)
+	case tlvPortDesc, tlvSysName, tlvSysDesc:
+		// 8.5.5, 8.5.6, 8.5.7: 0 to 255 octets.
+		if len(v) > 255 {
+			return fmt.Errorf("length %d, want at most 255", len(v))
+		}
+		switch typ {
+		case tlvPortDesc:
+			n.PortDescription = text(v)
+		case tlvSysName:
+			n.SystemName = text(v)
+		default:
+			n.SystemDescription = text(v)
+		}
 	case tlvMgmtAddress:
 		// 8.5.9: address string length (subtype and address, 2 to 32),
 		// address subtype (an IANA address family), address, interface
 		// numbering subtype, interface number (4), OID length, OID.
 		if len(v) < 1 || int(v[0]) < 2 || int(v[0]) > 32 || 1+int(v[0])+5+1 > len(v) {
 			return fmt.Errorf("management address of %d bytes does not hold its own fields", len(v))
+		}
+		if oid := int(v[1+int(v[0])+5]); oid > 128 || 1+int(v[0])+5+1+oid != len(v) {
+			return fmt.Errorf("management address of %d bytes: its OID of %d bytes does not end the TLV", len(v), oid)
 		}
 		if n.ManagementAddress == "" {
 			n.ManagementAddress = renderAddress(v[1], v[2:1+int(v[0])])
@@ -182,8 +195,14 @@ func text(b []byte) string {
 
 // WireID is a chassis ID (chassis true) or port ID as the frame carried
 // it, from its subtype and its rendering in Neighbor: the bytes LLDP-MIB's
-// lldpRemChassisId and lldpRemPortId hold.
+// lldpRemChassisId and lldpRemPortId hold (at most 255). A MAC or network
+// address comes back as the frame's bytes, any other ID as its text.
 func WireID(subtype int, id string, chassis bool) []byte {
+	b := wireID(subtype, id, chassis)
+	return b[:min(len(b), 255)]
+}
+
+func wireID(subtype int, id string, chassis bool) []byte {
 	mac, network := 4, 5
 	if !chassis {
 		mac, network = 3, 4

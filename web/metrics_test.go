@@ -141,3 +141,11 @@ func TestMetricsDuplicates(t *testing.T) {
 		t.Fatalf("statusd's ncpos_port_up{LAN1} = %v, %v; want 1", v, ok)
 	}
 }
+
+// TestClip cuts a label value from the network at 64 bytes, on a rune.
+func TestClip(t *testing.T) {
+	long := strings.Repeat("x", 63) + "é" + strings.Repeat("y", 40)
+	if got := clip(long); got != strings.Repeat("x", 63) || clip("sw-core-1") != "sw-core-1" {
+		t.Errorf("clip = %q", got)
+	}
+}

@@ -131,13 +131,14 @@ func BuildSNMPView(snap *api.Snapshot, cfg config.SNMP, start time.Time) (*snmp.
 	}
 
 	// LLDP-MIB's remote systems: lldpRemLocalPortNum is the port's
-	// ifIndex, lldpRemTimeMark 0 (every entry), lldpRemIndex from 1.
+	// ifIndex, lldpRemTimeMark 0 (every entry), lldpRemIndex the
+	// neighbour's, which it keeps while it stays.
 	for i, p := range snap.Ports {
 		if p.LLDP == nil {
 			continue
 		}
-		for j, n := range p.LLDP.Neighbors {
-			col := func(c uint32) snmp.OID { return snmp.LldpRemEntry.Append(c, 0, uint32(i+1), uint32(j+1)) }
+		for _, n := range p.LLDP.Neighbors {
+			col := func(c uint32) snmp.OID { return snmp.LldpRemEntry.Append(c, 0, uint32(i+1), uint32(n.Index)) }
 			integer(col(snmp.LldpRemChassisIDSubtype), n.ChassisIDSubtype)
 			vars = append(vars, snmp.Var{OID: col(snmp.LldpRemChassisID), Type: gosnmp.OctetString, Value: lldp.WireID(n.ChassisIDSubtype, n.ChassisID, true)})
 			integer(col(snmp.LldpRemPortIDSubtype), n.PortIDSubtype)
