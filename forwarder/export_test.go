@@ -46,8 +46,11 @@ func NewProgramTester() (_ *ProgramTester, err error) {
 		return nil, err
 	}
 	pt.copies = make(chan []byte, 16)
-	if pt.lldp, err = newLLDPRing(spec, func(slot int, frame []byte) {
-		pt.copies <- append([]byte(fmt.Sprintf("slot %d:", slot)), frame...)
+	if pt.lldp, err = newLLDPRing(spec, func(ifindex int, frame []byte) {
+		select {
+		case pt.copies <- append([]byte(fmt.Sprintf("ifindex %d:", ifindex)), frame...):
+		default: // the test reads no more
+		}
 	}); err != nil {
 		return nil, err
 	}
@@ -101,7 +104,7 @@ func (pt *ProgramTester) Run(frame []byte) (Parsed, error) {
 }
 
 // Copied is the next LLDP frame the program copied for forwarderd,
-// prefixed with "slot N:", or nil when none comes within a second.
+// prefixed with "ifindex N:", or nil when none comes within a second.
 func (pt *ProgramTester) Copied() []byte {
 	select {
 	case c := <-pt.copies:

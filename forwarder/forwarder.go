@@ -51,9 +51,9 @@ type Options struct {
 	ProgressWindow time.Duration
 	// Logf receives notable events; log.Printf when nil.
 	Logf func(format string, args ...any)
-	// lldpTake gets the LLDP frames the ports receive, by port slot
-	// (the Forwarder's neighbours); nil: they are not read.
-	lldpTake func(slot int, frame []byte)
+	// lldpTake gets the LLDP frames the ports receive, by the interface
+	// they entered (the Forwarder's neighbours); nil: they are not read.
+	lldpTake func(ifindex int, frame []byte)
 }
 
 func (o *Options) setDefaults() error {

@@ -15,6 +15,10 @@ import (
 	"github.com/ncpos/ncpos/lldp"
 )
 
+// lldpCopyMax is port.c's LLDP_MAX: the most of a frame a copy holds
+// (a record is longer, padded to 8 bytes).
+const lldpCopyMax = 1518
+
 // lldpRing is port.c's ring of LLDP frames (lldp_frames), which every
 // port program shares, and the goroutine that hands each frame on.
 type lldpRing struct {
@@ -23,9 +27,9 @@ type lldpRing struct {
 	done chan struct{}
 }
 
-// newLLDPRing makes the ring and reads it until close: take gets the port
-// slot a frame entered and the frame (its first bytes when it is long).
-func newLLDPRing(spec *ebpf.CollectionSpec, take func(slot int, frame []byte)) (*lldpRing, error) {
+// newLLDPRing makes the ring and reads it until close: take gets the
+// interface a frame entered and the frame (its first bytes when long).
+func newLLDPRing(spec *ebpf.CollectionSpec, take func(ifindex int, frame []byte)) (*lldpRing, error) {
 	if take == nil {
 		take = func(int, []byte) {}
 	}
@@ -53,10 +57,10 @@ func (l *lldpRing) read(take func(int, []byte)) {
 		if err != nil || len(rec.RawSample) < 8 {
 			continue
 		}
-		// struct lldp_copy: port, length, then the frame's first bytes.
-		slot := binary.LittleEndian.Uint32(rec.RawSample[0:4])
-		n := min(int(binary.LittleEndian.Uint32(rec.RawSample[4:8])), len(rec.RawSample)-8)
-		take(int(slot), rec.RawSample[8:8+n])
+		// struct lldp_copy: ifindex, length, then the frame's first bytes.
+		ifindex := binary.LittleEndian.Uint32(rec.RawSample[0:4])
+		n := min(int(binary.LittleEndian.Uint32(rec.RawSample[4:8])), lldpCopyMax, len(rec.RawSample)-8)
+		take(int(ifindex), rec.RawSample[8:8+n])
 	}
 }
 
@@ -72,34 +76,58 @@ func (l *lldpRing) close() error {
 
 // neighbors is what the box learns from the LLDP frames its ports
 // receive, by port label: it outlives the engines, which hand it frames
-// by port slot.
+// by the interface they entered. Frames are matched to ports by
+// interface, not by BPF slot, so that a slot a change hands to another
+// segment never files one port's neighbour under another.
 type neighbors struct {
 	table  lldp.Table
-	labels atomic.Pointer[map[int]string] // slot -> label
+	labels atomic.Pointer[map[int]string] // ifindex -> label
 
 	mu       sync.Mutex
 	rejected map[string]uint64 // frames that do not decode, by label
 	lastErr  map[string]string
 }
 
-// setPorts names the slots' ports.
+// setPorts names the ports' interfaces, and forgets what a port that is
+// gone, or now on another interface, heard.
 func (n *neighbors) setPorts(ports []*port) {
 	m := map[int]string{}
 	for _, p := range ports {
-		m[p.slot] = p.label
+		m[p.ifindex] = p.label
 	}
-	n.labels.Store(&m)
+	old := n.labels.Swap(&m)
+	stale := map[string]bool{}
+	if old != nil {
+		for ifindex, label := range *old {
+			if m[ifindex] != label {
+				stale[label] = true
+			}
+		}
+	}
+	for _, label := range m {
+		delete(stale, label)
+	}
+	if len(stale) == 0 {
+		return
+	}
+	n.table.Forget(func(port string) bool { return stale[port] })
+	n.mu.Lock()
+	for label := range stale {
+		delete(n.rejected, label)
+		delete(n.lastErr, label)
+	}
+	n.mu.Unlock()
 }
 
-// take reads one LLDP frame that entered slot.
-func (n *neighbors) take(slot int, frame []byte) {
+// take reads one LLDP frame that entered interface ifindex.
+func (n *neighbors) take(ifindex int, frame []byte) {
 	labels := n.labels.Load()
 	if labels == nil {
 		return
 	}
-	label, ok := (*labels)[slot]
+	label, ok := (*labels)[ifindex]
 	if !ok {
-		return // a port detached meanwhile
+		return // not a port, or not yet one
 	}
 	nb, err := lldp.Decode(frame)
 	if err != nil {

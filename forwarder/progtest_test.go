@@ -3,6 +3,7 @@ package forwarder_test
 import (
 	"bytes"
 	"testing"
+	"time"
 
 	"github.com/ncpos/ncpos/forwarder"
 	"github.com/ncpos/ncpos/internal/frames"
@@ -54,7 +55,8 @@ func TestBPFParserMatchesGo(t *testing.T) {
 }
 
 // TestBPFCopiesLLDP: the port program hands forwarderd a copy of every
-// untagged LLDP frame, whole up to 1024 bytes, and of nothing else.
+// untagged LLDP frame to an LLDP group address, whole up to 1518 bytes, at
+// most one per 20 ms, and of nothing else.
 func TestBPFCopiesLLDP(t *testing.T) {
 	requireRoot(t)
 	pt, err := forwarder.NewProgramTester()
@@ -63,17 +65,26 @@ func TestBPFCopiesLLDP(t *testing.T) {
 	}
 	defer pt.Close()
 	lldp := frames.LLDP(frames.MACB, "eth1", "neighbour-a", 120)
-	long := frames.Ethernet(frames.LLDPGroup, frames.MACB, 0x88cc, bytes.Repeat([]byte{0x0a}, 1500))
+	whole := frames.Ethernet(frames.LLDPGroup, frames.MACB, 0x88cc, bytes.Repeat([]byte{0x0a}, 1500))
+	long := frames.Ethernet(frames.LLDPGroup, frames.MACB, 0x88cc, bytes.Repeat([]byte{0x0a}, 1600))
+	unicast := append(append([]byte{}, frames.MACA[:]...), lldp[6:]...)
 	for _, c := range []struct {
 		name  string
 		frame []byte
 		want  []byte
+		soon  bool // right after the last copy
 	}{
-		{"lldp", lldp, lldp},
-		{"tagged lldp", frames.VLAN(lldp, 42), nil},
-		{"udp", frames.UDPFrame(64, 1, 2), nil},
-		{"long lldp", long, long[:1024]},
+		{"lldp", lldp, lldp, false},
+		{"lldp again at once", lldp, nil, true},
+		{"tagged lldp", frames.VLAN(lldp, 42), nil, false},
+		{"lldp to a unicast address", unicast, nil, false},
+		{"udp", frames.UDPFrame(64, 1, 2), nil, false},
+		{"lldp of 1514 bytes", whole, whole, false},
+		{"lldp of 1614 bytes", long, long[:1518], false},
 	} {
+		if !c.soon {
+			time.Sleep(25 * time.Millisecond) // past the gap between copies
+		}
 		if _, err := pt.Run(c.frame); err != nil {
 			t.Fatal(err)
 		}
@@ -84,8 +95,10 @@ func TestBPFCopiesLLDP(t *testing.T) {
 			}
 			continue
 		}
-		if want := append([]byte("slot 0:"), c.want...); !bytes.Equal(got, want) {
-			t.Errorf("%s: copied %x, want %x", c.name, got, want)
+		// BPF_PROG_RUN runs the program as if the frame came in on
+		// loopback, ifindex 1.
+		if want := append([]byte("ifindex 1:"), c.want...); !bytes.Equal(got, want) {
+			t.Errorf("%s: copied %d bytes %.80x…, want %d bytes %.80x…", c.name, len(got), got, len(want), want)
 		}
 	}
 }

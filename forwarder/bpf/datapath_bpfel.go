@@ -68,6 +68,7 @@ const (
 	DatapathProgPortService = "port_service"
 	DatapathProgPortXsk     = "port_xsk"
 	DatapathProgRedirectErr = "redirect_err"
+	DatapathVarLldpLastNs   = "lldp_last_ns"
 	DatapathVarPortIndex    = "port_index"
 )
 
@@ -138,7 +139,8 @@ type DatapathMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DatapathVariableSpecs struct {
-	PortIndex *ebpf.VariableSpec `ebpf:"port_index"`
+	LldpLastNs *ebpf.VariableSpec `ebpf:"lldp_last_ns"`
+	PortIndex  *ebpf.VariableSpec `ebpf:"port_index"`
 }
 
 // DatapathObjects contains all objects after they have been loaded into the kernel.
@@ -188,7 +190,8 @@ func (m *DatapathMaps) Close() error {
 //
 // It can be passed to LoadDatapathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DatapathVariables struct {
-	PortIndex *ebpf.Variable `ebpf:"port_index"`
+	LldpLastNs *ebpf.Variable `ebpf:"lldp_last_ns"`
+	PortIndex  *ebpf.Variable `ebpf:"port_index"`
 }
 
 // DatapathPrograms contains all programs after they have been loaded into the kernel.

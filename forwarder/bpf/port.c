@@ -16,10 +16,11 @@
 //   devmap_xmit   tracepoint xdp:xdp_devmap_xmit: frames the peer's driver
 //                 did not take when the redirect queue was flushed.
 //
-// An untagged LLDP frame (IEEE 802.1AB) is forwarded like any other, and
-// its first LLDP_MAX bytes are copied to the lldp_frames ring for
-// forwarderd, which shows each port's neighbour: the box reads LLDP and
-// never sends it.
+// An untagged LLDP frame (IEEE 802.1AB) to one of LLDP's group addresses
+// is forwarded like any other, and copied (LLDP_MAX bytes at most, one
+// every LLDP_GAP_NS per port) to the lldp_frames ring for forwarderd,
+// which shows each port's neighbour: the box reads LLDP and never sends
+// it.
 //
 // All three are frags-aware (xdp.frags): a jumbo frame
 // arrives in several buffers, of which only the first is parsed (headers
@@ -44,7 +45,8 @@
 #define MAX_VLANS 2      /* 802.1Q, and 802.1ad QinQ: more is malformed */
 #define MAX_IPV6_EXT 4   /* extension headers walked before giving up */
 #define MIN_FRAME 60     /* Ethernet minimum without FCS */
-#define LLDP_MAX 1024    /* bytes of an LLDP frame copied for forwarderd */
+#define LLDP_MAX 1518    /* bytes of an LLDP frame copied: a whole LLDPDU under a tag */
+#define LLDP_GAP_NS 20000000ULL /* at most one copy per 20 ms per port: a flood costs little */
 
 enum malformed {
 	MAL_RUNT,
@@ -165,15 +167,19 @@ struct {
 /* LLDP frames for forwarderd: a few a minute per port, so a small ring;
  * one that is full loses the copy, never the frame. */
 struct lldp_copy {
-	__u32 port; /* port_index */
-	__u32 len;  /* of the frame; the copy holds at most LLDP_MAX */
+	__u32 ifindex; /* the port it entered */
+	__u32 len;     /* of the frame; the copy holds at most LLDP_MAX */
 	__u8 data[LLDP_MAX];
 };
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 * 1024);
+	__uint(max_entries, 256 * 1024);
 } lldp_frames SEC(".maps");
+
+/* When this port last copied an LLDP frame (each instance has its own;
+ * CPUs racing on it copy one frame more, no harm). */
+__u64 lldp_last_ns = 0;
 
 /* Set per instance before loading. */
 const volatile __u32 port_index = 0;
@@ -403,7 +409,11 @@ static __always_inline void parse(struct xdp_md *ctx, struct flow_key *k, struct
 		parse_l4(cur, l3end, end, nexthdr, k, p, want_key);
 		return;
 	}
-	if (proto == bpf_htons(ETH_P_LLDP) && cur == (void *)(eth + 1))
+	/* LLDP's group addresses: nearest bridge (0e), nearest non-TPMR
+	 * bridge (03), nearest customer bridge (00). */
+	if (proto == bpf_htons(ETH_P_LLDP) && cur == (void *)(eth + 1) && eth->h_dest[0] == 0x01 &&
+	    eth->h_dest[1] == 0x80 && eth->h_dest[2] == 0xc2 && eth->h_dest[3] == 0 && eth->h_dest[4] == 0 &&
+	    (eth->h_dest[5] == 0x0e || eth->h_dest[5] == 0x03 || eth->h_dest[5] == 0x00))
 		p->lldp = 1;
 	/* ARP and any other EtherType: nothing to check; service mode keys
 	 * nothing (no addresses we know how to read). */
@@ -412,6 +422,10 @@ static __always_inline void parse(struct xdp_md *ctx, struct flow_key *k, struct
 /* copy_lldp hands a copy of an LLDP frame to forwarderd. */
 static __always_inline void copy_lldp(struct xdp_md *ctx, __u64 len)
 {
+	__u64 now = bpf_ktime_get_coarse_ns();
+	if (now - lldp_last_ns < LLDP_GAP_NS)
+		return;
+	lldp_last_ns = now;
 	struct lldp_copy *c = bpf_ringbuf_reserve(&lldp_frames, sizeof(*c), 0);
 	if (!c)
 		return;
@@ -422,7 +436,7 @@ static __always_inline void copy_lldp(struct xdp_md *ctx, __u64 len)
 	asm volatile("" : "+r"(n));
 	if (n > LLDP_MAX)
 		n = LLDP_MAX;
-	c->port = port_index;
+	c->ifindex = ctx->ingress_ifindex;
 	c->len = len;
 	if (n < 14 || bpf_xdp_load_bytes(ctx, 0, c->data, n) < 0) {
 		bpf_ringbuf_discard(c, 0);
