@@ -163,8 +163,7 @@ func (p *Port) route(link netlink.Link, gateway string) error {
 	}
 	var errs []error
 	for _, r := range routes {
-		isDefault := r.Dst == nil || r.Dst.IP.IsUnspecified() && slices.Equal(r.Dst.Mask, net.IPv4Mask(0, 0, 0, 0))
-		if !isDefault || want != nil && r.Gw.Equal(want) && r.Priority == routePriority {
+		if !isDefault(r) || want != nil && r.Gw.Equal(want) && r.Priority == routePriority {
 			continue
 		}
 		if err := netlink.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
@@ -172,6 +171,11 @@ func (p *Port) route(link netlink.Link, gateway string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// isDefault says whether r is a default route.
+func isDefault(r netlink.Route) bool {
+	return r.Dst == nil || r.Dst.IP.IsUnspecified() && slices.Equal(r.Dst.Mask, net.IPv4Mask(0, 0, 0, 0))
 }
 
 func defaultDst() *net.IPNet {
@@ -210,7 +214,7 @@ func (p *Port) State() (State, error) {
 	}
 	routes, _ := netlink.RouteList(link, netlink.FAMILY_V4)
 	for _, r := range routes {
-		if (r.Dst == nil || r.Dst.IP.IsUnspecified()) && r.Gw != nil {
+		if isDefault(r) && r.Gw != nil {
 			st.Gateway = r.Gw.String()
 		}
 	}

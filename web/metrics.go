@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -305,14 +304,4 @@ func b2f(b bool) float64 {
 }
 
 // clip cuts a label value from the network to 64 bytes, at a rune.
-func clip(s string) string {
-	if len(s) <= 64 {
-		return s
-	}
-	for i := 64; i > 0; i-- {
-		if utf8.RuneStart(s[i]) {
-			return s[:i]
-		}
-	}
-	return ""
-}
+func clip(s string) string { return limit(s, 64) }

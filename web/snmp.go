@@ -294,9 +294,12 @@ func truth(b bool) int {
 
 // limit255 cuts a text to DisplayString's 255 octets, dropping a rune
 // the cut splits.
-func limit255(s string) string {
-	if len(s) <= 255 {
+func limit255(s string) string { return limit(s, 255) }
+
+// limit cuts s to at most n bytes, dropping a rune cut in two.
+func limit(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return strings.ToValidUTF8(s[:255], "")
+	return strings.ToValidUTF8(s[:n], "")
 }

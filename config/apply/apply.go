@@ -319,11 +319,7 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 			// Not kept where the box boots from: it goes back, there
 			// too, rather than run a version it would not boot on.
 			m.setPending(&change{version: v, parent: text, takers: takers, held: held, before: before})
-			for _, path := range []string{m.PermConfig, m.LastGood} {
-				if path != "" {
-					durable.WriteFile(path, text, 0o600)
-				}
-			}
+			m.restore(text)
 			if rv, err := m.revert(ctx, "could not be kept where the box boots from: "+cerr.Error()); err == nil {
 				res.Version = rv
 			}
@@ -353,16 +349,10 @@ func (m *Manager) rebootInto(ctx context.Context, res Applied, text, parent []by
 	}
 	var undo func()
 	if v.Deadline.IsZero() {
-		undo = func() {
-			for _, path := range []string{m.PermConfig, m.LastGood} {
-				if path != "" {
-					durable.WriteFile(path, parent, 0o600)
-				}
-			}
-		}
+		undo = func() { m.restore(parent) }
 		// Confirmed once the reboot is under way; should the box go
 		// down before it records that, it does so as it starts again.
-		if err := m.keep(v, text); err != nil {
+		if err := m.keep(v.Number, text); err != nil {
 			return fail(err.Error(), undo)
 		}
 	} else {
@@ -549,21 +539,31 @@ func (m *Manager) Confirm(n int, by string) (versions.Version, error) {
 
 // confirm makes v the version the box boots on and its last good one.
 func (m *Manager) confirm(v versions.Version, text []byte, reason string) (versions.Version, error) {
-	if err := m.keep(v, text); err != nil {
+	if err := m.keep(v.Number, text); err != nil {
 		return v, err
 	}
 	return m.Store.Settle(v.Number, versions.Confirmed, reason)
 }
 
-// keep writes v's text where the box boots from and as its last good
-// configuration.
-func (m *Manager) keep(v versions.Version, text []byte) error {
+// restore puts text back where the box boots from and as its last good
+// configuration, as well as it can: it undoes a keep that went wrong.
+func (m *Manager) restore(text []byte) {
+	for _, path := range []string{m.PermConfig, m.LastGood} {
+		if path != "" {
+			durable.WriteFile(path, text, 0o600)
+		}
+	}
+}
+
+// keep writes the text of version n where the box boots from and as its
+// last good configuration.
+func (m *Manager) keep(n int, text []byte) error {
 	for _, path := range []string{m.PermConfig, m.LastGood} {
 		if path == "" {
 			continue
 		}
 		if err := durable.WriteFile(path, text, 0o600); err != nil {
-			return fmt.Errorf("keeping version %d in %s: %w", v.Number, path, err)
+			return fmt.Errorf("keeping version %d in %s: %w", n, path, err)
 		}
 	}
 	return nil
@@ -683,7 +683,7 @@ func (m *Manager) resume(ctx context.Context) {
 		}
 		_, parent, err := m.Store.Get(v.Parent)
 		if err != nil {
-			if m.keep(v, text) == nil {
+			if m.keep(v.Number, text) == nil {
 				m.Store.Settle(v.Number, versions.Confirmed, "kept: the version it replaced is no longer readable")
 			}
 			continue
