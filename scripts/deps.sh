@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(squashfs-tools dosfstools mtools syslinux syslinux-common systemd-boot-efi
       e2fsprogs fdisk qemu-system-x86 ovmf util-linux iproute2 ca-certificates prometheus chromium fonts-dejavu-core
-      snmp snmptrapd smitools curl prometheus-alertmanager lldpd
+      snmp snmptrapd smitools curl prometheus-alertmanager lldpd tshark tcpdump
       clang llvm libbpf-dev gcc libc6-dev)
 missing=()
 for p in "${pkgs[@]}"; do
