@@ -14,6 +14,7 @@ import (
 
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/internal/testenv"
+	"github.com/ncpos/ncpos/pcapfilter"
 	"github.com/ncpos/ncpos/xdpfilter"
 )
 
@@ -272,5 +273,46 @@ func TestLongProgram(t *testing.T) {
 	f := frames.ARPRequest()
 	if got := r.run(t, f); got != uint32(binary.BigEndian.Uint16(f[12:])) {
 		t.Errorf("got %#x", got)
+	}
+}
+
+// TestPcapFilters translates what package pcapfilter compiles operators'
+// filters to, and wants the kernel to keep the frames the interpreter
+// keeps.
+func TestPcapFilters(t *testing.T) {
+	testenv.NeedRoot(t, testenv.Lab, "BPF")
+	fs := corpus()
+	for _, expr := range []string{
+		"", "vlan 42", "vlan and vlan 42", "not vlan", "mpls 100", "mpls and ip",
+		"host 10.0.0.1", "src net 10.0.0.0/8 and udp", "ip6 and udp port 53", "tcp port 80 or 22",
+		"portrange 50-60", "arp or rarp", "ether proto 0x88cc", "ether dst 02:6e:63:70:00:0b",
+		"icmp or icmp6", "greater 1000", "less 61", "not (tcp or udp)", "ip proto 1",
+		"vlan 42 and tcp port 22", "ether broadcast or ether multicast",
+	} {
+		t.Run(expr, func(t *testing.T) {
+			p, err := pcapfilter.Compile(expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vm, err := bpf.NewVM(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := newRunner(t, p)
+			var kept int
+			for _, f := range fs {
+				want, err := vm.Run(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := r.run(t, f); int(got) != want {
+					t.Fatalf("frame %x: kernel %d, classic BPF %d\n%v", f, got, want, disasm(p))
+				}
+				if want != 0 {
+					kept++
+				}
+			}
+			t.Logf("%d of %d frames kept", kept, len(fs))
+		})
 	}
 }
