@@ -35,16 +35,18 @@ import (
 // zero-copy choice is a package global, set here per bind, trying
 // XDP_ZEROCOPY first and falling back to copy mode.
 type afxdpEngine struct {
-	counts  *ebpf.Map
-	xsks    []*ebpf.Map
-	progs   []*ebpf.Program
-	links   []link.Link
-	sockets [][]*xdp.Socket // per port, per queue
-	binds   []string        // "zerocopy" or "copy" per port
-	workers []*afxdpWorker
-	flows   *goFlowTable
-	lldp    *lldpRing
-	nports  int
+	counts    *ebpf.Map
+	capture   *captureMaps
+	noCapture bool // the programs have no capture hook
+	xsks      []*ebpf.Map
+	progs     []*ebpf.Program
+	links     []link.Link
+	sockets   [][]*xdp.Socket // per port, per queue
+	binds     []string        // "zerocopy" or "copy" per port
+	workers   []*afxdpWorker
+	flows     *goFlowTable
+	lldp      *lldpRing
+	nports    int
 
 	wg   sync.WaitGroup
 	stop atomic.Bool
@@ -138,6 +140,10 @@ func newAFXDPEngine(ports []*port, opts *Options, plan *forwarderapi.CorePlan) (
 	if e.lldp, err = newLLDPRing(spec, opts.lldpTake); err != nil {
 		return nil, err
 	}
+	if e.capture, err = newCaptureMaps(spec); err != nil {
+		return nil, err
+	}
+	e.noCapture = opts.NoCapture
 	queues := make([]int, len(ports))
 	cpus := make([][]int, len(ports))
 	for i := range ports {
@@ -199,9 +205,9 @@ func newAFXDPEngine(ports []*port, opts *Options, plan *forwarderapi.CorePlan) (
 		}
 	}
 	for i, p := range ports {
-		prog, err := loadPortProgram(spec, bpf.DatapathProgPortXsk, p.slot, map[string]*ebpf.Map{
+		prog, err := loadPortProgram(spec, bpf.DatapathProgPortXsk, p.slot, e.capture.add(map[string]*ebpf.Map{
 			bpf.DatapathMapPortCounts: e.counts, bpf.DatapathMapXsks: e.xsks[i], bpf.DatapathMapLldpFrames: e.lldp.m,
-		})
+		}), opts.NoCapture)
 		if err != nil {
 			return nil, err
 		}
@@ -223,6 +229,13 @@ func newAFXDPEngine(ports []*port, opts *Options, plan *forwarderapi.CorePlan) (
 }
 
 func (e *afxdpEngine) attachMode(p *port) string { return e.binds[p.pos] }
+
+func (e *afxdpEngine) hook(p *port) *captureMaps {
+	if p.pos >= len(e.links) || e.noCapture {
+		return nil
+	}
+	return e.capture
+}
 
 func (e *afxdpEngine) flowTable() flowSource {
 	if e.flows == nil {
@@ -299,6 +312,7 @@ func (e *afxdpEngine) close() error {
 		errs = append(errs, p.Close())
 	}
 	errs = append(errs, e.lldp.close())
+	errs = append(errs, e.capture.close())
 	for _, m := range append(e.xsks, e.counts) {
 		if m != nil {
 			errs = append(errs, m.Close())

@@ -1,6 +1,8 @@
 package forwarder
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -8,6 +10,9 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/ncpos/ncpos/forwarder/bpf"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
+	"github.com/ncpos/ncpos/pcapfilter"
+	"github.com/ncpos/ncpos/xdpfilter"
 )
 
 // ProgramTester (compiled into the package for its tests only) runs the
@@ -16,12 +21,13 @@ import (
 // it created. Tests use it to hold the kernel parser and ParseFrame to the
 // same answers. It needs root.
 type ProgramTester struct {
-	prog   *ebpf.Program
-	flows  *flowTable
-	counts *ebpf.Map
-	egress *ebpf.Map
-	lldp   *lldpRing
-	copies chan []byte // the LLDP frames the program copied
+	prog    *ebpf.Program
+	flows   *flowTable
+	counts  *ebpf.Map
+	egress  *ebpf.Map
+	capture *captureMaps
+	lldp    *lldpRing
+	copies  chan []byte // the LLDP frames the program copied
 }
 
 // NewProgramTester loads port_service for port slot 0 with a small table.
@@ -54,11 +60,14 @@ func NewProgramTester() (_ *ProgramTester, err error) {
 	}); err != nil {
 		return nil, err
 	}
-	pt.prog, err = loadPortProgram(spec, bpf.DatapathProgPortService, 0, map[string]*ebpf.Map{
+	if pt.capture, err = newCaptureMaps(spec); err != nil {
+		return nil, err
+	}
+	pt.prog, err = loadPortProgram(spec, bpf.DatapathProgPortService, 0, pt.capture.add(map[string]*ebpf.Map{
 		bpf.DatapathMapEgress: pt.egress, bpf.DatapathMapPortCounts: pt.counts,
 		bpf.DatapathMapFlows: pt.flows.m, bpf.DatapathMapFlowCounts: pt.flows.counts,
 		bpf.DatapathMapLldpFrames: pt.lldp.m,
-	})
+	}), false)
 	return pt, err
 }
 
@@ -124,10 +133,56 @@ func (pt *ProgramTester) Close() error {
 		errs = append(errs, pt.flows.close())
 	}
 	errs = append(errs, pt.lldp.close())
+	errs = append(errs, pt.capture.close())
 	for _, m := range []*ebpf.Map{pt.counts, pt.egress} {
 		if m != nil {
 			errs = append(errs, m.Close())
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// StartCapture hooks a capture that runs filter into the tester's
+// program, as StartCapture does into a port's.
+func (pt *ProgramTester) StartCapture(filter string, snaplen int) (*Capture, error) {
+	prog, err := pcapfilter.Compile(filter)
+	if err != nil {
+		return nil, err
+	}
+	fn, err := xdpfilter.Function(captureFilter, prog)
+	if err != nil {
+		return nil, err
+	}
+	if snaplen == 0 {
+		snaplen = forwarderapi.CaptureMaxSnaplen
+	}
+	c := &Capture{Request: forwarderapi.CaptureRequest{Snaplen: snaplen}}
+	if err := c.hook(pt.capture, []int{0}, fn); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// RunRepeat runs the program on frame n times in one go.
+func (pt *ProgramTester) RunRepeat(frame []byte, n int) error {
+	_, err := pt.prog.Run(&ebpf.RunOptions{Data: frame, Repeat: uint32(n)})
+	return err
+}
+
+// CapturedFrame is a frame as a capture's ring hands it over.
+type CapturedFrame struct {
+	Ifindex, Len, Act, Drop, Malformed uint32
+	Data                               []byte
+}
+
+// NextFrame waits up to wait for the capture's next frame; nil when none
+// came.
+func (c *Capture) NextFrame(wait time.Duration) (*CapturedFrame, error) {
+	rec, err := c.next(context.Background(), wait)
+	if rec == nil || err != nil {
+		return nil, err
+	}
+	h := rec.hdr
+	return &CapturedFrame{Ifindex: h.Ifindex, Len: h.Len, Act: h.Act, Drop: h.Drop, Malformed: h.Malformed, Data: bytes.Clone(rec.data)}, nil
 }

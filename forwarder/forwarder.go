@@ -34,7 +34,11 @@ type Options struct {
 	XDPMode       string // XDPAuto (default), XDPNative or XDPGeneric
 	// FlowControl leaves 802.3x PAUSE on the ports (off by default).
 	FlowControl bool
-	Segments    []Segment
+	// NoCapture builds the port programs without the capture hook, so
+	// that a bench can weigh what the hook costs while no capture runs;
+	// such a forwarder refuses captures.
+	NoCapture bool
+	Segments  []Segment
 	// Absent are the configuration's segments that cannot be bridged
 	// because the box lacks a port: reported, never forwarded.
 	Absent []AbsentSegment
@@ -139,7 +143,10 @@ type engine interface {
 	counters(ports []*port) ([]portCounters, error) // by position in ports
 	attachMode(p *port) string                      // "native", "generic", "zerocopy", "copy"
 	flowTable() flowSource                          // nil in forward mode
-	err() error                                     // a datapath failure that makes it unhealthy
+	// hook is how p's program hands frames to a capture; nil when p is
+	// not attached.
+	hook(p *port) *captureMaps
+	err() error // a datapath failure that makes it unhealthy
 	close() error
 }
 
@@ -151,13 +158,14 @@ type flowSource interface {
 
 // Forwarder runs one datapath over all segments.
 type Forwarder struct {
-	opts    Options
-	ports   []*port
-	eng     engine
-	cores   forwarderapi.CorePlan
-	started time.Time
-	notes   []string // what the datapath cannot do here, for /status
-	lldp    neighbors
+	opts     Options
+	ports    []*port
+	eng      engine
+	cores    forwarderapi.CorePlan
+	started  time.Time
+	notes    []string // what the datapath cannot do here, for /status
+	lldp     neighbors
+	captures captures
 
 	// change is held while the segments change (Reconfigure) and while
 	// a sample is taken, so that a sample never spans two sets of ports.
@@ -448,6 +456,8 @@ func (idleEngine) counters(ports []*port) ([]portCounters, error) {
 	return make([]portCounters, len(ports)), nil
 }
 func (idleEngine) attachMode(*port) string { return "" }
+
+func (idleEngine) hook(*port) *captureMaps { return nil }
 func (idleEngine) flowTable() flowSource   { return nil }
 func (idleEngine) err() error              { return nil }
 func (idleEngine) close() error            { return nil }

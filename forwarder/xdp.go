@@ -28,6 +28,8 @@ type xdpEngine struct {
 	spec           *ebpf.CollectionSpec
 	progName       string
 	egress, counts *ebpf.Map
+	capture        *captureMaps
+	noCapture      bool                 // the programs have no capture hook
 	maps           map[string]*ebpf.Map // the maps every port program shares
 	flows          *flowTable           // service mode only
 	// By port slot: a segment's ports are attached and detached on
@@ -70,11 +72,17 @@ func newSharedMap(spec *ebpf.CollectionSpec, name string, maxEntries uint32) (*e
 }
 
 // loadPortProgram loads one instance of the named program for port slot
-// index, using the given shared maps.
-func loadPortProgram(spec *ebpf.CollectionSpec, name string, index int, maps map[string]*ebpf.Map) (*ebpf.Program, error) {
+// index, using the given shared maps, with the capture hook unless
+// noCapture.
+func loadPortProgram(spec *ebpf.CollectionSpec, name string, index int, maps map[string]*ebpf.Map, noCapture bool) (*ebpf.Program, error) {
 	return loadProgramWith(spec, name, maps, func(s *ebpf.CollectionSpec) error {
 		if err := s.Variables[bpf.DatapathVarPortIndex].Set(uint32(index)); err != nil {
 			return fmt.Errorf("forwarder: setting port_index: %w", err)
+		}
+		if noCapture {
+			if err := s.Variables[bpf.DatapathVarCaptureSupport].Set(uint32(0)); err != nil {
+				return fmt.Errorf("forwarder: setting capture_support: %w", err)
+			}
 		}
 		return nil
 	})
@@ -175,7 +183,12 @@ func newXDPEngine(ports []*port, opts *Options) (_ *xdpEngine, err error) {
 	if e.lldp, err = newLLDPRing(spec, opts.lldpTake); err != nil {
 		return nil, err
 	}
-	e.maps = map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts, bpf.DatapathMapLldpFrames: e.lldp.m}
+	if e.capture, err = newCaptureMaps(spec); err != nil {
+		return nil, err
+	}
+	e.noCapture = opts.NoCapture
+	e.maps = e.capture.add(map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts,
+		bpf.DatapathMapLldpFrames: e.lldp.m})
 	if opts.Mode == ModeService {
 		if e.flows, err = newFlowTable(spec, opts.FlowTableSize, opts.FlowIdle); err != nil {
 			return nil, err
@@ -214,7 +227,7 @@ func (e *xdpEngine) attachPair(a, b *port, opts *Options) (err error) {
 	pair := []*port{a, b}
 	zero := make([]bpf.DatapathPortStats, ebpf.MustPossibleCPU())
 	for _, p := range pair {
-		prog, err := loadPortProgram(e.spec, e.progName, p.slot, e.maps)
+		prog, err := loadPortProgram(e.spec, e.progName, p.slot, e.maps, opts.NoCapture)
 		if err != nil {
 			return err
 		}
@@ -315,6 +328,15 @@ func (e *xdpEngine) attachMode(p *port) string {
 	return e.modes[p.slot]
 }
 
+func (e *xdpEngine) hook(p *port) *captureMaps {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.links[p.slot] == nil || e.noCapture {
+		return nil
+	}
+	return e.capture
+}
+
 func (e *xdpEngine) flowTable() flowSource {
 	if e.flows == nil {
 		return nil
@@ -359,6 +381,7 @@ func (e *xdpEngine) close() error {
 		errs = append(errs, e.flows.close())
 	}
 	errs = append(errs, e.lldp.close())
+	errs = append(errs, e.capture.close())
 	for _, m := range []*ebpf.Map{e.egress, e.counts} {
 		if m != nil {
 			errs = append(errs, m.Close())

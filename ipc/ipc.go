@@ -121,6 +121,7 @@ func Serve(ctx context.Context, dir, daemon string, h http.Handler) error {
 type Client struct {
 	Daemon string
 	hc     *http.Client
+	stream *http.Client // without a timeout, for Stream
 }
 
 // NewClient returns a client for the named daemon's socket in dir. Every
@@ -135,15 +136,25 @@ func NewClient(dir, daemon string, timeout time.Duration) *Client {
 		},
 		DisableKeepAlives: true,
 	}
-	return &Client{Daemon: daemon, hc: &http.Client{Transport: tr, Timeout: timeout}}
+	return &Client{Daemon: daemon, hc: &http.Client{Transport: tr, Timeout: timeout}, stream: &http.Client{Transport: tr}}
+}
+
+// Stream GETs path and returns the response whatever its status, for an
+// answer that streams as long as it runs: no timeout but ctx's.
+func (c *Client) Stream(ctx context.Context, path string) (*http.Response, error) {
+	return c.getWith(ctx, c.stream, path)
 }
 
 func (c *Client) get(ctx context.Context, path string) (*http.Response, error) {
+	return c.getWith(ctx, c.hc, path)
+}
+
+func (c *Client) getWith(ctx context.Context, hc *http.Client, path string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.Daemon+path, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.hc.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", c.Daemon, path, err)
 	}

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -106,4 +107,9 @@ func (d *Daemon) WaitHealthy(timeout time.Duration) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Capture starts a capture on forwarderd and returns its pcapng stream.
+func (d *Daemon) Capture(ctx context.Context, r forwarderapi.CaptureRequest) (io.ReadCloser, error) {
+	return d.client.Capture(ctx, r)
 }

@@ -13,6 +13,45 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type DatapathCaptureHdr struct {
+	_         structs.HostLayout
+	TimeNs    uint64
+	Ifindex   uint32
+	Len       uint32
+	Caplen    uint32
+	Act       uint32
+	Drop      uint32
+	Malformed uint32
+	Queue     uint32
+	Pad       uint32
+}
+
+type DatapathCaptureRec struct {
+	_    structs.HostLayout
+	H    DatapathCaptureHdr
+	Data [16384]uint8
+}
+
+type DatapathCaptureState struct {
+	_            structs.HostLayout
+	WindowNs     uint64
+	WindowFrames uint64
+	WindowBytes  uint64
+	Seen         uint64
+	Matched      uint64
+	OverRate     uint64
+	RingFull     uint64
+	Captured     uint64
+}
+
+type DatapathCaptureVerdict struct {
+	_         structs.HostLayout
+	Act       uint32
+	Drop      uint32
+	Malformed uint32
+	Pad       uint32
+}
+
 type DatapathFlow struct {
 	_         structs.HostLayout
 	Packets   uint64
@@ -55,21 +94,32 @@ type DatapathPortStats struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	DatapathMapEgress       = "egress"
-	DatapathMapFlowCounts   = "flow_counts"
-	DatapathMapFlows        = "flows"
-	DatapathMapIfindexSlots = "ifindex_slots"
-	DatapathMapLldpFrames   = "lldp_frames"
-	DatapathMapPortCounts   = "port_counts"
-	DatapathMapProgSlots    = "prog_slots"
-	DatapathMapXsks         = "xsks"
-	DatapathProgDevmapXmit  = "devmap_xmit"
-	DatapathProgPortForward = "port_forward"
-	DatapathProgPortService = "port_service"
-	DatapathProgPortXsk     = "port_xsk"
-	DatapathProgRedirectErr = "redirect_err"
-	DatapathVarLldpLastNs   = "lldp_last_ns"
-	DatapathVarPortIndex    = "port_index"
+	DatapathMapCaptureCounts    = "capture_counts"
+	DatapathMapCaptureProgs     = "capture_progs"
+	DatapathMapCaptureRing      = "capture_ring"
+	DatapathMapCaptureScratch   = "capture_scratch"
+	DatapathMapCaptureVerdicts  = "capture_verdicts"
+	DatapathMapCapturing        = "capturing"
+	DatapathMapEgress           = "egress"
+	DatapathMapFlowCounts       = "flow_counts"
+	DatapathMapFlows            = "flows"
+	DatapathMapIfindexSlots     = "ifindex_slots"
+	DatapathMapLldpFrames       = "lldp_frames"
+	DatapathMapPortCounts       = "port_counts"
+	DatapathMapProgSlots        = "prog_slots"
+	DatapathMapXsks             = "xsks"
+	DatapathProgDevmapXmit      = "devmap_xmit"
+	DatapathProgPortCapture     = "port_capture"
+	DatapathProgPortForward     = "port_forward"
+	DatapathProgPortService     = "port_service"
+	DatapathProgPortXsk         = "port_xsk"
+	DatapathProgRedirectErr     = "redirect_err"
+	DatapathVarCaptureMaxBytes  = "capture_max_bytes"
+	DatapathVarCaptureMaxFrames = "capture_max_frames"
+	DatapathVarCaptureSnaplen   = "capture_snaplen"
+	DatapathVarCaptureSupport   = "capture_support"
+	DatapathVarLldpLastNs       = "lldp_last_ns"
+	DatapathVarPortIndex        = "port_index"
 )
 
 // LoadDatapath returns the embedded CollectionSpec for Datapath.
@@ -115,6 +165,7 @@ type DatapathSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type DatapathProgramSpecs struct {
 	DevmapXmit  *ebpf.ProgramSpec `ebpf:"devmap_xmit"`
+	PortCapture *ebpf.ProgramSpec `ebpf:"port_capture"`
 	PortForward *ebpf.ProgramSpec `ebpf:"port_forward"`
 	PortService *ebpf.ProgramSpec `ebpf:"port_service"`
 	PortXsk     *ebpf.ProgramSpec `ebpf:"port_xsk"`
@@ -125,22 +176,32 @@ type DatapathProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DatapathMapSpecs struct {
-	Egress       *ebpf.MapSpec `ebpf:"egress"`
-	FlowCounts   *ebpf.MapSpec `ebpf:"flow_counts"`
-	Flows        *ebpf.MapSpec `ebpf:"flows"`
-	IfindexSlots *ebpf.MapSpec `ebpf:"ifindex_slots"`
-	LldpFrames   *ebpf.MapSpec `ebpf:"lldp_frames"`
-	PortCounts   *ebpf.MapSpec `ebpf:"port_counts"`
-	ProgSlots    *ebpf.MapSpec `ebpf:"prog_slots"`
-	Xsks         *ebpf.MapSpec `ebpf:"xsks"`
+	CaptureCounts   *ebpf.MapSpec `ebpf:"capture_counts"`
+	CaptureProgs    *ebpf.MapSpec `ebpf:"capture_progs"`
+	CaptureRing     *ebpf.MapSpec `ebpf:"capture_ring"`
+	CaptureScratch  *ebpf.MapSpec `ebpf:"capture_scratch"`
+	CaptureVerdicts *ebpf.MapSpec `ebpf:"capture_verdicts"`
+	Capturing       *ebpf.MapSpec `ebpf:"capturing"`
+	Egress          *ebpf.MapSpec `ebpf:"egress"`
+	FlowCounts      *ebpf.MapSpec `ebpf:"flow_counts"`
+	Flows           *ebpf.MapSpec `ebpf:"flows"`
+	IfindexSlots    *ebpf.MapSpec `ebpf:"ifindex_slots"`
+	LldpFrames      *ebpf.MapSpec `ebpf:"lldp_frames"`
+	PortCounts      *ebpf.MapSpec `ebpf:"port_counts"`
+	ProgSlots       *ebpf.MapSpec `ebpf:"prog_slots"`
+	Xsks            *ebpf.MapSpec `ebpf:"xsks"`
 }
 
 // DatapathVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DatapathVariableSpecs struct {
-	LldpLastNs *ebpf.VariableSpec `ebpf:"lldp_last_ns"`
-	PortIndex  *ebpf.VariableSpec `ebpf:"port_index"`
+	CaptureMaxBytes  *ebpf.VariableSpec `ebpf:"capture_max_bytes"`
+	CaptureMaxFrames *ebpf.VariableSpec `ebpf:"capture_max_frames"`
+	CaptureSnaplen   *ebpf.VariableSpec `ebpf:"capture_snaplen"`
+	CaptureSupport   *ebpf.VariableSpec `ebpf:"capture_support"`
+	LldpLastNs       *ebpf.VariableSpec `ebpf:"lldp_last_ns"`
+	PortIndex        *ebpf.VariableSpec `ebpf:"port_index"`
 }
 
 // DatapathObjects contains all objects after they have been loaded into the kernel.
@@ -163,18 +224,30 @@ func (o *DatapathObjects) Close() error {
 //
 // It can be passed to LoadDatapathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DatapathMaps struct {
-	Egress       *ebpf.Map `ebpf:"egress"`
-	FlowCounts   *ebpf.Map `ebpf:"flow_counts"`
-	Flows        *ebpf.Map `ebpf:"flows"`
-	IfindexSlots *ebpf.Map `ebpf:"ifindex_slots"`
-	LldpFrames   *ebpf.Map `ebpf:"lldp_frames"`
-	PortCounts   *ebpf.Map `ebpf:"port_counts"`
-	ProgSlots    *ebpf.Map `ebpf:"prog_slots"`
-	Xsks         *ebpf.Map `ebpf:"xsks"`
+	CaptureCounts   *ebpf.Map `ebpf:"capture_counts"`
+	CaptureProgs    *ebpf.Map `ebpf:"capture_progs"`
+	CaptureRing     *ebpf.Map `ebpf:"capture_ring"`
+	CaptureScratch  *ebpf.Map `ebpf:"capture_scratch"`
+	CaptureVerdicts *ebpf.Map `ebpf:"capture_verdicts"`
+	Capturing       *ebpf.Map `ebpf:"capturing"`
+	Egress          *ebpf.Map `ebpf:"egress"`
+	FlowCounts      *ebpf.Map `ebpf:"flow_counts"`
+	Flows           *ebpf.Map `ebpf:"flows"`
+	IfindexSlots    *ebpf.Map `ebpf:"ifindex_slots"`
+	LldpFrames      *ebpf.Map `ebpf:"lldp_frames"`
+	PortCounts      *ebpf.Map `ebpf:"port_counts"`
+	ProgSlots       *ebpf.Map `ebpf:"prog_slots"`
+	Xsks            *ebpf.Map `ebpf:"xsks"`
 }
 
 func (m *DatapathMaps) Close() error {
 	return _DatapathClose(
+		m.CaptureCounts,
+		m.CaptureProgs,
+		m.CaptureRing,
+		m.CaptureScratch,
+		m.CaptureVerdicts,
+		m.Capturing,
 		m.Egress,
 		m.FlowCounts,
 		m.Flows,
@@ -190,8 +263,12 @@ func (m *DatapathMaps) Close() error {
 //
 // It can be passed to LoadDatapathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DatapathVariables struct {
-	LldpLastNs *ebpf.Variable `ebpf:"lldp_last_ns"`
-	PortIndex  *ebpf.Variable `ebpf:"port_index"`
+	CaptureMaxBytes  *ebpf.Variable `ebpf:"capture_max_bytes"`
+	CaptureMaxFrames *ebpf.Variable `ebpf:"capture_max_frames"`
+	CaptureSnaplen   *ebpf.Variable `ebpf:"capture_snaplen"`
+	CaptureSupport   *ebpf.Variable `ebpf:"capture_support"`
+	LldpLastNs       *ebpf.Variable `ebpf:"lldp_last_ns"`
+	PortIndex        *ebpf.Variable `ebpf:"port_index"`
 }
 
 // DatapathPrograms contains all programs after they have been loaded into the kernel.
@@ -199,6 +276,7 @@ type DatapathVariables struct {
 // It can be passed to LoadDatapathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DatapathPrograms struct {
 	DevmapXmit  *ebpf.Program `ebpf:"devmap_xmit"`
+	PortCapture *ebpf.Program `ebpf:"port_capture"`
 	PortForward *ebpf.Program `ebpf:"port_forward"`
 	PortService *ebpf.Program `ebpf:"port_service"`
 	PortXsk     *ebpf.Program `ebpf:"port_xsk"`
@@ -208,6 +286,7 @@ type DatapathPrograms struct {
 func (p *DatapathPrograms) Close() error {
 	return _DatapathClose(
 		p.DevmapXmit,
+		p.PortCapture,
 		p.PortForward,
 		p.PortService,
 		p.PortXsk,

@@ -15,6 +15,19 @@
 //                 peer's MTU, a peer without XDP transmit, a peer down).
 //   devmap_xmit   tracepoint xdp:xdp_devmap_xmit: frames the peer's driver
 //                 did not take when the redirect queue was flushed.
+//   port_capture  a capture: the port programs of the ports it watches
+//                 end in it (a tail call) while it runs.
+//
+// Capture: while a port's slot in `capturing` is set, its program leaves
+// its verdict in capture_verdict and ends with a tail call into the
+// capture's program in capture_progs, so a port that nobody captures pays
+// a lookup and a branch per frame. port_capture runs the frame through
+// the capture's filter (capture_filter, whose body forwarderd writes from
+// the filter the operator gave) and a rate cap into the capture's own
+// ring, with its port, verdict and time, and returns the verdict: a
+// redirect the port program asked for is still pending, as the kernel
+// keeps it per CPU until the last program returns. Tail calls, not
+// freplace: kernels that refuse trampolines still run them.
 //
 // An untagged LLDP frame (IEEE 802.1AB) to one of LLDP's group addresses
 // is forwarded like any other, and copied (LLDP_MAX bytes at most, one
@@ -47,6 +60,7 @@
 #define MIN_FRAME 60     /* Ethernet minimum without FCS */
 #define LLDP_MAX 1518    /* bytes of an LLDP frame copied: a whole LLDPDU under a tag */
 #define LLDP_GAP_NS 20000000ULL /* at most one copy per 20 ms per port: a flood costs little */
+#define CAPTURE_MAX 16384 /* bytes of a frame a capture keeps at most: a jumbo frame whole */
 
 enum malformed {
 	MAL_RUNT,
@@ -177,12 +191,99 @@ struct {
 	__uint(max_entries, 256 * 1024);
 } lldp_frames SEC(".maps");
 
+/* Which port slots a capture watches, and the capture's program for each. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} capturing SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} capture_progs SEC(".maps");
+
+/* What the port program decided, for the capture it tail-calls. */
+struct capture_verdict {
+	__u32 act;
+	__u32 drop;      /* enum drop when act dropped it, else DROP_MAX */
+	__u32 malformed; /* bit mask of enum malformed */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct capture_verdict);
+} capture_verdicts SEC(".maps");
+
+/* A captured frame as forwarderd reads it from the capture's ring. */
+struct capture_hdr {
+	__u64 time_ns;   /* CLOCK_MONOTONIC */
+	__u32 ifindex;   /* the port it entered */
+	__u32 len;       /* of the whole frame */
+	__u32 caplen;    /* bytes that follow */
+	__u32 act;       /* the program's XDP verdict */
+	__u32 drop;      /* enum drop when act dropped it, else DROP_MAX */
+	__u32 malformed; /* bit mask of enum malformed */
+	__u32 queue;     /* receive queue */
+	__u32 pad;
+};
+
+struct capture_rec {
+	struct capture_hdr h;
+	__u8 data[CAPTURE_MAX];
+};
+
+/* One capture's counters, shared by the ports it watches. */
+struct capture_state {
+	__u64 window_ns;     /* start of the current second of the rate cap */
+	__u64 window_frames; /* frames kept in it */
+	__u64 window_bytes;  /* bytes kept in it */
+	__u64 seen;          /* frames the hook saw */
+	__u64 matched;       /* frames the filter kept */
+	__u64 over_rate;     /* matched, lost to the rate cap */
+	__u64 ring_full;     /* matched, lost because forwarderd fell behind */
+	__u64 captured;      /* handed to forwarderd */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 * 1024 * 1024); /* set per capture */
+} capture_ring SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct capture_state);
+} capture_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct capture_rec);
+} capture_scratch SEC(".maps");
+
+/* Set per capture before loading. */
+const volatile __u32 capture_snaplen = CAPTURE_MAX;
+const volatile __u64 capture_max_frames = 0; /* per second, 0: no cap */
+const volatile __u64 capture_max_bytes = 0;  /* per second, 0: no cap */
+
 /* When this port last copied an LLDP frame (each instance has its own;
  * CPUs racing on it copy one frame more, no harm). */
 __u64 lldp_last_ns = 0;
 
 /* Set per instance before loading. */
 const volatile __u32 port_index = 0;
+/* 0 leaves the capture hook out of the program altogether (the verifier
+ * drops what a constant rules out): the bench's "no capture hook". */
+const volatile __u32 capture_support = 1;
 
 struct vlan_hdr {
 	__be16 tci;
@@ -445,6 +546,28 @@ static __always_inline void copy_lldp(struct xdp_md *ctx, __u64 len)
 	bpf_ringbuf_submit(c, 0);
 }
 
+/* capture hands a frame and its verdict to a capture of this port, if
+ * one runs: the capture's program returns act in this program's place.
+ * Without one, or if the tail call fails, act is returned here. */
+static __always_inline int capture(struct xdp_md *ctx, int act, __u32 drop, __u32 malformed)
+{
+	if (!capture_support)
+		return act;
+	__u32 idx = port_index;
+	__u32 *on = bpf_map_lookup_elem(&capturing, &idx);
+	if (!on || !*on)
+		return act;
+	__u32 zero = 0;
+	struct capture_verdict *v = bpf_map_lookup_elem(&capture_verdicts, &zero);
+	if (!v)
+		return act;
+	v->act = act;
+	v->drop = drop;
+	v->malformed = malformed;
+	bpf_tail_call(ctx, &capture_progs, idx);
+	return act;
+}
+
 static __always_inline struct port_stats *count_rx(struct xdp_md *ctx, __u64 *len)
 {
 	__u32 idx = port_index;
@@ -490,7 +613,8 @@ int port_forward(struct xdp_md *ctx)
 	count_malformed(st, p.malformed);
 	if (p.lldp)
 		copy_lldp(ctx, len);
-	return redirect(st);
+	int act = redirect(st);
+	return capture(ctx, act, act == XDP_REDIRECT ? DROP_MAX : DROP_NO_PEER, p.malformed);
 }
 
 static __always_inline void track(struct flow_key *k, struct parsed *p, __u64 len)
@@ -543,7 +667,8 @@ int port_service(struct xdp_md *ctx)
 		k.port = port_index;
 		track(&k, &p, len);
 	}
-	return redirect(st);
+	int act = redirect(st);
+	return capture(ctx, act, act == XDP_REDIRECT ? DROP_MAX : DROP_NO_PEER, p.malformed);
 }
 
 SEC("xdp.frags")
@@ -566,6 +691,94 @@ int port_xsk(struct xdp_md *ctx)
 		else
 			st->drop[DROP_NO_SOCKET]++;
 	}
+	return capture(ctx, act, act == XDP_REDIRECT ? DROP_MAX : DROP_NO_SOCKET, p.malformed);
+}
+
+/* capture_filter is the capture's filter: forwarderd replaces its body
+ * with the operator's filter (package xdpfilter) before loading. As
+ * written here it keeps every frame whole. It returns how many bytes of
+ * the frame to keep, 0 for none. */
+static __attribute__((noinline)) __u32 capture_filter(void *data, void *end, __u32 len)
+{
+	__u32 r = 262144;
+	asm volatile("" : "+r"(r) : "r"(data), "r"(end), "r"(len));
+	return r;
+}
+
+/* over_cap counts a kept frame against the capture's rate cap, or says it
+ * is over. CPUs racing at a second's turn may let a frame or two more
+ * through: a cap, not an account. */
+static __always_inline int over_cap(struct capture_state *s, __u64 bytes)
+{
+	__u64 now = bpf_ktime_get_coarse_ns();
+	if (now - s->window_ns >= 1000000000ULL) {
+		s->window_ns = now;
+		s->window_frames = 0;
+		s->window_bytes = 0;
+	}
+	if ((capture_max_frames && s->window_frames >= capture_max_frames) ||
+	    (capture_max_bytes && s->window_bytes + bytes > capture_max_bytes))
+		return 1;
+	__sync_fetch_and_add(&s->window_frames, 1);
+	__sync_fetch_and_add(&s->window_bytes, bytes);
+	return 0;
+}
+
+/* capture_frame runs a frame through the capture: filter, rate cap, ring. */
+static __always_inline void capture_frame(struct xdp_md *ctx, __u32 act, __u32 drop, __u32 malformed)
+{
+	__u32 zero = 0;
+	struct capture_state *s = bpf_map_lookup_elem(&capture_counts, &zero);
+	if (!s)
+		return;
+	__sync_fetch_and_add(&s->seen, 1);
+	__u64 len = bpf_xdp_get_buff_len(ctx);
+	__u32 keep = capture_filter((void *)(long)ctx->data, (void *)(long)ctx->data_end, len);
+	if (!keep)
+		return;
+	__sync_fetch_and_add(&s->matched, 1);
+	__u64 n = len;
+	if (n > keep)
+		n = keep;
+	if (n > capture_snaplen)
+		n = capture_snaplen;
+	asm volatile("" : "+r"(n));
+	if (n > CAPTURE_MAX)
+		n = CAPTURE_MAX;
+	if (over_cap(s, n)) {
+		__sync_fetch_and_add(&s->over_rate, 1);
+		return;
+	}
+	struct capture_rec *r = bpf_map_lookup_elem(&capture_scratch, &zero);
+	if (!r)
+		return;
+	r->h.time_ns = bpf_ktime_get_ns();
+	r->h.ifindex = ctx->ingress_ifindex;
+	r->h.len = len;
+	r->h.caplen = n;
+	r->h.act = act;
+	r->h.drop = drop;
+	r->h.malformed = malformed;
+	r->h.queue = ctx->rx_queue_index;
+	r->h.pad = 0;
+	if (n > 0 && bpf_xdp_load_bytes(ctx, 0, r->data, n) < 0)
+		return;
+	if (bpf_ringbuf_output(&capture_ring, r, sizeof(r->h) + n, 0) < 0) {
+		__sync_fetch_and_add(&s->ring_full, 1);
+		return;
+	}
+	__sync_fetch_and_add(&s->captured, 1);
+}
+
+SEC("xdp.frags")
+int port_capture(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct capture_verdict *v = bpf_map_lookup_elem(&capture_verdicts, &zero);
+	if (!v)
+		return XDP_DROP; /* cannot happen: the port program just wrote it */
+	__u32 act = v->act;
+	capture_frame(ctx, act, v->drop, v->malformed);
 	return act;
 }
 

@@ -78,6 +78,7 @@ func main() {
 		xdpMode   = flag.String("xdp-mode", forwarder.XDPAuto, "auto, native or generic")
 		interval  = flag.Duration("interval", time.Second, "heartbeat and sampling period")
 		mtu       = flag.Int("mtu", 0, "MTU of the -segment segments (default: config.DefaultMTU)")
+		noCapture = flag.Bool("no-capture", false, "build the port programs without the capture hook (to weigh its cost in a bench); captures are refused")
 	)
 	ports := flag.String("ports", "", "front-panel names' interfaces `LAN1=ifA,LAN2=ifB,...` instead of the platform profile's")
 	flag.Var(&segs, "segment", "bridge `name=ifA,ifB` (repeatable; replaces the configuration's segments)")
@@ -115,6 +116,7 @@ func main() {
 			}
 		}
 		opts.FlowIdle, opts.SweepInterval, opts.XDPMode, opts.Interval = *flowIdle, *flowSweep, *xdpMode, *interval
+		opts.NoCapture = *noCapture
 		return opts, nil
 	}
 	opts, err := load()
@@ -207,6 +209,7 @@ func run(opts forwarder.Options, load func() (forwarder.Options, error)) (stoppe
 		}
 		ipc.WriteJSON(w, res)
 	})
+	mux.HandleFunc("GET /capture", f.CaptureHandler())
 	if err := ipc.Serve(ctx, ipc.Dir(), forwarderapi.Name, mux); err != nil {
 		return false, err
 	}
