@@ -17,6 +17,7 @@ import (
 	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/sysinfo"
@@ -73,6 +74,7 @@ type fixture struct {
 	srv      *Server
 	bypassd  *fakeBypassd
 	reboots  []string
+	captures []forwarderapi.CaptureRequest // what the fake forwarderd was asked to capture
 	cancel   context.CancelFunc
 }
 
@@ -143,7 +145,8 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	if !o.noDaemons {
 		f.bypassd = startFakeBypassd(ctx, t, run, f.clock)
 		serveFake(ctx, t, run, "watchdogd", fakeWatchdogStatus, fakeWatchdogMetrics)
-		serveFake(ctx, t, run, "forwarderd", fakeForwarderStatus, fakeForwarderMetrics)
+		serveFake(ctx, t, run, "forwarderd", fakeForwarderStatus, fakeForwarderMetrics,
+			map[string]http.HandlerFunc{"GET /capture": f.fakeCapture})
 	}
 	f.mon = &Monitor{
 		Collector: &Collector{Root: f.root, RunDir: run}, Config: cfg, Events: f.events,
@@ -246,7 +249,7 @@ func (r fakeRebooter) Reboot(ctx context.Context, reason string) error {
 }
 
 // serveFake serves a daemon's socket with a status JSON and metrics text.
-func serveFake(ctx context.Context, t *testing.T, run, name, statusJSON, metrics string) {
+func serveFake(ctx context.Context, t *testing.T, run, name, statusJSON, metrics string, extra ...map[string]http.HandlerFunc) {
 	t.Helper()
 	// The fake's /health carries the liveness and conditions in its
 	// status, as forwarderd's does.
@@ -261,6 +264,11 @@ func serveFake(ctx context.Context, t *testing.T, run, name, statusJSON, metrics
 			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 			fmt.Fprint(w, metrics)
 		}))
+	for _, handlers := range extra {
+		for pattern, h := range handlers {
+			mux.HandleFunc(pattern, h)
+		}
+	}
 	startIPC(ctx, t, run, name, mux)
 }
 

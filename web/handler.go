@@ -186,6 +186,9 @@ func (s *Server) Handler() http.Handler {
 	control("POST /api/v1/config/revert", s.handleConfigRevert)
 	control("POST /api/v1/config/rollback", s.handleConfigRollback)
 	control("GET /api/v1/config/history", s.handleConfigHistory)
+	// A capture shows the traffic itself: the password, as for the
+	// configuration.
+	control("GET /api/v1/capture", s.handleCapture)
 	return s.guarded(mux)
 }
 
@@ -204,7 +207,7 @@ var apiIndex = []string{
 	"POST /api/v1/control/password", "PUT /api/v1/update/{manifest,root,kernel}", "GET /api/v1/update/boot", "POST /api/v1/update/{testboot,switch}", "GET /api/v1/install", "POST /api/v1/control/install", "GET /api/v1/selftest/job",
 	"POST /api/v1/control/selftest", "GET /api/v1/config", "POST /api/v1/config/check", "POST /api/v1/config/plan",
 	"POST /api/v1/config/apply", "POST /api/v1/config/confirm", "POST /api/v1/config/revert", "POST /api/v1/config/rollback",
-	"GET /api/v1/config/history", "GET /metrics",
+	"GET /api/v1/config/history", "GET /api/v1/capture", "GET /metrics",
 }
 
 // status is the latest snapshot with this request's view: the chart

@@ -24,11 +24,12 @@ var commands = map[string]struct {
 	"bench":   {runBench, "RFC 2544 self-test in the lab (throughput, latency, loss, back-to-back), or -compare: the lab's setups side by side"},
 	"config":  {runConfig, "a box's configuration: get, check, plan, apply with confirm, roll back, history"},
 	"fleet":   {runFleet, "the boxes this host has installed and updated: list, status, Prometheus service discovery"},
+	"capture": {runCapture, "capture a box's segment port at the XDP hook into a pcapng file, or to standard output for Wireshark"},
 }
 
 func usage() {
 	fmt.Fprintf(os.Stderr, "usage: ncpos <command> [flags]\n\ncommands:\n")
-	for _, name := range []string{"build", "vm", "install", "update", "config", "fleet", "lab", "bench"} {
+	for _, name := range []string{"build", "vm", "install", "update", "config", "capture", "fleet", "lab", "bench"} {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintf(os.Stderr, "\nRun ncpos <command> -h for its flags.\n")

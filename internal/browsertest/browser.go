@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
 	"github.com/ncpos/ncpos/internal/testenv"
@@ -142,6 +143,17 @@ func (b *Browser) wait(ctx context.Context, ready string, within time.Duration) 
 	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](ready,
 		chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(within))); err != nil {
 		return fmt.Errorf("waiting for %s: %w", ready, err)
+	}
+	return nil
+}
+
+// AllowDownloads has the browser save what the page downloads into dir,
+// under the names the page gives.
+func (b *Browser) AllowDownloads(dir string) error {
+	_, err := chromedp.CallBrowser(b.ctx, cdpbrowser.SetDownloadBehavior, cdpbrowser.SetDownloadBehaviorParams{
+		Behavior: cdpbrowser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir})
+	if err != nil {
+		return fmt.Errorf("allowing downloads: %w", err)
 	}
 	return nil
 }

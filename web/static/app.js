@@ -358,12 +358,8 @@ async function pollLogs() {
 }
 
 function renderControl(s) {
-  const sel = $('c-segment');
-  const names = (s.segments || []).map((g) => g.name);
-  if (sel.dataset.names !== names.join(',')) {
-    sel.replaceChildren(...names.map((n) => h('option', {}, n)));
-    sel.dataset.names = names.join(',');
-  }
+  fillSelect($('c-segment'), (s.segments || []).map((g) => g.name));
+  fillSelect($('p-port'), (s.ports || []).filter((p) => p.role === 'data').map((p) => p.name));
   const c = s.control;
   const notes = [];
   if (c.bypass !== 'available') notes.push('bypass override: ' + c.bypass);
@@ -407,6 +403,68 @@ async function poll() {
     }
   }
   setTimeout(poll, POLL_MS);
+}
+
+// fillSelect sets a select's options to names, keeping the choice when
+// the names did not change.
+function fillSelect(sel, names) {
+  if (sel.dataset.names !== names.join(',')) {
+    sel.replaceChildren(...names.map((n) => h('option', {}, n)));
+    sel.dataset.names = names.join(',');
+  }
+}
+
+// Capture: stream GET /api/v1/capture until the capture ends or Stop, then
+// hand the browser what arrived as a pcapng download.
+const capture = { reader: null };
+async function captureStart() {
+  const out = $('p-status');
+  if (!$('c-password').value) {
+    // Without it the box answers 401, and the browser would ask for it
+    // in a dialog of its own.
+    out.textContent = 'a capture takes the control password: enter it under Credentials';
+    out.className = 'bad';
+    return;
+  }
+  const q = new URLSearchParams({ port: $('p-port').value, direction: $('p-direction').value, seconds: $('p-seconds').value });
+  if ($('p-filter').value.trim()) q.set('filter', $('p-filter').value.trim());
+  out.className = '';
+  out.textContent = 'starting…';
+  let r;
+  try {
+    r = await fetch('/api/v1/capture?' + q, { headers: authHeaders(), cache: 'no-store', credentials: 'same-origin' });
+  } catch (e) { out.textContent = 'failed: ' + e.message; out.className = 'bad'; return; }
+  if (!r.ok) {
+    const j = await r.json().catch(() => ({}));
+    out.textContent = `refused (${r.status}): ${j.error || r.statusText}`;
+    out.className = 'bad';
+    return;
+  }
+  const name = (/filename="([^"]+)"/.exec(r.headers.get('Content-Disposition') || '') || [])[1] || 'capture.pcapng';
+  const chunks = [];
+  let size = 0;
+  capture.reader = r.body.getReader();
+  $('p-start').disabled = true;
+  $('p-stop').disabled = false;
+  try {
+    for (;;) {
+      const { done, value } = await capture.reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.length;
+      out.textContent = `capturing ${q.get('port')}: ${size.toLocaleString()} bytes`;
+    }
+  } catch (e) { /* stopped: keep what arrived */ }
+  capture.reader = null;
+  $('p-start').disabled = false;
+  $('p-stop').disabled = true;
+  const a = h('a', { href: URL.createObjectURL(new Blob(chunks, { type: 'application/x-pcapng' })), download: name });
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+  out.textContent = `downloaded ${name} (${size.toLocaleString()} bytes)`;
+  out.className = 'good';
 }
 
 function authHeaders() {
@@ -656,6 +714,8 @@ document.addEventListener('DOMContentLoaded', () => {
     const j = await selfTestJob();
     if (j) showSelfTest(j);
   });
+  $('p-start').addEventListener('click', captureStart);
+  $('p-stop').addEventListener('click', () => { if (capture.reader) capture.reader.cancel(); });
   $('logs-daemon').addEventListener('change', () => renderLogs(lastLogs));
   setTimeout(poll, POLL_MS);
   pollLogs();

@@ -1,0 +1,70 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
+)
+
+// handleCapture serves GET /api/v1/capture: a capture of a segment port at
+// the XDP hook, streamed as pcapng from forwarderd while it runs. Whoever
+// captures reads the traffic, so it takes the password, and it is logged
+// as an event.
+func (s *Server) handleCapture(w http.ResponseWriter, r *http.Request) {
+	req, err := forwarderapi.ParseCaptureRequest(r.URL.Query())
+	if err != nil {
+		captureError(w, err)
+		return
+	}
+	body, err := forwarderapi.NewClient(s.Monitor.Collector.RunDir, 0).Capture(r.Context(), req)
+	if err != nil {
+		captureError(w, err)
+		return
+	}
+	defer body.Close()
+	by := who(r)
+	s.event(events.Info, events.KindControl, []string{"action", "capture", "port", req.Port, "by", by},
+		fmt.Sprintf("capture of %s (%s, filter %q, up to %d s) by %s", req.Port, req.Direction, req.Filter, req.Seconds, by))
+	start := time.Now().UTC()
+	w.Header().Set("Content-Type", forwarderapi.CaptureContentType)
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="ncpos-%s-%s.pcapng"`, req.Port, start.Format("20060102T150405Z")))
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	// The server's write timeout bounds an ordinary answer; a capture
+	// runs as long as it was asked to, so each piece pushes it on.
+	rc := http.NewResponseController(w)
+	timeout := s.guard().lim.WriteTimeout
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			rc.SetWriteDeadline(time.Now().Add(timeout))
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return // the client went away: closing body stops the capture
+			}
+			rc.Flush()
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && r.Context().Err() == nil {
+				s.event(events.Warning, events.KindControl, []string{"action", "capture", "port", req.Port},
+					fmt.Sprintf("capture of %s cut short: %v", req.Port, err))
+			}
+			return
+		}
+	}
+}
+
+// captureError answers a refused capture with the status its kind calls
+// for.
+func captureError(w http.ResponseWriter, err error) {
+	if ce, ok := forwarderapi.AsCaptureError(err); ok {
+		apiError(w, ce.HTTPStatus(), ce.Message)
+		return
+	}
+	apiError(w, http.StatusServiceUnavailable, "capture: "+err.Error())
+}
