@@ -14,8 +14,10 @@ import (
 
 	"github.com/ncpos/ncpos/bench"
 	"github.com/ncpos/ncpos/bench/xdptraffic"
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/lab/bpf"
+	"github.com/ncpos/ncpos/pcapng"
 )
 
 // BenchOptions configure RunBench.
@@ -95,6 +97,8 @@ const (
 	SetupBridge     = "Linux bridge (no netfilter)"
 	SetupReference  = "devmap redirect reference"
 	SetupXDPForward = "ncpos xdp forward"
+	SetupNoHook     = "ncpos xdp forward, no capture hook"
+	SetupCapturing  = "ncpos xdp forward, capturing all"
 	SetupXDPSvc1    = "ncpos xdp service, 1 flow"
 	SetupXDPSvc10k  = "ncpos xdp service, 10000 flows"
 	SetupAFXDP      = "ncpos afxdp forward"
@@ -102,7 +106,7 @@ const (
 )
 
 // Setups lists every setup RunBench measures, for BenchOptions.Only.
-var Setups = []string{SetupCeiling, SetupBridge, SetupReference, SetupXDPForward, SetupXDPSvc1, SetupXDPSvc10k, SetupAFXDP,
+var Setups = []string{SetupCeiling, SetupBridge, SetupReference, SetupXDPForward, SetupNoHook, SetupCapturing, SetupXDPSvc1, SetupXDPSvc10k, SetupAFXDP,
 	SetupRFC2544, SetupOverload}
 
 const (
@@ -258,6 +262,7 @@ func (b *ppsBench) setups(ctx context.Context, size int) ([]BenchRow, error) {
 		args  []string
 	}{
 		{SetupXDPForward, b.gen1, []string{SinkXDP}, []string{"-engine", "xdp", "-mode", "forward"}},
+		{SetupNoHook, b.gen1, []string{SinkXDP}, []string{"-engine", "xdp", "-mode", "forward", "-no-capture"}},
 		{SetupXDPSvc1, b.gen1, []string{SinkXDP}, []string{"-engine", "xdp", "-mode", "service"}},
 		{SetupXDPSvc10k, b.genN, []string{SinkXDP}, []string{"-engine", "xdp", "-mode", "service"}},
 		{SetupAFXDP, b.gen1, []string{SinkXDP, SinkTC}, []string{"-engine", "afxdp", "-mode", "forward"}},
@@ -272,7 +277,62 @@ func (b *ppsBench) setups(ctx context.Context, size int) ([]BenchRow, error) {
 			}
 		}
 	}
+	if b.o.Wants(SetupCapturing) {
+		pps, off, err := b.capturing(ctx, b.gen1, frame, size)
+		if err := add(SetupCapturing, SinkXDP, pps, off, err); err != nil {
+			return nil, err
+		}
+	}
 	return rows, nil
+}
+
+// capturing measures xdp forward while a capture of every frame entering
+// the measured port runs, read as a client would read it: what the
+// filter, the rate cap and the ring cost the segment.
+func (b *ppsBench) capturing(ctx context.Context, g *xdptraffic.Generator, frame []byte, size int) (float64, float64, error) {
+	d, err := b.startForwarderd("-engine", "xdp", "-mode", "forward")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer d.Stop()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// It outlasts the stream by a little and then ends by itself, so
+	// that its last block, with its account, reaches the reader.
+	secs := int(b.o.Duration/time.Second) + 2
+	body, err := d.Capture(cctx, forwarderapi.CaptureRequest{Port: b.lab.Segments[0].Ports[0], Seconds: secs})
+	if err != nil {
+		return 0, 0, fmt.Errorf("starting the capture: %w", err)
+	}
+	// The capture's own account, from its last block: how much of the
+	// stream it kept, and what the rate cap and a full ring left out.
+	summary := make(chan string)
+	go func() {
+		var last string
+		r, err := pcapng.NewReader(body)
+		for err == nil {
+			var blk pcapng.Block
+			if blk, err = r.Next(); err == nil {
+				if st, ok := blk.(*pcapng.StatsBlock); ok {
+					last = strings.Join(st.Comments, "; ")
+				}
+			}
+		}
+		summary <- last
+	}()
+	pps, off, err := b.measure(ctx, g, frame, SinkID(0, 1), 0)
+	var s string
+	select {
+	case s = <-summary:
+	case <-time.After(time.Duration(secs+10) * time.Second):
+		cancel()
+		s = <-summary
+	}
+	fmt.Fprintf(b.o.Out, "  %4d bytes  capture: %s\n", size, s)
+	if s == "" && err == nil {
+		err = errors.New("the capture ended without its statistics")
+	}
+	return pps, off, err
 }
 
 // withSink runs measure with the sink of the first segment's second end

@@ -22,7 +22,7 @@ func (r *BenchReport) find(setup string, size int) float64 {
 func (r *BenchReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "ncpos bench -compare: veth lab, %d CPUs, generator on CPU %d, best 0.5 s window of %v, best of %d rounds\n", r.CPUs, r.GenCPU, r.Duration, r.Rounds)
 	fmt.Fprintf(w, "(on veth the generator, the datapath and the sink share one core's softirq: ns/frame is the honest figure)\n\n")
-	fmt.Fprintf(w, "%5s  %-32s %8s %9s %10s %9s %9s  %s\n", "bytes", "setup", "Mpps", "ns/frame", "+ns/frame", "x bridge", "x ref", "sink")
+	fmt.Fprintf(w, "%5s  %-36s %8s %9s %10s %9s %9s  %s\n", "bytes", "setup", "Mpps", "ns/frame", "+ns/frame", "x bridge", "x ref", "sink")
 	sizes := r.sizes()
 	for _, size := range sizes {
 		ceil := r.find(SetupCeiling, size)
@@ -32,7 +32,7 @@ func (r *BenchReport) Print(w io.Writer) {
 			if row.Size != size {
 				continue
 			}
-			fmt.Fprintf(w, "%5d  %-32s %8.2f %9s %10s %9s %9s  %s\n", size, row.Setup, row.PPS/1e6,
+			fmt.Fprintf(w, "%5d  %-36s %8.2f %9s %10s %9s %9s  %s\n", size, row.Setup, row.PPS/1e6,
 				nsPer(row.PPS), added(row.PPS, ceil), ratio(row.PPS, bridge), ratio(row.PPS, ref), row.Sink)
 		}
 		fmt.Fprintln(w)
@@ -67,6 +67,16 @@ func (r *BenchReport) Print(w io.Writer) {
 		target("xdp service 1 flow / xdp forward", r.find(SetupXDPSvc1, size), fwd, 0.6)
 		target("xdp service 10000 flows / xdp forward", r.find(SetupXDPSvc10k, size), fwd, 0.6)
 		target("afxdp forward / xdp forward", r.find(SetupAFXDP, size), fwd, 0.2)
+	}
+	fmt.Fprintln(w, "capture (the cost of its hook while none runs, and of one that takes every frame; figures, not targets):")
+	for _, size := range sizes {
+		fwd, none := r.find(SetupXDPForward, size), r.find(SetupNoHook, size)
+		if fwd > 0 && none > 0 {
+			fmt.Fprintf(w, "  %5d bytes  %-42s %5s (%+.1f ns/frame)\n", size, "hook idle / no hook", ratio(fwd, none), 1e9/fwd-1e9/none)
+		}
+		if c := r.find(SetupCapturing, size); c > 0 && fwd > 0 {
+			fmt.Fprintf(w, "  %5d bytes  %-42s %5s (%+.1f ns/frame)\n", size, "capturing all / hook idle", ratio(c, fwd), 1e9/c-1e9/fwd)
+		}
 	}
 	for _, s := range r.Overload {
 		verdict := "met"
