@@ -2,31 +2,45 @@ package forwarder_test
 
 import (
 	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder"
 	"github.com/ncpos/ncpos/internal/frames"
+	"github.com/ncpos/ncpos/internal/tsharktest"
 )
 
 const xdpDrop, dropNoPeer = 1, 0
+
+// captureTester is a program tester with a capture of filter (snaplen 0:
+// whole frames) hooked in, both closed when the test ends.
+func captureTester(t *testing.T, filter string, snaplen int) (*forwarder.ProgramTester, *forwarder.Capture) {
+	t.Helper()
+	requireRoot(t)
+	pt, err := forwarder.NewProgramTester()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pt.Close() })
+	c, err := pt.StartCapture(filter, snaplen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return pt, c
+}
 
 // TestCaptureInKernel hooks a capture into a port program and runs frames
 // through it under BPF_PROG_RUN, where the egress slot is empty, so the
 // program drops each frame: the capture gets every frame whole, with its
 // length, the drop and its reason, and its malformations.
 func TestCaptureInKernel(t *testing.T) {
-	requireRoot(t)
-	pt, err := forwarder.NewProgramTester()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pt.Close()
-	c, err := pt.StartCapture("", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	pt, c := captureTester(t, "", 0)
 	var sent [][]byte
 	for _, f := range frames.WireFrames(9000) {
 		sent = append(sent, f)
@@ -72,17 +86,7 @@ func TestCaptureInKernel(t *testing.T) {
 // TestCaptureFilterInKernel: the filter runs in the kernel, so only the
 // frames it keeps reach the ring, cut to the snap length.
 func TestCaptureFilterInKernel(t *testing.T) {
-	requireRoot(t)
-	pt, err := forwarder.NewProgramTester()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pt.Close()
-	c, err := pt.StartCapture("vlan 42", 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	pt, c := captureTester(t, "vlan 42", 64)
 	udp := frames.UDPFrame(200, 1, 2)
 	keep := [][]byte{frames.VLAN(udp, 42), frames.QinQ(udp, 42, 7), frames.VLAN(frames.UDPFrame(1500, 3, 4), 42)}
 	drop := [][]byte{udp, frames.VLAN(udp, 7), frames.QinQ(udp, 7, 42), frames.ARPRequest()}
@@ -112,17 +116,7 @@ func TestCaptureFilterInKernel(t *testing.T) {
 // TestCaptureRateCap: frames past the cap are counted, not captured, and
 // every matched frame is accounted for.
 func TestCaptureRateCap(t *testing.T) {
-	requireRoot(t)
-	pt, err := forwarder.NewProgramTester()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pt.Close()
-	c, err := pt.StartCapture("udp", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	pt, c := captureTester(t, "udp", 0)
 	const runs = 3 * forwarder.CaptureMaxFramesPerSecond / 2
 	start := time.Now()
 	if err := pt.RunRepeat(frames.UDPFrame(60, 1, 2), runs); err != nil {
@@ -140,5 +134,38 @@ func TestCaptureRateCap(t *testing.T) {
 	seconds := uint64(took/time.Second) + 1
 	if n.OverRate == 0 || n.Captured > seconds*forwarder.CaptureMaxFramesPerSecond {
 		t.Errorf("%d frames captured in %v with %d over the cap of %d frames/s", n.Captured, took, n.OverRate, forwarder.CaptureMaxFramesPerSecond)
+	}
+}
+
+// TestCaptureDropsInPcapng: frames the program drops reach the pcapng
+// with their reason, as Debian's tshark reads it: the XDP verdict, and a
+// comment naming the drop and any malformation.
+func TestCaptureDropsInPcapng(t *testing.T) {
+	pt, c := captureTester(t, "", 0)
+	sent := [][]byte{frames.UDPFrame(100, 1, 2), frames.MalformedCases()[0].Frame}
+	c.AsPort("LAN1", "seg1", "LAN2", 30, len(sent))
+	var out bytes.Buffer
+	done := make(chan error)
+	go func() {
+		_, err := c.Stream(context.Background(), &out, nil)
+		done <- err
+	}()
+	for _, f := range sent {
+		if _, err := pt.Run(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "drops.pcapng")
+	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := tsharktest.Fields(t, file, "frame.interface_name", "frame.verdict.ebpf_xdp", "frame.comment")
+	mal := "malformed: " + strings.Join(frames.MalformedCases()[0].Reasons, ", ")
+	want := [][]string{{"LAN1", "1", "LAN1 in: dropped: no_peer"}, {"LAN1", "1", "LAN1 in: dropped: no_peer|" + mal}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("tshark reads\n%q\nwant\n%q", got, want)
 	}
 }

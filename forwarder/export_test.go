@@ -186,3 +186,14 @@ func (c *Capture) NextFrame(wait time.Duration) (*CapturedFrame, error) {
 	h := rec.hdr
 	return &CapturedFrame{Ifindex: h.Ifindex, Len: h.Len, Act: h.Act, Drop: h.Drop, Malformed: h.Malformed, Data: bytes.Clone(rec.data)}, nil
 }
+
+// AsPort makes the tester's capture one of port label on interface 1
+// (lo, where BPF_PROG_RUN runs its frames), of segment seg with peer, so
+// that Stream can write it.
+func (c *Capture) AsPort(label, seg, peer string, seconds, frames int) {
+	c.port = &port{label: label, ifname: "lo", ifindex: 1, segment: &Segment{Name: seg}, peer: &port{label: peer}}
+	c.port.peer.peer = c.port
+	c.Request.Port, c.Request.Direction, c.Request.Seconds, c.Request.Frames = label, forwarderapi.CaptureIn, seconds, frames
+	c.Started = time.Now()
+	c.alive = func() bool { return true }
+}
