@@ -169,3 +169,47 @@ func Cleanup(prefix string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// NewNetns creates the named namespace (its name starts with Prefix) for
+// a test that builds its own wiring; the caller deletes it.
+func NewNetns(name string) (*Netns, error) { return newNetns(name) }
+
+// Tap creates a tap interface called name inside the namespace, up, and
+// returns the file its frames are read from and written to, whole and
+// without a header: a test plays the far end of a cable with it, say
+// between a VM's port and a daemon in the namespace. Closing the file
+// removes the interface.
+func (n *Netns) Tap(name string) (*os.File, error) {
+	if !strings.HasPrefix(name, Prefix) {
+		return nil, fmt.Errorf("lab: tap %q lacks the %q prefix", name, Prefix)
+	}
+	var f *os.File
+	err := n.Do(func() error {
+		fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		ifr, err := unix.NewIfreq(name)
+		if err == nil {
+			ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI)
+			err = unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr)
+		}
+		if err != nil {
+			unix.Close(fd)
+			return err
+		}
+		f = os.NewFile(uintptr(fd), name)
+		l, err := netlink.LinkByName(name)
+		if err == nil {
+			err = netlink.LinkSetUp(l)
+		}
+		if err != nil {
+			f.Close()
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lab: tap %s in %s: %w", name, n.Name, err)
+	}
+	return f, nil
+}
