@@ -230,11 +230,13 @@ func newAFXDPEngine(ports []*port, opts *Options, plan *forwarderapi.CorePlan) (
 
 func (e *afxdpEngine) attachMode(p *port) string { return e.binds[p.pos] }
 
-func (e *afxdpEngine) hook(p *port) *captureMaps {
+// hook: the engine attaches its ports once, so their attachment is
+// always the first.
+func (e *afxdpEngine) hook(p *port) (*captureMaps, uint64) {
 	if p.pos >= len(e.links) || e.noCapture {
-		return nil
+		return nil, 0
 	}
-	return e.capture
+	return e.capture, 0
 }
 
 func (e *afxdpEngine) flowTable() flowSource {

@@ -12,7 +12,6 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/ringbuf"
-	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/forwarder/bpf"
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
@@ -38,6 +37,11 @@ const captureFilter = "capture_filter"
 // program for each, and the verdict the port program passes on.
 type captureMaps struct {
 	capturing, progs, verdicts *ebpf.Map
+
+	// mu orders a slot's changes with the engine's close: after it, the
+	// maps are closed and nothing calls a capture any more.
+	mu     sync.Mutex
+	closed bool
 }
 
 func newCaptureMaps(spec *ebpf.CollectionSpec) (_ *captureMaps, err error) {
@@ -67,10 +71,48 @@ func (m *captureMaps) add(maps map[string]*ebpf.Map) map[string]*ebpf.Map {
 	return maps
 }
 
+// set has the port program in slot hand its frames to prog.
+func (m *captureMaps) set(slot int, prog *ebpf.Program) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return errors.New("forwarder: the datapath has stopped")
+	}
+	if err := m.progs.Put(uint32(slot), prog); err != nil {
+		return fmt.Errorf("forwarder: hooking the capture into port slot %d: %w", slot, err)
+	}
+	if err := m.capturing.Put(uint32(slot), uint32(1)); err != nil {
+		return fmt.Errorf("forwarder: starting the capture in port slot %d: %w", slot, err)
+	}
+	return nil
+}
+
+// clear has the port program in slot hand frames to no capture: when the
+// capture ends, and when the slot's port is detached, so that a port the
+// slot goes to next never feeds a capture of another.
+func (m *captureMaps) clear(slot int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil
+	}
+	var errs []error
+	if err := m.capturing.Put(uint32(slot), uint32(0)); err != nil {
+		errs = append(errs, fmt.Errorf("forwarder: stopping the capture in port slot %d: %w", slot, err))
+	}
+	if err := m.progs.Delete(uint32(slot)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		errs = append(errs, fmt.Errorf("forwarder: unhooking the capture from port slot %d: %w", slot, err))
+	}
+	return errors.Join(errs...)
+}
+
 func (m *captureMaps) close() error {
 	if m == nil {
 		return nil
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
 	var errs []error
 	for _, x := range []*ebpf.Map{m.capturing, m.progs, m.verdicts} {
 		if x != nil {
@@ -93,8 +135,9 @@ type Capture struct {
 	// segment attached anew or an engine restarted ends the capture.
 	alive   func() bool
 	engine  *captureMaps
-	slots   []int // where it set capturing
-	counts  *ebpf.Map
+	slots   []int     // where it set capturing
+	counts  *ebpf.Map // per CPU
+	window  *ebpf.Map // the rate cap's second
 	scratch *ebpf.Map
 	ring    *ebpf.Map
 	reader  *ringbuf.Reader
@@ -165,20 +208,35 @@ func (f *Forwarder) StartCapture(r forwarderapi.CaptureRequest) (_ *Capture, err
 			c.Close()
 		}
 	}()
+	// Each hooked port as it is now: the capture lasts while the same
+	// port is attached in the same slot of the same engine.
+	type attached struct {
+		slot, ifindex int
+		label         string
+		gen           uint64
+	}
 	var cm *captureMaps
+	var was []attached
 	for _, q := range hooked {
-		if cm = eng.hook(q); cm == nil {
+		var gen uint64
+		if cm, gen = eng.hook(q); cm == nil {
 			return nil, refuse(forwarderapi.CaptureUnavailable, "port %s is not attached to the datapath", q.label)
 		}
+		was = append(was, attached{q.slot, q.ifindex, q.label, gen})
 	}
 	c.alive = func() bool {
 		f.mu.Lock()
-		defer f.mu.Unlock()
-		if f.eng != eng {
+		now, ports := f.eng, f.ports
+		f.mu.Unlock()
+		if now != eng {
 			return false
 		}
-		for _, q := range hooked {
-			if !slices.Contains(f.ports, q) || eng.hook(q) == nil {
+		for _, a := range was {
+			i := slices.IndexFunc(ports, func(q *port) bool { return q.slot == a.slot && q.ifindex == a.ifindex && q.label == a.label })
+			if i < 0 {
+				return false
+			}
+			if m, gen := eng.hook(ports[i]); m == nil || gen != a.gen {
 				return false
 			}
 		}
@@ -207,6 +265,9 @@ func (c *Capture) hook(cm *captureMaps, slots []int, filter asm.Instructions) (e
 	if c.scratch, err = newSharedMap(spec, bpf.DatapathMapCaptureScratch, 0); err != nil {
 		return err
 	}
+	if c.window, err = newSharedMap(spec, bpf.DatapathMapCaptureWindows, 0); err != nil {
+		return err
+	}
 	if c.ring, err = newSharedMap(spec, bpf.DatapathMapCaptureRing, captureRingSize); err != nil {
 		return err
 	}
@@ -214,20 +275,23 @@ func (c *Capture) hook(cm *captureMaps, slots []int, filter asm.Instructions) (e
 		return fmt.Errorf("forwarder: reading the capture ring: %w", err)
 	}
 	c.prog, err = loadCaptureProgram(spec, filter, uint32(c.Request.Snaplen), map[string]*ebpf.Map{
-		bpf.DatapathMapCaptureCounts: c.counts, bpf.DatapathMapCaptureScratch: c.scratch,
+		bpf.DatapathMapCaptureCounts: c.counts, bpf.DatapathMapCaptureWindows: c.window, bpf.DatapathMapCaptureScratch: c.scratch,
 		bpf.DatapathMapCaptureRing: c.ring, bpf.DatapathMapCaptureVerdicts: cm.verdicts,
 	})
+	var verr *ebpf.VerifierError
+	if errors.As(err, &verr) {
+		// The rest of the program is the same for every capture: what
+		// the kernel refuses is the filter's part.
+		return refuse(forwarderapi.CaptureBadFilter, "filter %q: the kernel refuses its program: %v", c.Request.Filter, err)
+	}
 	if err != nil {
 		return err
 	}
 	c.engine = cm
 	for _, slot := range slots {
 		c.slots = append(c.slots, slot)
-		if err := cm.progs.Put(uint32(slot), c.prog); err != nil {
-			return fmt.Errorf("forwarder: hooking the capture into port slot %d: %w", slot, err)
-		}
-		if err := cm.capturing.Put(uint32(slot), uint32(1)); err != nil {
-			return fmt.Errorf("forwarder: starting the capture in port slot %d: %w", slot, err)
+		if err := cm.set(slot, c.prog); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -324,13 +388,21 @@ type CaptureCounts struct {
 	Captured uint64 // handed to the reader
 }
 
-// Counts reads the capture's counters.
+// Counts reads the capture's counters, summed over the CPUs.
 func (c *Capture) Counts() (CaptureCounts, error) {
-	var s bpf.DatapathCaptureState
-	if err := c.counts.Lookup(uint32(0), &s); err != nil {
+	var percpu []bpf.DatapathCaptureState
+	if err := c.counts.Lookup(uint32(0), &percpu); err != nil {
 		return CaptureCounts{}, fmt.Errorf("forwarder: reading the capture's counters: %w", err)
 	}
-	return CaptureCounts{Seen: s.Seen, Matched: s.Matched, OverRate: s.OverRate, RingFull: s.RingFull, Captured: s.Captured}, nil
+	var n CaptureCounts
+	for _, s := range percpu {
+		n.Seen += s.Seen
+		n.Matched += s.Matched
+		n.OverRate += s.OverRate
+		n.RingFull += s.RingFull
+		n.Captured += s.Captured
+	}
+	return n, nil
 }
 
 // Close stops the capture: the ports no longer hand it frames, and are
@@ -339,14 +411,7 @@ func (c *Capture) Close() error {
 	var errs []error
 	c.closeOnce.Do(func() {
 		for _, slot := range c.slots {
-			// An engine that stopped closed its maps (EBADF): no port
-			// program hands the capture anything any more.
-			if err := c.engine.capturing.Put(uint32(slot), uint32(0)); err != nil && !errors.Is(err, unix.EBADF) {
-				errs = append(errs, err)
-			}
-			if err := c.engine.progs.Delete(uint32(slot)); err != nil && !errors.Is(err, unix.EBADF) && !errors.Is(err, ebpf.ErrKeyNotExist) {
-				errs = append(errs, err)
-			}
+			errs = append(errs, c.engine.clear(slot))
 		}
 		if c.prog != nil {
 			errs = append(errs, c.prog.Close())
@@ -354,7 +419,7 @@ func (c *Capture) Close() error {
 		if c.reader != nil {
 			errs = append(errs, c.reader.Close())
 		}
-		for _, m := range []*ebpf.Map{c.ring, c.counts, c.scratch} {
+		for _, m := range []*ebpf.Map{c.ring, c.counts, c.window, c.scratch} {
 			if m != nil {
 				errs = append(errs, m.Close())
 			}

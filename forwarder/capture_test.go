@@ -77,7 +77,7 @@ func TestCaptureInKernel(t *testing.T) {
 		t.Errorf("counts %+v, want all %d seen, matched and captured", n, len(sent))
 	}
 	c.Close()
-	// Without the capture the program runs as before and hands nothing on.
+	// Without the capture, the program still runs.
 	if _, err := pt.Run(sent[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -131,8 +131,10 @@ func TestCaptureRateCap(t *testing.T) {
 	if n.Matched != runs || n.Captured+n.OverRate+n.RingFull != n.Matched {
 		t.Errorf("counts %+v do not account for the %d frames", n, runs)
 	}
+	// Within one second the cap must have cut in; runs that took longer
+	// (a loaded host) may have spread over two of the cap's seconds.
 	seconds := uint64(took/time.Second) + 1
-	if n.OverRate == 0 || n.Captured > seconds*forwarder.CaptureMaxFramesPerSecond {
+	if n.Captured > seconds*forwarder.CaptureMaxFramesPerSecond || (took < 900*time.Millisecond && n.OverRate == 0) {
 		t.Errorf("%d frames captured in %v with %d over the cap of %d frames/s", n.Captured, took, n.OverRate, forwarder.CaptureMaxFramesPerSecond)
 	}
 }

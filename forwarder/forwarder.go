@@ -143,9 +143,10 @@ type engine interface {
 	counters(ports []*port) ([]portCounters, error) // by position in ports
 	attachMode(p *port) string                      // "native", "generic", "zerocopy", "copy"
 	flowTable() flowSource                          // nil in forward mode
-	// hook is how p's program hands frames to a capture; nil when p is
-	// not attached.
-	hook(p *port) *captureMaps
+	// hook is how p's program hands frames to a capture (nil when p is
+	// not attached), and which attachment of p's slot this is: a slot
+	// attached anew counts up.
+	hook(p *port) (*captureMaps, uint64)
 	err() error // a datapath failure that makes it unhealthy
 	close() error
 }
@@ -457,7 +458,7 @@ func (idleEngine) counters(ports []*port) ([]portCounters, error) {
 }
 func (idleEngine) attachMode(*port) string { return "" }
 
-func (idleEngine) hook(*port) *captureMaps { return nil }
-func (idleEngine) flowTable() flowSource   { return nil }
-func (idleEngine) err() error              { return nil }
-func (idleEngine) close() error            { return nil }
+func (idleEngine) hook(*port) (*captureMaps, uint64) { return nil, 0 }
+func (idleEngine) flowTable() flowSource             { return nil }
+func (idleEngine) err() error                        { return nil }
+func (idleEngine) close() error                      { return nil }

@@ -40,6 +40,7 @@ type xdpEngine struct {
 	progIDs   map[int]uint32
 	links     map[int]link.Link
 	modes     map[int]string // attach mode
+	gens      map[int]uint64 // attachments of the slot so far, for captures
 	redirects *redirectCounters
 	note      string // why redirect failures are not counted
 	lldp      *lldpRing
@@ -168,7 +169,7 @@ func newXDPEngine(ports []*port, opts *Options) (_ *xdpEngine, err error) {
 		return nil, err
 	}
 	e := &xdpEngine{spec: spec, progName: bpf.DatapathProgPortForward,
-		progs: map[int]*ebpf.Program{}, progIDs: map[int]uint32{}, links: map[int]link.Link{}, modes: map[int]string{}}
+		progs: map[int]*ebpf.Program{}, progIDs: map[int]uint32{}, links: map[int]link.Link{}, modes: map[int]string{}, gens: map[int]uint64{}}
 	defer func() {
 		if err != nil {
 			e.close()
@@ -256,6 +257,7 @@ func (e *xdpEngine) attachPair(a, b *port, opts *Options) (err error) {
 		}
 		e.links[p.slot] = l
 		e.modes[p.slot] = mode
+		e.gens[p.slot]++
 		if e.redirects != nil {
 			if err := e.redirects.add(e.progIDs[p.slot], uint32(p.ifindex), uint32(p.slot)); err != nil {
 				return fmt.Errorf("forwarder: redirect counters of %s: %w", p.ifname, err)
@@ -277,6 +279,9 @@ func (e *xdpEngine) detachPair(a, b *port) error {
 func (e *xdpEngine) detachPairLocked(a, b *port) error {
 	var errs []error
 	for _, p := range []*port{a, b} {
+		// A capture of the port ends; the port the slot goes to next
+		// must not feed it meanwhile.
+		errs = append(errs, e.capture.clear(p.slot))
 		if l := e.links[p.slot]; l != nil {
 			errs = append(errs, l.Close())
 		}
@@ -328,13 +333,13 @@ func (e *xdpEngine) attachMode(p *port) string {
 	return e.modes[p.slot]
 }
 
-func (e *xdpEngine) hook(p *port) *captureMaps {
+func (e *xdpEngine) hook(p *port) (*captureMaps, uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.links[p.slot] == nil || e.noCapture {
-		return nil
+		return nil, 0
 	}
-	return e.capture
+	return e.capture, e.gens[p.slot]
 }
 
 func (e *xdpEngine) flowTable() flowSource {

@@ -304,6 +304,7 @@ func (b *ppsBench) capturing(ctx context.Context, g *xdptraffic.Generator, frame
 	if err != nil {
 		return 0, 0, fmt.Errorf("starting the capture: %w", err)
 	}
+	defer body.Close()
 	// The capture's own account, from its last block: how much of the
 	// stream it kept, and what the rate cap and a full ring left out.
 	summary := make(chan string)

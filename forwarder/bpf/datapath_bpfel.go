@@ -33,15 +33,12 @@ type DatapathCaptureRec struct {
 }
 
 type DatapathCaptureState struct {
-	_            structs.HostLayout
-	WindowNs     uint64
-	WindowFrames uint64
-	WindowBytes  uint64
-	Seen         uint64
-	Matched      uint64
-	OverRate     uint64
-	RingFull     uint64
-	Captured     uint64
+	_        structs.HostLayout
+	Seen     uint64
+	Matched  uint64
+	OverRate uint64
+	RingFull uint64
+	Captured uint64
 }
 
 type DatapathCaptureVerdict struct {
@@ -50,6 +47,13 @@ type DatapathCaptureVerdict struct {
 	Drop      uint32
 	Malformed uint32
 	Pad       uint32
+}
+
+type DatapathCaptureWindow struct {
+	_       structs.HostLayout
+	StartNs uint64
+	Frames  uint64
+	Bytes   uint64
 }
 
 type DatapathFlow struct {
@@ -99,6 +103,7 @@ const (
 	DatapathMapCaptureRing      = "capture_ring"
 	DatapathMapCaptureScratch   = "capture_scratch"
 	DatapathMapCaptureVerdicts  = "capture_verdicts"
+	DatapathMapCaptureWindows   = "capture_windows"
 	DatapathMapCapturing        = "capturing"
 	DatapathMapEgress           = "egress"
 	DatapathMapFlowCounts       = "flow_counts"
@@ -181,6 +186,7 @@ type DatapathMapSpecs struct {
 	CaptureRing     *ebpf.MapSpec `ebpf:"capture_ring"`
 	CaptureScratch  *ebpf.MapSpec `ebpf:"capture_scratch"`
 	CaptureVerdicts *ebpf.MapSpec `ebpf:"capture_verdicts"`
+	CaptureWindows  *ebpf.MapSpec `ebpf:"capture_windows"`
 	Capturing       *ebpf.MapSpec `ebpf:"capturing"`
 	Egress          *ebpf.MapSpec `ebpf:"egress"`
 	FlowCounts      *ebpf.MapSpec `ebpf:"flow_counts"`
@@ -229,6 +235,7 @@ type DatapathMaps struct {
 	CaptureRing     *ebpf.Map `ebpf:"capture_ring"`
 	CaptureScratch  *ebpf.Map `ebpf:"capture_scratch"`
 	CaptureVerdicts *ebpf.Map `ebpf:"capture_verdicts"`
+	CaptureWindows  *ebpf.Map `ebpf:"capture_windows"`
 	Capturing       *ebpf.Map `ebpf:"capturing"`
 	Egress          *ebpf.Map `ebpf:"egress"`
 	FlowCounts      *ebpf.Map `ebpf:"flow_counts"`
@@ -247,6 +254,7 @@ func (m *DatapathMaps) Close() error {
 		m.CaptureRing,
 		m.CaptureScratch,
 		m.CaptureVerdicts,
+		m.CaptureWindows,
 		m.Capturing,
 		m.Egress,
 		m.FlowCounts,

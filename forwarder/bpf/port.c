@@ -239,16 +239,22 @@ struct capture_rec {
 	__u8 data[CAPTURE_MAX];
 };
 
-/* One capture's counters, shared by the ports it watches. */
+/* One capture's counters, per CPU: each frame adds to them, and CPUs
+ * sharing one cache line at line rate would slow the segment. */
 struct capture_state {
-	__u64 window_ns;     /* start of the current second of the rate cap */
-	__u64 window_frames; /* frames kept in it */
-	__u64 window_bytes;  /* bytes kept in it */
-	__u64 seen;          /* frames the hook saw */
-	__u64 matched;       /* frames the filter kept */
-	__u64 over_rate;     /* matched, lost to the rate cap */
-	__u64 ring_full;     /* matched, lost because forwarderd fell behind */
-	__u64 captured;      /* handed to forwarderd */
+	__u64 seen;      /* frames the hook saw */
+	__u64 matched;   /* frames the filter kept */
+	__u64 over_rate; /* matched, lost to the rate cap */
+	__u64 ring_full; /* matched, lost because forwarderd fell behind */
+	__u64 captured;  /* handed to forwarderd */
+};
+
+/* The capture's rate cap, shared by the CPUs: only frames the filter kept
+ * and the cap lets through add to it. */
+struct capture_window {
+	__u64 start_ns; /* start of the current second */
+	__u64 frames;   /* frames kept in it */
+	__u64 bytes;    /* bytes kept in it */
 };
 
 struct {
@@ -257,11 +263,18 @@ struct {
 } capture_ring SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct capture_state);
 } capture_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct capture_window);
+} capture_windows SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -706,21 +719,26 @@ static __attribute__((noinline)) __u32 capture_filter(void *data, void *end, __u
 }
 
 /* over_cap counts a kept frame against the capture's rate cap, or says it
- * is over. CPUs racing at a second's turn may let a frame or two more
- * through: a cap, not an account. */
-static __always_inline int over_cap(struct capture_state *s, __u64 bytes)
+ * is over: over the cap it only reads the window. CPUs racing at a
+ * second's turn may let a frame or two more through: a cap, not an
+ * account. */
+static __always_inline int over_cap(__u64 bytes)
 {
-	__u64 now = bpf_ktime_get_coarse_ns();
-	if (now - s->window_ns >= 1000000000ULL) {
-		s->window_ns = now;
-		s->window_frames = 0;
-		s->window_bytes = 0;
-	}
-	if ((capture_max_frames && s->window_frames >= capture_max_frames) ||
-	    (capture_max_bytes && s->window_bytes + bytes > capture_max_bytes))
+	__u32 zero = 0;
+	struct capture_window *w = bpf_map_lookup_elem(&capture_windows, &zero);
+	if (!w)
 		return 1;
-	__sync_fetch_and_add(&s->window_frames, 1);
-	__sync_fetch_and_add(&s->window_bytes, bytes);
+	__u64 now = bpf_ktime_get_coarse_ns();
+	if (now - w->start_ns >= 1000000000ULL) {
+		w->start_ns = now;
+		w->frames = 0;
+		w->bytes = 0;
+	}
+	if ((capture_max_frames && w->frames >= capture_max_frames) ||
+	    (capture_max_bytes && w->bytes + bytes > capture_max_bytes))
+		return 1;
+	__sync_fetch_and_add(&w->frames, 1);
+	__sync_fetch_and_add(&w->bytes, bytes);
 	return 0;
 }
 
@@ -731,12 +749,12 @@ static __always_inline void capture_frame(struct xdp_md *ctx, __u32 act, __u32 d
 	struct capture_state *s = bpf_map_lookup_elem(&capture_counts, &zero);
 	if (!s)
 		return;
-	__sync_fetch_and_add(&s->seen, 1);
+	s->seen++;
 	__u64 len = bpf_xdp_get_buff_len(ctx);
 	__u32 keep = capture_filter((void *)(long)ctx->data, (void *)(long)ctx->data_end, len);
 	if (!keep)
 		return;
-	__sync_fetch_and_add(&s->matched, 1);
+	s->matched++;
 	__u64 n = len;
 	if (n > keep)
 		n = keep;
@@ -745,8 +763,8 @@ static __always_inline void capture_frame(struct xdp_md *ctx, __u32 act, __u32 d
 	asm volatile("" : "+r"(n));
 	if (n > CAPTURE_MAX)
 		n = CAPTURE_MAX;
-	if (over_cap(s, n)) {
-		__sync_fetch_and_add(&s->over_rate, 1);
+	if (over_cap(n)) {
+		s->over_rate++;
 		return;
 	}
 	struct capture_rec *r = bpf_map_lookup_elem(&capture_scratch, &zero);
@@ -764,10 +782,10 @@ static __always_inline void capture_frame(struct xdp_md *ctx, __u32 act, __u32 d
 	if (n > 0 && bpf_xdp_load_bytes(ctx, 0, r->data, n) < 0)
 		return;
 	if (bpf_ringbuf_output(&capture_ring, r, sizeof(r->h) + n, 0) < 0) {
-		__sync_fetch_and_add(&s->ring_full, 1);
+		s->ring_full++;
 		return;
 	}
-	__sync_fetch_and_add(&s->captured, 1);
+	s->captured++;
 }
 
 SEC("xdp.frags")
