@@ -231,9 +231,10 @@ func (t *translator) translate(i int, ins bpf.Instruction, n int) error {
 			return nil
 		}
 		// X is bounded first, so that the verifier accepts the
-		// pointer it is added to.
+		// pointer it is added to: X and the load's end together stay
+		// within the 64 KiB it tracks packet offsets in.
 		t.emit(asm.Mov.Reg32(asm.R2, regX))
-		t.jump(asm.JGT.Imm(asm.R2, 0xffff, ""), reject)
+		t.jump(asm.JGT.Imm(asm.R2, maxOffset, ""), reject)
 		t.emit(asm.Mov.Reg(asm.R1, regData), asm.Add.Reg(asm.R1, asm.R2),
 			asm.Mov.Reg(asm.R2, asm.R1), asm.Add.Imm(asm.R2, int32(end)))
 		t.jump(asm.JGT.Reg(asm.R2, regEnd, ""), reject)

@@ -186,6 +186,18 @@ var programs = map[string][]bpf.Instruction{
 		bpf.LoadExtension{Num: bpf.ExtLen},
 		bpf.RetA{},
 	},
+	"indirect through X from A (tax)": {
+		bpf.LoadAbsolute{Off: 14, Size: 1},
+		bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0x3f},
+		bpf.TAX{},
+		bpf.LoadIndirect{Off: 14, Size: 2},
+		bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: 0x8000, SkipTrue: 1},
+		bpf.RetA{},
+		bpf.LoadAbsolute{Off: 12, Size: 2},
+		bpf.TAX{},
+		bpf.LoadIndirect{Off: 0, Size: 1},
+		bpf.RetA{},
+	},
 	"indirect past the end": {
 		bpf.LoadConstant{Dst: bpf.RegX, Val: 60},
 		bpf.LoadIndirect{Off: 0, Size: 4},
