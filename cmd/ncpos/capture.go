@@ -8,9 +8,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/google/renameio/v2"
-
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
+	"github.com/ncpos/ncpos/internal/durable"
+	"github.com/ncpos/ncpos/pcapng"
 )
 
 const captureUsage = "usage: ncpos capture -host BOX -port LAN1 [-direction in|out|both] [-filter EXPR] [-seconds N] [-frames N] [-snaplen N] -w FILE|-"
@@ -59,17 +59,22 @@ func runCapture(ctx context.Context, args []string) error {
 		return interrupted(ctx, err)
 	}
 	// The file appears whole or not at all; a capture cut short by ^C
-	// keeps what arrived until then.
-	f, err := renameio.NewPendingFile(out, renameio.WithPermissions(0o644))
+	// keeps the frames that arrived whole until then.
+	var n int64
+	err = durable.WriteFileFrom(out, 0o644, func(f *os.File) error {
+		w := &pcapng.Whole{W: f}
+		var err error
+		n, err = io.Copy(w, body)
+		if err := interrupted(ctx, err); err != nil {
+			return fmt.Errorf("capture after %d bytes: %w", n, err)
+		}
+		if ctx.Err() != nil && w.Len() < n {
+			n = w.Len()
+			return f.Truncate(n)
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("creating %s: %w", out, err)
-	}
-	defer f.Cleanup()
-	n, err := io.Copy(f, body)
-	if err := interrupted(ctx, err); err != nil {
-		return fmt.Errorf("capture after %d bytes: %w", n, err)
-	}
-	if err := f.CloseAtomicallyReplace(); err != nil {
 		return fmt.Errorf("writing %s: %w", out, err)
 	}
 	fmt.Fprintf(os.Stderr, "%d bytes of pcapng written to %s\n", n, out)

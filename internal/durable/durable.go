@@ -47,6 +47,25 @@ func WriteFile(path string, data []byte, perm fs.FileMode) error {
 	return SyncDir(filepath.Dir(path))
 }
 
+// WriteFileFrom replaces path with what write writes into the file it is
+// given (which it may also truncate), for content that streams in: as
+// with WriteFile, path then holds all of it or, if write or anything
+// after it fails, what it held before.
+func WriteFileFrom(path string, perm fs.FileMode, write func(f *os.File) error) error {
+	t, err := renameio.NewPendingFile(path, renameio.WithPermissions(perm))
+	if err != nil {
+		return err
+	}
+	defer t.Cleanup()
+	if err := write(t.File); err != nil {
+		return err
+	}
+	if err := t.CloseAtomicallyReplace(); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
 // Rename renames oldpath to newpath, durably.
 func Rename(oldpath, newpath string) error {
 	if err := os.Rename(oldpath, newpath); err != nil {

@@ -414,9 +414,11 @@ function fillSelect(sel, names) {
   }
 }
 
-// Capture: stream GET /api/v1/capture until the capture ends or Stop, then
-// hand the browser what arrived as a pcapng download.
-const capture = { reader: null };
+// Capture: stream GET /api/v1/capture until the capture ends, Stop or
+// the page's limit, then hand the browser what arrived, trimmed to whole
+// pcapng blocks, as a download.
+const CAPTURE_LIMIT = 512 * 1024 * 1024; // bytes the page holds at most
+const capture = { reader: null, stopped: false };
 async function captureStart() {
   const out = $('p-status');
   if (!$('c-password').value) {
@@ -428,8 +430,19 @@ async function captureStart() {
   }
   const q = new URLSearchParams({ port: $('p-port').value, direction: $('p-direction').value, seconds: $('p-seconds').value });
   if ($('p-filter').value.trim()) q.set('filter', $('p-filter').value.trim());
+  $('p-start').disabled = true; // one capture at a time from this page
   out.className = '';
   out.textContent = 'starting…';
+  try {
+    await captureRun(q, out);
+  } finally {
+    capture.reader = null;
+    $('p-start').disabled = false;
+    $('p-stop').disabled = true;
+  }
+}
+
+async function captureRun(q, out) {
   let r;
   try {
     r = await fetch('/api/v1/capture?' + q, { headers: authHeaders(), cache: 'no-store', credentials: 'same-origin' });
@@ -442,9 +455,9 @@ async function captureStart() {
   }
   const name = (/filename="([^"]+)"/.exec(r.headers.get('Content-Disposition') || '') || [])[1] || 'capture.pcapng';
   const chunks = [];
-  let size = 0;
+  let size = 0, why = '';
   capture.reader = r.body.getReader();
-  $('p-start').disabled = true;
+  capture.stopped = false;
   $('p-stop').disabled = false;
   try {
     for (;;) {
@@ -453,18 +466,40 @@ async function captureStart() {
       chunks.push(value);
       size += value.length;
       out.textContent = `capturing ${q.get('port')}: ${size.toLocaleString()} bytes`;
+      if (size >= CAPTURE_LIMIT) {
+        why = ` (stopped at the page's limit of ${CAPTURE_LIMIT / 1048576} MiB)`;
+        await capture.reader.cancel();
+        break;
+      }
     }
-  } catch (e) { /* stopped: keep what arrived */ }
-  capture.reader = null;
-  $('p-start').disabled = false;
-  $('p-stop').disabled = true;
-  const a = h('a', { href: URL.createObjectURL(new Blob(chunks, { type: 'application/x-pcapng' })), download: name });
+  } catch (e) {
+    if (!capture.stopped) why = ` (cut short: ${e.message})`;
+  }
+  const data = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) { data.set(c, at); at += c.length; }
+  const whole = wholeBlocks(data);
+  const a = h('a', { href: URL.createObjectURL(new Blob([data.subarray(0, whole)], { type: 'application/x-pcapng' })), download: name });
   document.body.appendChild(a);
   a.click();
   a.remove();
   setTimeout(() => URL.revokeObjectURL(a.href), 60000);
-  out.textContent = `downloaded ${name} (${size.toLocaleString()} bytes)`;
-  out.className = 'good';
+  out.textContent = `downloaded ${name} (${whole.toLocaleString()} bytes)${why}`;
+  out.className = why.startsWith(' (cut') ? 'bad' : 'good';
+}
+
+// wholeBlocks is how many of a pcapng stream's first bytes are whole
+// blocks (the box writes little-endian sections): a capture stopped
+// mid-block keeps the frames before it.
+function wholeBlocks(b) {
+  const v = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  let off = 0;
+  while (off + 12 <= b.length) {
+    const len = v.getUint32(off + 4, true);
+    if (len < 12 || off + len > b.length) break;
+    off += len;
+  }
+  return off;
 }
 
 function authHeaders() {
@@ -715,7 +750,9 @@ document.addEventListener('DOMContentLoaded', () => {
     if (j) showSelfTest(j);
   });
   $('p-start').addEventListener('click', captureStart);
-  $('p-stop').addEventListener('click', () => { if (capture.reader) capture.reader.cancel(); });
+  $('p-stop').addEventListener('click', () => {
+    if (capture.reader) { capture.stopped = true; capture.reader.cancel(); }
+  });
   $('logs-daemon').addEventListener('change', () => renderLogs(lastLogs));
   setTimeout(poll, POLL_MS);
   pollLogs();
