@@ -264,7 +264,7 @@ func daemonPIDs(t *testing.T, v *VM) map[string]int {
 
 // TestConfigRevert first has Debian's lldpd at both ends of seg1, which
 // the box shows as the ports' neighbours, in the API and in SNMP (see
-// checkLLDP). Then it changes the box's configuration as an operator
+// checkLLDP), and captures LLDP frames on the box (checkCapture). Then it changes the box's configuration as an operator
 // would, mistakes included. SNMP and syslog change in place: the new
 // community answers, the old one does not, syslog receives the box's
 // events, and no segment or relay changes state. A change that moves seg1
@@ -290,8 +290,12 @@ func TestConfigRevert(t *testing.T) {
 		o.UDPForwards = map[int]int{snmpPort: 161}
 	})
 	waitForwardingNormally(t, v, "seg1", 5*time.Minute)
-	// Before any change: Debian's lldpd at both ends of seg1.
-	t.Run("lldp", func(t *testing.T) { checkLLDP(t, v, snmpPort, "noc-read-old", cables[0], cables[1]) })
+	// Before any change: Debian's lldpd at both ends of seg1, and a
+	// capture of the LLDP frames crossing.
+	t.Run("lldp and capture", func(t *testing.T) {
+		checkLLDP(t, v, snmpPort, "noc-read-old", cables[0], cables[1])
+		checkCapture(t, v)
+	})
 	sysName := func(community string) error {
 		_, err := snmpTool(t, snmpPort, "snmpget", "-v2c", "-c", community, "-Oqv", "1.3.6.1.2.1.1.5.0") // sysName.0
 		return err
