@@ -158,42 +158,24 @@ func TestCaptureAcrossReconfigure(t *testing.T) {
 	write(labConfig(""))
 	d := startForwarderdOn(t, l, cfg)
 	snd := sender(t, l)
-	body, err := d.Capture(context.Background(), forwarderapi.CaptureRequest{Port: "LAN1", Seconds: 60})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer body.Close()
-	done := make(chan []byte)
-	go func() {
-		b, _ := io.ReadAll(body)
-		done <- b
-	}()
 	before, after := frames.UDPFrame(100, 1, 1), frames.UDPFrame(100, 2, 2)
-	if err := snd.Send(before); err != nil {
-		t.Fatal(err)
-	}
-	write(labConfig(labSeg1))
-	if r, err := d.Reconfigure(context.Background()); err != nil || !slices.Equal(r.Kept, []string{"seg0"}) {
-		t.Fatalf("adding seg1: %+v, %v", r, err)
-	}
-	if err := snd.Send(after); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(500 * time.Millisecond) // past the capture's check of its ports
-	write(labConfig("mtu = 9000\n" + labSeg1))
-	if r, err := d.Reconfigure(context.Background()); err != nil || !slices.Contains(r.Attached, "seg0") {
-		t.Fatalf("seg0's MTU raised: %+v, %v", r, err)
-	}
-	var got []byte
-	select {
-	case got = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the capture of LAN1 still runs after seg0 was attached anew")
-	}
-	file := filepath.Join(t.TempDir(), "capture.pcapng")
-	if err := os.WriteFile(file, got, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := capture(t, d, forwarderapi.CaptureRequest{Port: "LAN1", Seconds: 60}, func() {
+		if err := snd.Send(before); err != nil {
+			t.Fatal(err)
+		}
+		write(labConfig(labSeg1))
+		if r, err := d.Reconfigure(context.Background()); err != nil || !slices.Equal(r.Kept, []string{"seg0"}) {
+			t.Fatalf("adding seg1: %+v, %v", r, err)
+		}
+		if err := snd.Send(after); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond) // past the capture's check of its ports
+		write(labConfig("mtu = 9000\n" + labSeg1))
+		if r, err := d.Reconfigure(context.Background()); err != nil || !slices.Contains(r.Attached, "seg0") {
+			t.Fatalf("seg0's MTU raised: %+v, %v", r, err)
+		}
+	})
 	data := tsharktest.Frames(t, file)
 	if len(data) != 2 || !bytes.Equal(data[0], before) || !bytes.Equal(data[1], after) {
 		t.Errorf("the capture holds %d frames, want the one sent before seg1 was added and the one after", len(data))

@@ -355,28 +355,17 @@ func (t *translator) cond(i, n int, c bpf.JumpTest, skipTrue, skipFalse uint8, m
 	return nil
 }
 
+// aluOps are classic BPF's arithmetic and their eBPF counterparts, run
+// on 32 bits (the *32 forms), as classic BPF's are.
+var aluOps = map[bpf.ALUOp]asm.ALUOp{
+	bpf.ALUOpAdd: asm.Add, bpf.ALUOpSub: asm.Sub, bpf.ALUOpMul: asm.Mul, bpf.ALUOpDiv: asm.Div,
+	bpf.ALUOpOr: asm.Or, bpf.ALUOpAnd: asm.And, bpf.ALUOpShiftLeft: asm.LSh, bpf.ALUOpShiftRight: asm.RSh,
+	bpf.ALUOpMod: asm.Mod, bpf.ALUOpXor: asm.Xor,
+}
+
 func aluOp(op bpf.ALUOp) (asm.ALUOp, error) {
-	switch op {
-	case bpf.ALUOpAdd:
-		return asm.Add, nil
-	case bpf.ALUOpSub:
-		return asm.Sub, nil
-	case bpf.ALUOpMul:
-		return asm.Mul, nil
-	case bpf.ALUOpDiv:
-		return asm.Div, nil
-	case bpf.ALUOpOr:
-		return asm.Or, nil
-	case bpf.ALUOpAnd:
-		return asm.And, nil
-	case bpf.ALUOpShiftLeft:
-		return asm.LSh, nil
-	case bpf.ALUOpShiftRight:
-		return asm.RSh, nil
-	case bpf.ALUOpMod:
-		return asm.Mod, nil
-	case bpf.ALUOpXor:
-		return asm.Xor, nil
+	if o, ok := aluOps[op]; ok {
+		return o, nil
 	}
 	return 0, fmt.Errorf("unknown ALU operation %v", op)
 }
