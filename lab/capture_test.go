@@ -148,13 +148,7 @@ func TestCapture(t *testing.T) {
 func TestCaptureAcrossReconfigure(t *testing.T) {
 	l := newLab(t, 2, 1)
 	attachSinks(t, l, false)
-	cfg := filepath.Join(t.TempDir(), "ncpos.toml")
-	write := func(text string) {
-		t.Helper()
-		if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cfg, write := configFile(t)
 	write(labConfig(""))
 	d := startForwarderdOn(t, l, cfg)
 	snd := sender(t, l)

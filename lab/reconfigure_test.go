@@ -42,13 +42,7 @@ ports = ["LAN3", "LAN4"]
 func TestReconfigureInPlace(t *testing.T) {
 	l := newLab(t, 2, 1)
 	sinks := attachSinks(t, l, false)
-	cfg := filepath.Join(t.TempDir(), "ncpos.toml")
-	write := func(text string) {
-		t.Helper()
-		if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cfg, write := configFile(t)
 	write(labConfig(""))
 	d := startForwarderdOn(t, l, cfg)
 	progs := func(seg int) [2]uint32 {
@@ -195,6 +189,17 @@ func TestReconfigureInPlace(t *testing.T) {
 	crosses("in service mode", 1, frames.UDPFrame(64, 1, 2))
 	if st, err := d.Status(context.Background()); err != nil || st.Mode != "service" || st.Flows == nil {
 		t.Errorf("after the mode changed: %v, mode %q, flows %v", err, st.Mode, st.Flows)
+	}
+}
+
+// configFile is a configuration file for forwarderd, and how to write it.
+func configFile(t *testing.T) (path string, write func(text string)) {
+	path = filepath.Join(t.TempDir(), "ncpos.toml")
+	return path, func(text string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

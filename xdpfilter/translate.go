@@ -207,39 +207,9 @@ func (t *translator) translate(i int, ins bpf.Instruction, n int) error {
 		}
 		t.emit(asm.StoreMem(asm.RFP, scratch(ins.N), reg(ins.Src), asm.Word))
 	case bpf.LoadAbsolute:
-		sz, err := size(ins.Size)
-		if err != nil {
-			return err
-		}
-		end := int(ins.Off) + ins.Size
-		if end > maxOffset {
-			t.jump(asm.Ja.Label(""), reject)
-			return nil
-		}
-		t.emit(asm.Mov.Reg(asm.R1, regData), asm.Add.Imm(asm.R1, int32(end)))
-		t.jump(asm.JGT.Reg(asm.R1, regEnd, ""), reject)
-		t.emit(asm.LoadMem(regA, regData, int16(ins.Off), sz))
-		t.swap(sz)
+		return t.load(ins.Off, ins.Size, false)
 	case bpf.LoadIndirect:
-		sz, err := size(ins.Size)
-		if err != nil {
-			return err
-		}
-		end := int(ins.Off) + ins.Size
-		if end > maxOffset {
-			t.jump(asm.Ja.Label(""), reject)
-			return nil
-		}
-		// X is bounded first, so that the verifier accepts the
-		// pointer it is added to: X and the load's end together stay
-		// within the 64 KiB it tracks packet offsets in.
-		t.emit(asm.Mov.Reg32(asm.R2, regX))
-		t.jump(asm.JGT.Imm(asm.R2, maxOffset, ""), reject)
-		t.emit(asm.Mov.Reg(asm.R1, regData), asm.Add.Reg(asm.R1, asm.R2),
-			asm.Mov.Reg(asm.R2, asm.R1), asm.Add.Imm(asm.R2, int32(end)))
-		t.jump(asm.JGT.Reg(asm.R2, regEnd, ""), reject)
-		t.emit(asm.LoadMem(regA, asm.R1, int16(ins.Off), sz))
-		t.swap(sz)
+		return t.load(ins.Off, ins.Size, true)
 	case bpf.LoadMemShift:
 		if int(ins.Off)+1 > maxOffset {
 			t.jump(asm.Ja.Label(""), reject)
@@ -302,6 +272,35 @@ func (t *translator) translate(i int, ins bpf.Instruction, n int) error {
 	default:
 		return fmt.Errorf("instruction not supported at the XDP hook")
 	}
+	return nil
+}
+
+// load emits A = the n bytes at off into the frame (past X when
+// indirect), as a number; a load past the first buffer rejects.
+func (t *translator) load(off uint32, n int, indirect bool) error {
+	sz, err := size(n)
+	if err != nil {
+		return err
+	}
+	end := int(off) + n
+	if end > maxOffset {
+		t.jump(asm.Ja.Label(""), reject)
+		return nil
+	}
+	base := regData
+	if indirect {
+		// X is bounded first, so that the verifier accepts the
+		// pointer it is added to: X and the load's end together stay
+		// within the 64 KiB it tracks packet offsets in.
+		t.emit(asm.Mov.Reg32(asm.R2, regX))
+		t.jump(asm.JGT.Imm(asm.R2, maxOffset, ""), reject)
+		t.emit(asm.Mov.Reg(asm.R1, regData), asm.Add.Reg(asm.R1, asm.R2))
+		base = asm.R1
+	}
+	t.emit(asm.Mov.Reg(asm.R2, base), asm.Add.Imm(asm.R2, int32(end)))
+	t.jump(asm.JGT.Reg(asm.R2, regEnd, ""), reject)
+	t.emit(asm.LoadMem(regA, base, int16(off), sz))
+	t.swap(sz)
 	return nil
 }
 
