@@ -28,10 +28,19 @@ type ProgramTester struct {
 	capture *captureMaps
 	lldp    *lldpRing
 	copies  chan []byte // the LLDP frames the program copied
+	frags   bool
 }
 
-// NewProgramTester loads port_service for port slot 0 with a small table.
-func NewProgramTester() (_ *ProgramTester, err error) {
+// NewProgramTester loads port_service for port slot 0 with a small table,
+// built for frames in several buffers.
+func NewProgramTester() (*ProgramTester, error) {
+	return NewProgramTesterOf(bpf.DatapathProgPortService, false, true)
+}
+
+// NewProgramTesterOf loads the port program name (port_forward,
+// port_service, port_xsk) for port slot 0, built without the capture hook
+// when noCapture is set, and for frames in several buffers when frags is.
+func NewProgramTesterOf(name string, noCapture, frags bool) (_ *ProgramTester, err error) {
 	spec, err := datapathSpec()
 	if err != nil {
 		return nil, err
@@ -63,11 +72,12 @@ func NewProgramTester() (_ *ProgramTester, err error) {
 	if pt.capture, err = newCaptureMaps(spec); err != nil {
 		return nil, err
 	}
-	pt.prog, err = loadPortProgram(spec, bpf.DatapathProgPortService, 0, pt.capture.add(map[string]*ebpf.Map{
+	pt.frags = frags
+	pt.prog, err = loadPortProgram(spec, name, pt.capture.add(map[string]*ebpf.Map{
 		bpf.DatapathMapEgress: pt.egress, bpf.DatapathMapPortCounts: pt.counts,
 		bpf.DatapathMapFlows: pt.flows.m, bpf.DatapathMapFlowCounts: pt.flows.counts,
 		bpf.DatapathMapLldpFrames: pt.lldp.m,
-	}), false)
+	}, frags), portLoad{noCapture: noCapture, frags: frags})
 	return pt, err
 }
 
@@ -157,11 +167,18 @@ func (pt *ProgramTester) StartCapture(filter string, snaplen int) (*Capture, err
 		snaplen = forwarderapi.CaptureMaxSnaplen
 	}
 	c := &Capture{Request: forwarderapi.CaptureRequest{Snaplen: snaplen}}
-	if err := c.hook(pt.capture, []int{0}, fn); err != nil {
+	if err := c.hook(pt.capture, []int{0}, pt.frags, fn); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// Cost runs the program on frame n times in one go and returns the
+// kernel's time per run.
+func (pt *ProgramTester) Cost(frame []byte, n int) (time.Duration, error) {
+	_, d, err := pt.prog.Benchmark(frame, n, nil)
+	return d, err
 }
 
 // RunRepeat runs the program on frame n times in one go.

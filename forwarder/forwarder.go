@@ -191,17 +191,18 @@ type sample struct {
 // handed is what a port's datapath gave on to its peer port.
 func handed(c *portCounters) uint64 {
 	n := c.Passed
-	for _, d := range []int{dropTxRingFull, dropSendError, dropXSKRx, dropRedirectTooBig, dropRedirectNoXmit, dropRedirectPeerDown, dropRedirectFailed, dropXmit} {
+	for _, d := range []int{dropTxRingFull, dropSendError, dropXSKRx, dropRedirectTooBig, dropRedirectNoXmit, dropRedirectPeerDown, dropRedirectFailed} {
 		n -= c.Drops[d]
 	}
 	return n
 }
 
 // accountLost carries egress_lost forward from prev: per port, what its
-// peer handed on minus what it transmitted in the interval. Signed, so that
-// a frame counted as handed in one sample and as sent in the next evens
-// out; an interval where a counter went backwards (a veth resets its
-// counters when its peer's XDP state changes) is skipped.
+// peer handed on minus what it transmitted and what its driver counted as
+// dropped on transmit (kernel_tx) in the interval. Signed, so that a frame
+// counted as handed in one sample and as sent in the next evens out; an
+// interval where a counter went backwards (a veth resets its counters when
+// its peer's XDP state changes) is skipped.
 func accountLost(prev, s *sample, ports []*port) {
 	s.lost = make([]int64, len(ports))
 	for i, p := range ports {
@@ -210,7 +211,7 @@ func accountLost(prev, s *sample, ports []*port) {
 		}
 		s.lost[i] = prev.lost[i]
 		in0, in1 := handed(&prev.ports[p.peer.pos]), handed(&s.ports[p.peer.pos])
-		out0, out1 := prev.links[i].txPackets, s.links[i].txPackets
+		out0, out1 := prev.links[i].txPackets+prev.links[i].txDropped, s.links[i].txPackets+s.links[i].txDropped
 		if in1 < in0 || out1 < out0 {
 			continue
 		}

@@ -2,10 +2,12 @@ package forwarder_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/forwarder/bpf"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/internal/testenv"
 )
@@ -18,14 +20,23 @@ func requireRoot(t testing.TB) {
 // TestBPFParserMatchesGo runs the kernel's parser (port_service under
 // BPF_PROG_RUN) and ParseFrame on the same frames, valid, broken and
 // mutated, and wants the same malformations and the same flow key, so that
-// both engines count alike.
+// both engines count alike: with the build for jumbo segments (frags) and
+// with the one-buffer build, which reads a frame's length differently.
 func TestBPFParserMatchesGo(t *testing.T) {
 	requireRoot(t)
-	pt, err := forwarder.NewProgramTester()
-	if err != nil {
-		t.Fatal(err)
+	for _, frags := range []bool{true, false} {
+		t.Run(fmt.Sprintf("frags=%v", frags), func(t *testing.T) {
+			pt, err := forwarder.NewProgramTesterOf(bpf.DatapathProgPortService, false, frags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pt.Close()
+			parserMatchesGo(t, pt)
+		})
 	}
-	defer pt.Close()
+}
+
+func parserMatchesGo(t *testing.T, pt *forwarder.ProgramTester) {
 	frames := append(seedFrames(), mutate(seedFrames(), 3000)...)
 	var keyed, malformed int
 	defer func() {

@@ -53,15 +53,15 @@ var DropReasons = []string{
 	"redirect_no_xmit",   // EOPNOTSUPP: the peer's driver has no XDP transmit
 	"redirect_peer_down", // ENETDOWN, ENXIO: the peer is down or gone
 	"redirect_failed",    // any other errno
-	"xmit_dropped",       // the peer's driver took fewer frames than it was given (xdp:xdp_devmap_xmit)
 	"tx_ring_full",       // afxdp: the peer's transmit ring or frame pool was full
 	"send_error",         // afxdp: sendto failed (the library would have panicked)
 	"kernel_rx",          // the driver dropped on receive (rx_dropped)
-	"kernel_tx",          // the driver dropped on transmit (tx_dropped)
+	"kernel_tx",          // the driver dropped on transmit (tx_dropped): a veth's full ring among them
 	// egress_lost are frames handed to a port that did not leave it and
-	// that no driver counted: passed by the peer minus transmitted, from
-	// counter deltas (e.g. XDP redirect into a veth whose peer has no XDP
-	// program, which kernel 6.18 counts nowhere).
+	// that no driver counted: passed by the peer minus transmitted minus
+	// the driver's own transmit drops, from counter deltas (a driver that
+	// takes fewer frames than it was given and does not say so, as igb
+	// and ixgbe do with a full ring).
 	"egress_lost",
 	"xsk_rx", // afxdp: the kernel dropped a frame meant for the socket (receive ring full, no free frame)
 }
@@ -73,7 +73,6 @@ const (
 	dropRedirectNoXmit
 	dropRedirectPeerDown
 	dropRedirectFailed
-	dropXmit
 	dropTxRingFull
 	dropSendError
 	dropKernelRx
@@ -84,7 +83,7 @@ const (
 )
 
 // bpfDrops is how many drop reasons the BPF programs count.
-const bpfDrops = 7
+const bpfDrops = 6
 
 // reasonMap turns counters indexed like names into a map without zeros, so
 // that /status stays short and readable.

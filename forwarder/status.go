@@ -258,7 +258,7 @@ func intervalsWith(history []sample, i int) int {
 }
 
 // stallEvidence is what a port handed on that a working peer must count
-// as sent. Frames the peer's driver refused (xmit_dropped, a full ring)
+// as sent. Frames the peer's driver refused (a full ring)
 // stay in: a driver that takes no frame is as stalled as one that sends
 // none. Malformed frames the datapath dropped are subtracted too, so it
 // may undercount, never overcount.

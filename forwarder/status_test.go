@@ -40,6 +40,12 @@ func TestProgressProblems(t *testing.T) {
 		s.ports[0].Drops[reason] = n
 		return s
 	}
+	// txDropped has port B's driver count n frames dropped on transmit.
+	txDropped := func(s sample, n uint64) sample {
+		s.links = []linkStats{s.links[0], s.links[1]}
+		s.links[1].txDropped = n
+		return s
+	}
 	tests := []struct {
 		name    string
 		history []sample
@@ -64,7 +70,7 @@ func TestProgressProblems(t *testing.T) {
 		// Frames longer than the peer's MTU are drops, not a stall; a
 		// peer's driver that takes no frame at all is stalled.
 		{"too big for the peer", []sample{refused(mk(0, 10, 0, 0, 10), dropRedirectTooBig, 0), refused(mk(1, 20, 0, 0, 10), dropRedirectTooBig, 10), refused(mk(2, 30, 0, 0, 10), dropRedirectTooBig, 20), refused(mk(3, 30, 0, 0, 10), dropRedirectTooBig, 20)}, ""},
-		{"the peer's driver takes none", []sample{refused(mk(0, 10, 0, 0, 10), dropXmit, 0), refused(mk(1, 20, 0, 0, 10), dropXmit, 10), refused(mk(2, 30, 0, 0, 10), dropXmit, 20), refused(mk(3, 30, 0, 0, 10), dropXmit, 20)}, "20 frames entered LAN1"},
+		{"the peer's driver takes none", []sample{txDropped(mk(0, 10, 0, 0, 10), 0), txDropped(mk(1, 20, 0, 0, 10), 10), txDropped(mk(2, 30, 0, 0, 10), 20), txDropped(mk(3, 30, 0, 0, 10), 20)}, "20 frames entered LAN1"},
 		{"window not yet covered", []sample{mk(0, 10, 0, 0, 10), mk(2, 500, 0, 0, 10)}, ""},
 		{"one sample", []sample{mk(0, 10, 0, 0, 10)}, ""},
 	}
@@ -127,27 +133,29 @@ func TestAccountLost(t *testing.T) {
 	b := &port{pos: 1, slot: 1, segment: seg}
 	a.peer, b.peer = b, a
 	ports := []*port{a, b}
-	mk := func(passedA, txB uint64) *sample {
+	mk := func(passedA, txB, txDroppedB uint64) *sample {
 		return &sample{
 			ports: []portCounters{{Passed: passedA}, {}},
-			links: []linkStats{{}, {txPackets: txB}},
+			links: []linkStats{{}, {txPackets: txB, txDropped: txDroppedB}},
 		}
 	}
 	steps := []struct {
-		passedA, txB uint64
-		wantLostB    int64
+		passedA, txB, txDroppedB uint64
+		wantLostB                int64
 	}{
-		{100, 100, 0},
-		{200, 150, 50}, // 50 not (yet) sent
-		{300, 300, 0},  // they were only late
-		{400, 300, 100},
-		{500, 10, 100}, // counters reset: interval skipped
-		{600, 60, 150},
+		{100, 100, 0, 0},
+		{200, 150, 0, 50}, // 50 not (yet) sent
+		{300, 300, 0, 0},  // they were only late
+		{400, 300, 0, 100},
+		{500, 10, 0, 100}, // counters reset: interval skipped
+		{600, 60, 0, 150},
+		// The driver counted 40 it did not take: kernel_tx, not lost.
+		{700, 120, 40, 150},
 	}
-	prev := mk(0, 0)
+	prev := mk(0, 0, 0)
 	prev.lost = make([]int64, 2)
 	for i, st := range steps {
-		s := mk(st.passedA, st.txB)
+		s := mk(st.passedA, st.txB, st.txDroppedB)
 		accountLost(prev, s, ports)
 		if s.lost[1] != st.wantLostB || s.lost[0] != 0 {
 			t.Errorf("step %d: lost %v, want [0 %d]", i, s.lost, st.wantLostB)

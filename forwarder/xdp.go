@@ -3,11 +3,13 @@ package forwarder
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/forwarder/bpf"
 )
@@ -72,21 +74,52 @@ func newSharedMap(spec *ebpf.CollectionSpec, name string, maxEntries uint32) (*e
 	return m, nil
 }
 
-// loadPortProgram loads one instance of the named program for port slot
-// index, using the given shared maps, with the capture hook unless
-// noCapture.
-func loadPortProgram(spec *ebpf.CollectionSpec, name string, index int, maps map[string]*ebpf.Map, noCapture bool) (*ebpf.Program, error) {
+// linearMTU is the largest MTU at which a port's program is loaded
+// without the frags flag: every driver with native XDP takes a frame of
+// that size in one buffer (a driver that could not would refuse the
+// program, never cut a frame), and generic XDP makes every frame one
+// buffer for such a program. Above it, up to singleBufferMTU, drivers
+// differ; the frags-aware build serves them all.
+const linearMTU = 1500
+
+// frags says whether the port's program must take frames in several
+// buffers.
+func (p *port) frags() bool { return p.segment.MTU > linearMTU }
+
+// portLoad is how one instance of a port program is built.
+type portLoad struct {
+	slot      int
+	noCapture bool // the capture hook left out altogether
+	frags     bool // frames may come in several buffers
+}
+
+// loadPortProgram loads one instance of the named program for a port,
+// using the given shared maps.
+func loadPortProgram(spec *ebpf.CollectionSpec, name string, maps map[string]*ebpf.Map, pl portLoad) (*ebpf.Program, error) {
 	return loadProgramWith(spec, name, maps, func(s *ebpf.CollectionSpec) error {
-		if err := s.Variables[bpf.DatapathVarPortIndex].Set(uint32(index)); err != nil {
+		if err := s.Variables[bpf.DatapathVarPortIndex].Set(uint32(pl.slot)); err != nil {
 			return fmt.Errorf("forwarder: setting port_index: %w", err)
 		}
-		if noCapture {
+		if pl.noCapture {
 			if err := s.Variables[bpf.DatapathVarCaptureSupport].Set(uint32(0)); err != nil {
 				return fmt.Errorf("forwarder: setting capture_support: %w", err)
 			}
 		}
-		return nil
+		return setFrags(s, name, pl.frags)
 	})
+}
+
+// setFrags loads the program name with the frags flag, or without it and
+// with its length read from the one buffer.
+func setFrags(s *ebpf.CollectionSpec, name string, frags bool) error {
+	if frags {
+		return nil
+	}
+	s.Programs[name].Flags &^= unix.BPF_F_XDP_HAS_FRAGS
+	if err := s.Variables[bpf.DatapathVarFrags].Set(uint32(0)); err != nil {
+		return fmt.Errorf("forwarder: setting frags: %w", err)
+	}
+	return nil
 }
 
 // loadProgram loads the named program over the given shared maps.
@@ -188,8 +221,8 @@ func newXDPEngine(ports []*port, opts *Options) (_ *xdpEngine, err error) {
 		return nil, err
 	}
 	e.noCapture = opts.NoCapture
-	e.maps = e.capture.add(map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts,
-		bpf.DatapathMapLldpFrames: e.lldp.m})
+	e.maps = map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts,
+		bpf.DatapathMapLldpFrames: e.lldp.m}
 	if opts.Mode == ModeService {
 		if e.flows, err = newFlowTable(spec, opts.FlowTableSize, opts.FlowIdle); err != nil {
 			return nil, err
@@ -228,7 +261,8 @@ func (e *xdpEngine) attachPair(a, b *port, opts *Options) (err error) {
 	pair := []*port{a, b}
 	zero := make([]bpf.DatapathPortStats, ebpf.MustPossibleCPU())
 	for _, p := range pair {
-		prog, err := loadPortProgram(e.spec, e.progName, p.slot, e.maps, opts.NoCapture)
+		prog, err := loadPortProgram(e.spec, e.progName, e.capture.add(maps.Clone(e.maps), p.frags()),
+			portLoad{slot: p.slot, noCapture: opts.NoCapture, frags: p.frags()})
 		if err != nil {
 			return err
 		}
@@ -259,7 +293,7 @@ func (e *xdpEngine) attachPair(a, b *port, opts *Options) (err error) {
 		e.modes[p.slot] = mode
 		e.gens[p.slot]++
 		if e.redirects != nil {
-			if err := e.redirects.add(e.progIDs[p.slot], uint32(p.ifindex), uint32(p.slot)); err != nil {
+			if err := e.redirects.add(e.progIDs[p.slot], uint32(p.slot)); err != nil {
 				return fmt.Errorf("forwarder: redirect counters of %s: %w", p.ifname, err)
 			}
 		}
@@ -286,7 +320,7 @@ func (e *xdpEngine) detachPairLocked(a, b *port) error {
 			errs = append(errs, l.Close())
 		}
 		if e.redirects != nil {
-			e.redirects.remove(e.progIDs[p.slot], uint32(p.ifindex))
+			e.redirects.remove(e.progIDs[p.slot])
 		}
 		if prog := e.progs[p.slot]; prog != nil {
 			errs = append(errs, prog.Close())

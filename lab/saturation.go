@@ -83,22 +83,29 @@ func (b *ppsBench) overload(ctx context.Context, size int) ([]*Saturation, error
 // time slices and its 256-frame ring would overflow.
 func (b *ppsBench) ownCore(ctx context.Context, frame []byte, setup string) (*Saturation, error) {
 	fw, port := b.lab.FW, b.lab.Segments[0].Ports[0]
-	threaded := func(on string) error {
-		out, err := exec.Command("ip", "netns", "exec", fw.Name, "sh", "-c",
-			fmt.Sprintf("echo %s > /sys/class/net/%s/threaded", on, port)).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("threaded NAPI on %s: %v: %s", port, err, out)
-		}
-		return nil
-	}
 	// A veth has NAPI instances only while an XDP program is attached,
 	// so this comes after the datapath's.
-	if err := threaded("1"); err != nil {
+	if err := threadedNAPI(fw, port, true); err != nil {
 		return nil, err
 	}
-	defer threaded("0")
-	pinNAPIThreads("napi/"+b.lab.Name(""), runtime.NumCPU()-1)
+	defer threadedNAPI(fw, port, false)
+	pinNAPIThreads("napi/"+b.lab.Name(""), runtime.NumCPU()-1, true)
 	return b.loadCurve(ctx, frame, setup)
+}
+
+// threadedNAPI moves the NAPI instances of ifname in ns to kernel threads
+// ("napi/<dev>-<id>"), or back to softirq.
+func threadedNAPI(ns *Netns, ifname string, on bool) error {
+	v := "0"
+	if on {
+		v = "1"
+	}
+	out, err := exec.Command("ip", "netns", "exec", ns.Name, "sh", "-c",
+		fmt.Sprintf("echo %s > /sys/class/net/%s/threaded", v, ifname)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("threaded NAPI on %s: %v: %s", ifname, err, out)
+	}
+	return nil
 }
 
 // loadCurveShares are the loads of a curve below flat out, as shares of
@@ -178,11 +185,11 @@ func overloadPoint(curve []LoadPoint, max float64) LoadPoint {
 }
 
 // pinNAPIThreads moves the kernel threads whose name starts with prefix
-// (threaded NAPI: "napi/<dev>-<id>", cut to 15 characters) to cpu and runs
-// them SCHED_RR, the precedence softirq processing has over processes on
-// an appliance (otherwise whatever else the host runs on that core would
-// be measured, not the datapath).
-func pinNAPIThreads(prefix string, cpu int) {
+// (threaded NAPI: "napi/<dev>-<id>", cut to 15 characters) to cpu and,
+// when rr is set, runs them SCHED_RR, the precedence softirq processing
+// has over processes on an appliance (otherwise whatever else the host
+// runs on that core would be measured, not the datapath).
+func pinNAPIThreads(prefix string, cpu int, rr bool) {
 	prefix = prefix[:min(len(prefix), 15)]
 	var set unix.CPUSet
 	set.Set(cpu)
@@ -190,7 +197,9 @@ func pinNAPIThreads(prefix string, cpu int) {
 	for _, p := range ps {
 		if strings.HasPrefix(p.Name, prefix) {
 			unix.SchedSetaffinity(p.PID, &set)
-			unix.SchedSetAttr(p.PID, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 50}, 0)
+			if rr {
+				unix.SchedSetAttr(p.PID, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_RR, Priority: 50}, 0)
+			}
 		}
 	}
 }

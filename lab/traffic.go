@@ -118,6 +118,21 @@ func (s *Sinks) SKBSink(seg, side int) (restore func() error, err error) {
 	return func() error { return errors.Join(lk.Close(), s.Attach(seg, side)) }, nil
 }
 
+// SlowSink makes a traffic end a consumer that falls behind: its NAPI
+// (where its sink runs) moves to a kernel thread on cpu, an ordinary
+// process there, which takes turns with whatever else runs on it. Flooded
+// from that cpu, the veth's 256-frame ring fills while the thread waits
+// for its turn, and the veth refuses frames at transmit, as a NIC's full
+// transmit ring does. The returned function puts the NAPI back.
+func (s *Sinks) SlowSink(seg, side, cpu int) (restore func() error, err error) {
+	sg := s.lab.Segments[seg]
+	if err := threadedNAPI(sg.Hosts[side], sg.HostIfs[side], true); err != nil {
+		return nil, err
+	}
+	pinNAPIThreads("napi/"+sg.HostIfs[side], cpu, false)
+	return func() error { return threadedNAPI(sg.Hosts[side], sg.HostIfs[side], false) }, nil
+}
+
 // Count returns what the sink of a traffic end received.
 func (s *Sinks) Count(seg, side int) (packets, bytes uint64, err error) {
 	return s.xs.Count(SinkID(seg, side))

@@ -2,12 +2,14 @@ package lab_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/ncpos/ncpos/bench/xdptraffic"
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/lab"
@@ -120,4 +122,66 @@ func mustStatus(t *testing.T, d *lab.Daemon) forwarderapi.Status {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// TestFullRingCounted floods a segment into a far end that falls behind
+// (its NAPI a thread taking turns with the generator), so that the peer
+// port's transmit ring overflows, and wants every frame that entered the
+// datapath accounted for once: sent by the peer port, or dropped for one
+// reason. A full ring shows as kernel_tx on the peer port (the veth
+// counts its refusals in tx_dropped), never twice.
+func TestFullRingCounted(t *testing.T) {
+	l := newLab(t, 1, 1)
+	sinks := attachSinks(t, l, false)
+	d := startForwarderd(t, l, "-engine", "xdp")
+	restore, err := sinks.SlowSink(0, 1, 0) // the generator's cpu
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := restore(); err != nil {
+			t.Error(err)
+		}
+	})
+	g, err := l.Generator(0, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	if _, err := g.Run(context.Background(), xdptraffic.Send{Frame: frames.UDPFrame(64, 1, 2), For: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	// Settled: two samples with nothing new.
+	var st forwarderapi.Status
+	var last string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		st = mustStatus(t, d)
+		now := fmt.Sprint(st.Ports[0].RxPackets, st.Ports[1].TxPackets, st.Ports[0].Drops, st.Ports[1].Drops)
+		if now == last {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("counters still moving 10 s after the flood: %s", now)
+		}
+		last = now
+	}
+	in, out := st.Ports[0], st.Ports[1]
+	var inDrops uint64
+	for reason, n := range in.Drops {
+		if reason != "kernel_rx" { // before the program: not among its frames
+			inDrops += n
+		}
+	}
+	full, lost := out.Drops["kernel_tx"], out.Drops["egress_lost"]
+	t.Logf("entered %s: %d; sent by %s: %d; dropped at %s: %v; at %s: kernel_tx %d, egress_lost %d",
+		in.Name, in.RxPackets, out.Name, out.TxPackets, in.Name, in.Drops, out.Name, full, lost)
+	if full == 0 {
+		t.Fatalf("the far end's ring never overflowed (drops %v): the test shows nothing", out.Drops)
+	}
+	if got := out.TxPackets + inDrops + full + lost; got != in.RxPackets {
+		t.Errorf("sent and dropped add up to %d, %d entered", got, in.RxPackets)
+	}
+	if arrived, _, err := sinks.Count(0, 1); err != nil || arrived != out.TxPackets {
+		t.Errorf("the far end counted %d (%v), %s sent %d", arrived, err, out.Name, out.TxPackets)
+	}
 }

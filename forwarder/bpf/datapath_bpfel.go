@@ -90,7 +90,7 @@ type DatapathPortStats struct {
 	RxBytes   uint64
 	Passed    uint64
 	Malformed uint64
-	Drop      [7]uint64
+	Drop      [6]uint64
 	Reason    [15]uint64
 }
 
@@ -108,12 +108,10 @@ const (
 	DatapathMapEgress           = "egress"
 	DatapathMapFlowCounts       = "flow_counts"
 	DatapathMapFlows            = "flows"
-	DatapathMapIfindexSlots     = "ifindex_slots"
 	DatapathMapLldpFrames       = "lldp_frames"
 	DatapathMapPortCounts       = "port_counts"
 	DatapathMapProgSlots        = "prog_slots"
 	DatapathMapXsks             = "xsks"
-	DatapathProgDevmapXmit      = "devmap_xmit"
 	DatapathProgPortCapture     = "port_capture"
 	DatapathProgPortForward     = "port_forward"
 	DatapathProgPortService     = "port_service"
@@ -123,6 +121,7 @@ const (
 	DatapathVarCaptureMaxFrames = "capture_max_frames"
 	DatapathVarCaptureSnaplen   = "capture_snaplen"
 	DatapathVarCaptureSupport   = "capture_support"
+	DatapathVarFrags            = "frags"
 	DatapathVarLldpLastNs       = "lldp_last_ns"
 	DatapathVarPortIndex        = "port_index"
 )
@@ -169,7 +168,6 @@ type DatapathSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type DatapathProgramSpecs struct {
-	DevmapXmit  *ebpf.ProgramSpec `ebpf:"devmap_xmit"`
 	PortCapture *ebpf.ProgramSpec `ebpf:"port_capture"`
 	PortForward *ebpf.ProgramSpec `ebpf:"port_forward"`
 	PortService *ebpf.ProgramSpec `ebpf:"port_service"`
@@ -191,7 +189,6 @@ type DatapathMapSpecs struct {
 	Egress          *ebpf.MapSpec `ebpf:"egress"`
 	FlowCounts      *ebpf.MapSpec `ebpf:"flow_counts"`
 	Flows           *ebpf.MapSpec `ebpf:"flows"`
-	IfindexSlots    *ebpf.MapSpec `ebpf:"ifindex_slots"`
 	LldpFrames      *ebpf.MapSpec `ebpf:"lldp_frames"`
 	PortCounts      *ebpf.MapSpec `ebpf:"port_counts"`
 	ProgSlots       *ebpf.MapSpec `ebpf:"prog_slots"`
@@ -206,6 +203,7 @@ type DatapathVariableSpecs struct {
 	CaptureMaxFrames *ebpf.VariableSpec `ebpf:"capture_max_frames"`
 	CaptureSnaplen   *ebpf.VariableSpec `ebpf:"capture_snaplen"`
 	CaptureSupport   *ebpf.VariableSpec `ebpf:"capture_support"`
+	Frags            *ebpf.VariableSpec `ebpf:"frags"`
 	LldpLastNs       *ebpf.VariableSpec `ebpf:"lldp_last_ns"`
 	PortIndex        *ebpf.VariableSpec `ebpf:"port_index"`
 }
@@ -240,7 +238,6 @@ type DatapathMaps struct {
 	Egress          *ebpf.Map `ebpf:"egress"`
 	FlowCounts      *ebpf.Map `ebpf:"flow_counts"`
 	Flows           *ebpf.Map `ebpf:"flows"`
-	IfindexSlots    *ebpf.Map `ebpf:"ifindex_slots"`
 	LldpFrames      *ebpf.Map `ebpf:"lldp_frames"`
 	PortCounts      *ebpf.Map `ebpf:"port_counts"`
 	ProgSlots       *ebpf.Map `ebpf:"prog_slots"`
@@ -259,7 +256,6 @@ func (m *DatapathMaps) Close() error {
 		m.Egress,
 		m.FlowCounts,
 		m.Flows,
-		m.IfindexSlots,
 		m.LldpFrames,
 		m.PortCounts,
 		m.ProgSlots,
@@ -275,6 +271,7 @@ type DatapathVariables struct {
 	CaptureMaxFrames *ebpf.Variable `ebpf:"capture_max_frames"`
 	CaptureSnaplen   *ebpf.Variable `ebpf:"capture_snaplen"`
 	CaptureSupport   *ebpf.Variable `ebpf:"capture_support"`
+	Frags            *ebpf.Variable `ebpf:"frags"`
 	LldpLastNs       *ebpf.Variable `ebpf:"lldp_last_ns"`
 	PortIndex        *ebpf.Variable `ebpf:"port_index"`
 }
@@ -283,7 +280,6 @@ type DatapathVariables struct {
 //
 // It can be passed to LoadDatapathObjects or ebpf.CollectionSpec.LoadAndAssign.
 type DatapathPrograms struct {
-	DevmapXmit  *ebpf.Program `ebpf:"devmap_xmit"`
 	PortCapture *ebpf.Program `ebpf:"port_capture"`
 	PortForward *ebpf.Program `ebpf:"port_forward"`
 	PortService *ebpf.Program `ebpf:"port_service"`
@@ -293,7 +289,6 @@ type DatapathPrograms struct {
 
 func (p *DatapathPrograms) Close() error {
 	return _DatapathClose(
-		p.DevmapXmit,
 		p.PortCapture,
 		p.PortForward,
 		p.PortService,

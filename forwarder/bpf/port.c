@@ -13,8 +13,6 @@
 //   redirect_err  tracepoint xdp:xdp_redirect_err: a redirect the kernel
 //                 refused after the program returned (frame too big for the
 //                 peer's MTU, a peer without XDP transmit, a peer down).
-//   devmap_xmit   tracepoint xdp:xdp_devmap_xmit: frames the peer's driver
-//                 did not take when the redirect queue was flushed.
 //   port_capture  a capture: the port programs of the ports it watches
 //                 end in it (a tail call) while it runs.
 //
@@ -38,6 +36,15 @@
 // All three are frags-aware (xdp.frags): a jumbo frame
 // arrives in several buffers, of which only the first is parsed (headers
 // are never past it) while lengths are checked against the whole frame.
+// A port whose frames fit one buffer gets its program loaded without the
+// frags flag and with `frags` cleared: the kernel then never hands it a
+// frame in pieces, and the frame's length is data_end - data, which saves
+// a helper call per frame.
+//
+// Frames the peer's driver does not take when the redirect queue is
+// flushed are not counted here: a tracepoint on every flush would cost
+// every frame. forwarderd counts them from the interface counters (the
+// peer's tx_dropped where its driver counts them, egress_lost where not).
 //
 // Malformed frames are counted and still forwarded: the box is a wire, and a
 // bypass relay would pass them too, so dropping them would make "normal" and
@@ -88,7 +95,6 @@ enum drop {
 	DROP_REDIRECT_UNSUPPORTED, /* the peer's driver cannot transmit XDP frames */
 	DROP_REDIRECT_PEER_DOWN,   /* the peer is down */
 	DROP_REDIRECT_FAILED,      /* any other refusal */
-	DROP_XMIT,                 /* the peer's driver did not take it */
 	DROP_MAX,
 };
 
@@ -161,22 +167,14 @@ struct {
 	__type(value, __u32);
 } xsks SEC(".maps");
 
-/* Which port slot an XDP program serves (by program ID) and which port
- * slot an interface is (by ifindex), for the tracepoints, which see every
- * XDP program on the box. */
+/* Which port slot an XDP program serves (by program ID), for the
+ * tracepoint, which sees every XDP program on the box. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_PORTS);
 	__type(key, __u32);
 	__type(value, __u32);
 } prog_slots SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, MAX_PORTS);
-	__type(key, __u32);
-	__type(value, __u32);
-} ifindex_slots SEC(".maps");
 
 /* LLDP frames for forwarderd: a few a minute per port, so a small ring;
  * one that is full loses the copy, never the frame. */
@@ -294,6 +292,9 @@ __u64 lldp_last_ns = 0;
 
 /* Set per instance before loading. */
 const volatile __u32 port_index = 0;
+/* 0 when the program is loaded without the frags flag: every frame is in
+ * one buffer. */
+const volatile __u32 frags = 1;
 /* 0 leaves the capture hook out of the program altogether (the verifier
  * drops what a constant rules out): the bench's "no capture hook". */
 const volatile __u32 capture_support = 1;
@@ -383,19 +384,26 @@ static __always_inline void parse_l4(void *l4, void *l3end, void *end, __u8 prot
 	}
 }
 
+/* frame_len is the length of the whole frame, every buffer of it. */
+static __always_inline __u32 frame_len_of(struct xdp_md *ctx)
+{
+	if (frags)
+		return bpf_xdp_get_buff_len(ctx);
+	return ctx->data_end - ctx->data;
+}
+
 /* parse checks the frame and, when want_key is set, builds its flow key.
  * It never reads past data_end; it stops at the first structural error. */
-static __always_inline void parse(struct xdp_md *ctx, struct flow_key *k, struct parsed *p,
-				  const int want_key)
+static __always_inline void parse(struct xdp_md *ctx, __u32 frame_len, struct flow_key *k,
+				  struct parsed *p, const int want_key)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
 	struct ethhdr *eth = data;
 	void *cur;
 	__be16 proto;
-	/* The whole frame, every buffer of it: lengths are checked against
-	 * this, headers against end (the first buffer). */
-	__u32 frame_len = bpf_xdp_get_buff_len(ctx);
+	/* frame_len is the whole frame, every buffer of it: lengths are
+	 * checked against it, headers against end (the first buffer). */
 
 	if (frame_len < MIN_FRAME)
 		set_bit(p, MAL_RUNT);
@@ -585,7 +593,7 @@ static __always_inline struct port_stats *count_rx(struct xdp_md *ctx, __u64 *le
 {
 	__u32 idx = port_index;
 	struct port_stats *st = bpf_map_lookup_elem(&port_counts, &idx);
-	*len = bpf_xdp_get_buff_len(ctx);
+	*len = frame_len_of(ctx);
 	if (st) {
 		st->rx_packets++;
 		st->rx_bytes += *len;
@@ -622,7 +630,7 @@ int port_forward(struct xdp_md *ctx)
 	__u64 len;
 	struct port_stats *st = count_rx(ctx, &len);
 	struct parsed p = {};
-	parse(ctx, NULL, &p, 0);
+	parse(ctx, len, NULL, &p, 0);
 	count_malformed(st, p.malformed);
 	if (p.lldp)
 		copy_lldp(ctx, len);
@@ -672,7 +680,7 @@ int port_service(struct xdp_md *ctx)
 	struct port_stats *st = count_rx(ctx, &len);
 	struct flow_key k = {};
 	struct parsed p = {};
-	parse(ctx, &k, &p, 1);
+	parse(ctx, len, &k, &p, 1);
 	count_malformed(st, p.malformed);
 	if (p.lldp)
 		copy_lldp(ctx, len);
@@ -693,7 +701,7 @@ int port_xsk(struct xdp_md *ctx)
 	 * malformations with the same code and the workers parse only in
 	 * service mode. */
 	struct parsed p = {};
-	parse(ctx, NULL, &p, 0);
+	parse(ctx, len, NULL, &p, 0);
 	count_malformed(st, p.malformed);
 	if (p.lldp)
 		copy_lldp(ctx, len);
@@ -750,7 +758,7 @@ static __always_inline void capture_frame(struct xdp_md *ctx, __u32 act, __u32 d
 	if (!s)
 		return;
 	s->seen++;
-	__u64 len = bpf_xdp_get_buff_len(ctx);
+	__u64 len = frame_len_of(ctx);
 	__u32 keep = capture_filter((void *)(long)ctx->data, (void *)(long)ctx->data_end, len);
 	if (!keep)
 		return;
@@ -814,16 +822,6 @@ struct redirect_err_args {
 	int map_index;
 };
 
-struct devmap_xmit_args {
-	__u64 common;
-	int from_ifindex;
-	__u32 act;
-	int to_ifindex;
-	int drops;
-	int sent;
-	int err;
-};
-
 #define E_NXIO 6
 #define E_NETDOWN 100
 #define E_MSGSIZE 90
@@ -860,22 +858,6 @@ int redirect_err(struct redirect_err_args *a)
 	default:
 		st->drop[DROP_REDIRECT_FAILED]++;
 	}
-	return 0;
-}
-
-SEC("tracepoint/xdp/xdp_devmap_xmit")
-int devmap_xmit(struct devmap_xmit_args *a)
-{
-	if (a->drops <= 0)
-		return 0;
-	/* Counted at the port the frames entered, as every drop reason is. */
-	struct port_stats *st = slot_stats(&ifindex_slots, (__u32)a->from_ifindex);
-	if (!st)
-		return 0;
-	__u32 *to = bpf_map_lookup_elem(&ifindex_slots, &(__u32){(__u32)a->to_ifindex});
-	if (!to)
-		return 0; /* not one of our ports: another namespace's */
-	st->drop[DROP_XMIT] += a->drops;
 	return 0;
 }
 
