@@ -237,7 +237,8 @@ func Start(opts Options) (_ *Forwarder, err error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	f := &Forwarder{opts: opts, started: time.Now(), conds: health.Tracker{Source: "forwarderd"}}
+	f := &Forwarder{opts: opts, started: time.Now()}
+	f.conds = health.Tracker{Source: "forwarderd", Changed: f.logCondition}
 	f.opts.lldpTake = f.lldp.take
 	if len(f.opts.Segments) == 0 {
 		// Every segment lacks a port: nothing to attach, but forwarderd
@@ -382,7 +383,19 @@ func (f *Forwarder) Run(ctx context.Context) {
 			f.mu.Lock()
 			f.heartbeat = time.Now()
 			f.mu.Unlock()
+			// Conditions are worked out at every sample, not only when
+			// someone asks, so that the log tells when each begins.
+			f.check(now)
 		}
+	}
+}
+
+// logCondition logs a condition that begins or ends.
+func (f *Forwarder) logCondition(c health.Condition, raised bool) {
+	if raised {
+		f.opts.Logf("condition began: %s", c)
+	} else {
+		f.opts.Logf("condition ended: %s", c)
 	}
 }
 

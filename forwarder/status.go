@@ -199,9 +199,11 @@ func (f *Forwarder) check(now time.Time) (health.Liveness, []health.Condition) {
 	return health.Live(f.heartbeat, problems...), f.conds.Update(now, conds)
 }
 
-// progressProblems finds directions where frames were handed on from a
-// port during the window but none left its peer: the peer's transmit is
-// stalled. Under overload some frames are lost, which is not a stall; only
+// progressProblems finds directions where frames entered a port during the
+// window but none left its peer: the segment forwards nothing that way,
+// whether the peer's transmit is stalled, the kernel refuses every
+// redirect, the egress slot is empty or the driver drops every frame on
+// receive. Under overload some frames are lost, which is not a stall; only
 // "none at all" is.
 //
 // Both sides count the same frames. What entered is what the datapath
@@ -231,7 +233,7 @@ func progressProblems(ports []*port, history []sample, window time.Duration) []h
 		if i >= len(first.ports) || p.peer.pos >= len(first.links) {
 			continue
 		}
-		in := stallEvidence(&seen.ports[i]) - stallEvidence(&first.ports[i])
+		in := stallEvidence(&seen, i) - stallEvidence(&first, i)
 		out0, out1 := first.links[p.peer.pos].txPackets, last.links[p.peer.pos].txPackets
 		if out1 < out0 {
 			continue // the driver reset its counters: no verdict this window
@@ -250,18 +252,25 @@ func progressProblems(ports []*port, history []sample, window time.Duration) []h
 func intervalsWith(history []sample, i int) int {
 	n := 0
 	for k := 1; k < len(history); k++ {
-		if stallEvidence(&history[k].ports[i]) > stallEvidence(&history[k-1].ports[i]) {
+		if stallEvidence(&history[k], i) > stallEvidence(&history[k-1], i) {
 			n++
 		}
 	}
 	return n
 }
 
-// stallEvidence is what a port handed on that a working peer must count
-// as sent. Frames the peer's driver refused (a full ring)
-// stay in: a driver that takes no frame is as stalled as one that sends
-// none. Malformed frames the datapath dropped are subtracted too, so it
-// may undercount, never overcount.
-func stallEvidence(c *portCounters) int64 {
-	return int64(c.Passed) - int64(c.Malformed) - int64(c.Drops[dropRedirectTooBig])
+// stallEvidence is what entered port i that a working segment must send
+// out of the peer, in sample s: what the datapath handed on, what it could
+// not because the egress slot was empty, and what the driver dropped on
+// receive. Frames the peer's driver refused (a full ring) or the kernel
+// refused after the program stay in: a segment that sends none of them
+// forwards nothing. Malformed frames are subtracted, so it may
+// undercount, never overcount.
+func stallEvidence(s *sample, i int) int64 {
+	c := &s.ports[i]
+	n := int64(c.Passed) + int64(c.Drops[dropNoPeer]) - int64(c.Malformed) - int64(c.Drops[dropRedirectTooBig])
+	if i < len(s.links) {
+		n += int64(s.links[i].rxDropped)
+	}
+	return n
 }

@@ -46,6 +46,12 @@ func TestProgressProblems(t *testing.T) {
 		s.links[1].txDropped = n
 		return s
 	}
+	// rxDropped has port A's driver count n frames dropped on receive.
+	rxDropped := func(s sample, n uint64) sample {
+		s.links = []linkStats{s.links[0], s.links[1]}
+		s.links[0].rxDropped = n
+		return s
+	}
 	tests := []struct {
 		name    string
 		history []sample
@@ -71,6 +77,11 @@ func TestProgressProblems(t *testing.T) {
 		// peer's driver that takes no frame at all is stalled.
 		{"too big for the peer", []sample{refused(mk(0, 10, 0, 0, 10), dropRedirectTooBig, 0), refused(mk(1, 20, 0, 0, 10), dropRedirectTooBig, 10), refused(mk(2, 30, 0, 0, 10), dropRedirectTooBig, 20), refused(mk(3, 30, 0, 0, 10), dropRedirectTooBig, 20)}, ""},
 		{"the peer's driver takes none", []sample{txDropped(mk(0, 10, 0, 0, 10), 0), txDropped(mk(1, 20, 0, 0, 10), 10), txDropped(mk(2, 30, 0, 0, 10), 20), txDropped(mk(3, 30, 0, 0, 10), 20)}, "20 frames entered LAN1"},
+		// Frames that entered and were never handed on: the segment
+		// forwards nothing all the same.
+		{"the egress slot empty", []sample{refused(mk(0, 10, 0, 0, 10), dropNoPeer, 0), refused(mk(1, 10, 0, 0, 10), dropNoPeer, 10), refused(mk(2, 10, 0, 0, 10), dropNoPeer, 20), refused(mk(3, 10, 0, 0, 10), dropNoPeer, 20)}, "20 frames entered LAN1"},
+		{"every frame dropped on receive", []sample{rxDropped(mk(0, 10, 0, 0, 10), 0), rxDropped(mk(1, 10, 0, 0, 10), 300), rxDropped(mk(2, 10, 0, 0, 10), 700), rxDropped(mk(3, 10, 0, 0, 10), 800)}, "700 frames entered LAN1"},
+		{"some dropped on receive, the rest sent", []sample{rxDropped(mk(0, 10, 0, 0, 10), 0), rxDropped(mk(1, 20, 0, 0, 20), 300), rxDropped(mk(2, 30, 0, 0, 30), 700), rxDropped(mk(3, 40, 0, 0, 40), 800)}, ""},
 		{"window not yet covered", []sample{mk(0, 10, 0, 0, 10), mk(2, 500, 0, 0, 10)}, ""},
 		{"one sample", []sample{mk(0, 10, 0, 0, 10)}, ""},
 	}

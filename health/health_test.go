@@ -1,6 +1,8 @@
 package health
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -43,6 +45,25 @@ func TestTrackerKeepsSince(t *testing.T) {
 	got = tr.Update(t0.Add(3*time.Minute), []Condition{down})
 	if !got[0].Since.Equal(t0.Add(3 * time.Minute)) {
 		t.Fatalf("after clearing: since %v", got[0].Since)
+	}
+}
+
+// TestTrackerTellsChanges: each condition is told once when it begins and
+// once when it ends, however often the same set is looked at.
+func TestTrackerTellsChanges(t *testing.T) {
+	var told []string
+	tr := Tracker{Source: "forwarderd", Changed: func(c Condition, raised bool) {
+		told = append(told, fmt.Sprintf("%v %s %s", raised, c.Kind, c.Port))
+	}}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	down := Condition{Kind: LinkDown, Segment: "seg1", Port: "LAN2"}
+	stalled := Condition{Kind: TxStalled, Segment: "seg1", Port: "LAN1"}
+	for i, look := range [][]Condition{{down}, {down}, {down, stalled}, {stalled}, {stalled}, nil, nil} {
+		tr.Update(t0.Add(time.Duration(i)*time.Second), look)
+	}
+	want := []string{"true link_down LAN2", "true tx_stalled LAN1", "false link_down LAN2", "false tx_stalled LAN1"}
+	if !slices.Equal(told, want) {
+		t.Errorf("told %q, want %q", told, want)
 	}
 }
 

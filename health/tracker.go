@@ -11,9 +11,14 @@ import (
 type Tracker struct {
 	// Source is the daemon that reports the conditions.
 	Source string
+	// Changed, if set, is told of each condition that begins (raised)
+	// and each that ends, once, in the order Update sees them: for the
+	// daemon's log.
+	Changed func(c Condition, raised bool)
 
 	mu    sync.Mutex
 	since map[string]time.Time
+	held  map[string]Condition // the last seen of each, for Changed
 }
 
 // Update takes the conditions that hold at now (their Since is ignored
@@ -39,6 +44,26 @@ func (t *Tracker) Update(now time.Time, conds []Condition) []Condition {
 		}
 		next[k] = c.Since
 		out = append(out, c)
+	}
+	if t.Changed != nil {
+		held := make(map[string]Condition, len(out))
+		for _, c := range out {
+			if _, ok := t.held[c.Key()]; !ok {
+				t.Changed(c, true)
+			}
+			held[c.Key()] = c
+		}
+		var gone []Condition
+		for k, c := range t.held {
+			if _, ok := held[k]; !ok {
+				gone = append(gone, c)
+			}
+		}
+		Sort(gone)
+		for _, c := range gone {
+			t.Changed(c, false)
+		}
+		t.held = held
 	}
 	t.since = next
 	Sort(out)

@@ -1,7 +1,9 @@
 package lab_test
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -13,8 +15,8 @@ import (
 // the XDP program a veth needs to take redirected frames, as a dead link
 // would drop them) while traffic enters: forwarderd must report a
 // tx_stalled condition on the segment while staying live, the lost frames
-// must be counted (egress_lost), and the condition must clear once frames
-// leave again.
+// must be counted (egress_lost), the condition must clear once frames
+// leave again, and forwarderd's log must say when it began and ended.
 func TestHealthProgress(t *testing.T) {
 	l := newLab(t, 1, 1)
 	sinks := attachSinks(t, l, false)
@@ -92,5 +94,21 @@ func TestHealthProgress(t *testing.T) {
 	}
 	if err := waitHealth(true, 8*time.Second); err != nil {
 		t.Errorf("not healthy again after the segment recovered: %v", err)
+	}
+	seg := l.Segments[0]
+	for _, want := range []string{
+		"condition began: tx_stalled (seg0 " + seg.Ports[1] + "): ",
+		"condition ended: tx_stalled (seg0 " + seg.Ports[1] + "): ",
+	} {
+		var log []byte
+		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			log, _ = os.ReadFile(d.Log)
+			if bytes.Contains(log, []byte(want)) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if !bytes.Contains(log, []byte(want)) {
+			t.Errorf("forwarderd's log has no %q", want)
+		}
 	}
 }
