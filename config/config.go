@@ -191,7 +191,8 @@ func Load(path string) (*Config, error) {
 // it is sent.
 func ParseOnBox(filename string, data []byte) (*Config, error) {
 	mem, _, _ := sysinfo.Memory("/proc/meminfo") // 0 when unknown: only the hard limit applies
-	return parse(&source{file: filename, data: data, mem: mem})
+	cpus, _ := sysinfo.CPUs("/", "possible")
+	return parse(&source{file: filename, data: data, mem: mem, cpus: len(cpus)})
 }
 
 // Parse decodes and validates a configuration. filename is only used in

@@ -24,6 +24,9 @@ type source struct {
 	// mem is the memory of the box the configuration is loaded on, in
 	// bytes; 0 when it is not known (building an image on a host).
 	mem uint64
+	// cpus is how many CPUs the box may have (per-CPU memory is kept for
+	// each); 0 when it is not known.
+	cpus int
 }
 
 // locator returns the line index of the text, or nil without source text.

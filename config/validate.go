@@ -35,9 +35,11 @@ const (
 	minFlowTableSize   = 1024
 	maxFlowTableSize   = 1 << 31 // beyond it the kernel's hash map sizing overflows
 	// flowEntryBytes is what one flow table entry costs the kernel: a
-	// 40-byte key and a 40-byte value in an LRU hash element with its
-	// list and hash nodes, rounded up.
-	flowEntryBytes = 192
+	// 40-byte key in an LRU hash element with its list and hash nodes and
+	// the pointer to its per-CPU values, rounded up; and flowCPUBytes,
+	// each possible CPU's 48-byte share of the flow.
+	flowEntryBytes = 144
+	flowCPUBytes   = 48
 	// flowMemShare is the share of the box's memory the flow table may
 	// take (service mode only: forward mode keeps no flows): the rest is
 	// the kernel's, the daemons' and the page cache's.
@@ -71,7 +73,7 @@ func (c *Config) validate(src *source) []FieldError {
 	c.validateManagement(add, prof)
 	c.validateStatus(add)
 	c.validateWatchdog(add)
-	c.validateForwarder(add, src.mem)
+	c.validateForwarder(add, src.mem, src.cpus)
 	c.validateBypass(add)
 	c.validateSegments(add, prof)
 	c.validateSyslog(add)
@@ -216,7 +218,7 @@ func (c *Config) validateWatchdog(add addFunc) {
 	}
 }
 
-func (c *Config) validateForwarder(add addFunc, mem uint64) {
+func (c *Config) validateForwarder(add addFunc, mem uint64, cpus int) {
 	f := c.Forwarder
 	if !slices.Contains(engines, f.Engine) {
 		add("forwarder.engine", "unknown engine %q, want %s", f.Engine, quoteList(engines))
@@ -229,10 +231,16 @@ func (c *Config) validateForwarder(add addFunc, mem uint64) {
 	}
 	if f.FlowTableSize < minFlowTableSize || f.FlowTableSize > maxFlowTableSize {
 		add("forwarder.flow_table_size", "%d is out of range, want between %d and %d", f.FlowTableSize, minFlowTableSize, uint64(maxFlowTableSize))
-	} else if need := uint64(f.FlowTableSize) * flowEntryBytes; f.Mode == "service" && mem > 0 && need > mem/flowMemShare {
-		add("forwarder.flow_table_size", "%d entries need about %d MiB, more than a quarter of this box's %d MiB of memory; want at most %d",
-			f.FlowTableSize, need>>20, mem>>20, mem/flowMemShare/flowEntryBytes)
+	} else if per := flowBytes(cpus); f.Mode == "service" && mem > 0 && uint64(f.FlowTableSize)*per > mem/flowMemShare {
+		add("forwarder.flow_table_size", "%d entries need about %d MiB (%d bytes each, every CPU's share included), more than a quarter of this box's %d MiB of memory; want at most %d",
+			f.FlowTableSize, uint64(f.FlowTableSize)*per>>20, per, mem>>20, mem/flowMemShare/per)
 	}
+}
+
+// flowBytes is what one flow table entry costs on a box with cpus possible
+// CPUs (at least one).
+func flowBytes(cpus int) uint64 {
+	return flowEntryBytes + flowCPUBytes*uint64(max(cpus, 1))
 }
 
 // AFXDPMaxMTU is the largest MTU the afxdp engine forwards: its frames are

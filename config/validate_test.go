@@ -190,8 +190,13 @@ func TestFlowTableMemory(t *testing.T) {
 	text := []byte("platform = \"qemu\"\n[forwarder]\nmode = \"service\"\nflow_table_size = 50000000\n[[segment]]\nname = \"seg1\"\nports = [\"LAN1\", \"LAN2\"]\n")
 	// 512 MiB, a small appliance: 50M entries (about 9 GiB) do not fit.
 	_, err := parse(&source{file: "ncpos.toml", data: text, mem: 512 << 20})
-	if err == nil || !strings.Contains(err.Error(), "ncpos.toml:4: forwarder.flow_table_size: 50000000 entries need about 9155 MiB") {
+	if err == nil || !strings.Contains(err.Error(), "ncpos.toml:4: forwarder.flow_table_size: 50000000 entries need about 9155 MiB (192 bytes each,") {
 		t.Fatalf("50M flows on 512 MiB: %v", err)
+	}
+	// Each CPU keeps its own share of every flow: 4 CPUs, 336 bytes each.
+	_, err = parse(&source{file: "ncpos.toml", data: text, mem: 32 << 30, cpus: 4})
+	if err == nil || !strings.Contains(err.Error(), "50000000 entries need about 16021 MiB (336 bytes each,") {
+		t.Fatalf("50M flows, 4 CPUs, 32 GiB: %v", err)
 	}
 	// 64 GiB: they fit.
 	if _, err := parse(&source{file: "ncpos.toml", data: text, mem: 64 << 30}); err != nil {

@@ -3,13 +3,15 @@ package forwarder
 import (
 	"bufio"
 	"fmt"
-	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/ncpos/ncpos/forwarder/forwarderapi"
+	"github.com/ncpos/ncpos/sysinfo"
 )
 
 // PlanCPUs chooses the forwarding CPUs: cores of them (0 = all but one),
@@ -32,31 +34,6 @@ func PlanCPUs(online []int, cores int) (fwd, mgmt []int, note string) {
 	return online[n-cores:], online[:n-cores], note
 }
 
-// parseCPUList parses the kernel's CPU list format: "0-3,6,8-9".
-func parseCPUList(s string) ([]int, error) {
-	var cpus []int
-	for _, part := range strings.Split(strings.TrimSpace(s), ",") {
-		if part == "" {
-			continue
-		}
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return nil, fmt.Errorf("cpu list %q: %w", s, err)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, fmt.Errorf("cpu list %q: bad range %q", s, part)
-			}
-		}
-		for c := a; c <= b; c++ {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus, nil
-}
-
 // coreAssociator sets queue counts and IRQ affinities. root is "/" on the
 // appliance; tests give a fake tree with sys/ and proc/.
 type coreAssociator struct {
@@ -66,11 +43,7 @@ type coreAssociator struct {
 
 // OnlineCPUs reads /sys/devices/system/cpu/online under root.
 func (a *coreAssociator) OnlineCPUs() ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(a.root, "sys/devices/system/cpu/online"))
-	if err != nil {
-		return nil, fmt.Errorf("reading online CPUs: %w", err)
-	}
-	return parseCPUList(string(b))
+	return sysinfo.CPUs(a.root, "online")
 }
 
 // Associate plans the forwarding CPUs and, for each interface, sets its

@@ -33,27 +33,6 @@ func TestPlanCPUs(t *testing.T) {
 	}
 }
 
-func TestParseCPUList(t *testing.T) {
-	for in, want := range map[string][]int{
-		"0":          {0},
-		"0-3\n":      {0, 1, 2, 3},
-		"0-1,4,6-7":  {0, 1, 4, 6, 7},
-		"":           nil,
-		"2,0-1":      {2, 0, 1},
-		"10-11,13\n": {10, 11, 13},
-	} {
-		got, err := parseCPUList(in)
-		if err != nil || !slices.Equal(got, want) {
-			t.Errorf("parseCPUList(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"a", "3-1", "1-x"} {
-		if _, err := parseCPUList(bad); err == nil {
-			t.Errorf("parseCPUList(%q) succeeded", bad)
-		}
-	}
-}
-
 // fakeChannels is a driver with a queue count it remembers.
 type fakeChannels struct {
 	ch  map[string]Channels

@@ -75,7 +75,7 @@ func NewProgramTesterOf(name string, noCapture, frags bool) (_ *ProgramTester, e
 	pt.frags = frags
 	pt.prog, err = loadPortProgram(spec, name, pt.capture.add(map[string]*ebpf.Map{
 		bpf.DatapathMapEgress: pt.egress, bpf.DatapathMapPortCounts: pt.counts,
-		bpf.DatapathMapFlows: pt.flows.m, bpf.DatapathMapFlowCounts: pt.flows.counts,
+		bpf.DatapathMapFlows: pt.flows.m, bpf.DatapathMapFlowCounts: pt.flows.counts, bpf.DatapathMapFlowClock: pt.flows.clock,
 		bpf.DatapathMapLldpFrames: pt.lldp.m,
 	}, frags), portLoad{noCapture: noCapture, frags: frags})
 	return pt, err
@@ -87,7 +87,7 @@ func (pt *ProgramTester) Run(frame []byte) (Parsed, error) {
 	var p Parsed
 	// Empty the flow table, so that the frame's flow is the only one.
 	var k bpf.DatapathFlowKey
-	var v bpf.DatapathFlow
+	var v []bpf.DatapathFlow // per CPU
 	for it := pt.flows.m.Iterate(); it.Next(&k, &v); {
 		if err := pt.flows.m.Delete(&k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return p, err
@@ -114,7 +114,7 @@ func (pt *ProgramTester) Run(frame []byte) (Parsed, error) {
 		p.HasKey = true
 		p.Key = flowKeyFromBPF(k)
 		p.Key.Port = 0
-		p.TCPFlags = uint8(v.TcpFlags)
+		p.TCPFlags = uint8(mergeFlow(v).TcpFlags)
 	}
 	if n > 1 {
 		return p, fmt.Errorf("one frame made %d flows", n)

@@ -22,17 +22,25 @@ const DefaultFlowIdle = 120 * time.Second
 const topFlows = 10
 
 // flowTable owns the BPF flow table of service mode: the programs insert
-// and update entries (the kernel's LRU evicts when it is full), and Sweep
-// expires idle flows and counts what is there.
+// and update entries, each CPU its own share of a flow (the kernel's LRU
+// evicts when it is full), and Sweep expires idle flows and counts what is
+// there. It keeps the programs' clock.
 type flowTable struct {
-	m, counts *ebpf.Map
-	size      int
-	idle      time.Duration
+	m, counts, clock *ebpf.Map
+	size             int
+	idle             time.Duration
+	cpus             int
+	stop             chan struct{}
+	ticking          sync.WaitGroup
 
 	mu    sync.Mutex
 	stats forwarderapi.FlowStats
 	rate  rateMeter
 }
+
+// clockTick is how often the programs' clock is set: the precision of a
+// flow's first and last seen.
+const clockTick = 100 * time.Millisecond
 
 func newFlowTable(spec *ebpf.CollectionSpec, size int, idle time.Duration) (*flowTable, error) {
 	if size <= 0 {
@@ -45,14 +53,47 @@ func newFlowTable(spec *ebpf.CollectionSpec, size int, idle time.Duration) (*flo
 	if err != nil {
 		return nil, err
 	}
-	counts, err := newSharedMap(spec, bpf.DatapathMapFlowCounts, 0)
-	if err != nil {
-		m.Close()
+	t := &flowTable{m: m, size: size, idle: idle, cpus: ebpf.MustPossibleCPU(), stop: make(chan struct{})}
+	if t.counts, err = newSharedMap(spec, bpf.DatapathMapFlowCounts, 0); err != nil {
+		t.close()
 		return nil, err
 	}
-	t := &flowTable{m: m, counts: counts, size: size, idle: idle}
+	if t.clock, err = newSharedMap(spec, bpf.DatapathMapFlowClock, 0); err != nil {
+		t.close()
+		return nil, err
+	}
+	if err := t.setClock(); err != nil {
+		t.close()
+		return nil, err
+	}
 	t.stats = forwarderapi.FlowStats{TableSize: size, IdleTimeout: idle.String()}
+	t.ticking.Add(1)
+	go t.tick()
 	return t, nil
+}
+
+// setClock gives the programs the time.
+func (t *flowTable) setClock() error {
+	if err := t.clock.Put(uint32(0), monoCoarse()); err != nil {
+		return fmt.Errorf("forwarder: setting the flow table's clock: %w", err)
+	}
+	return nil
+}
+
+// tick keeps the programs' clock until close. A map that refuses the
+// update now refuses every read too, which the sweep reports.
+func (t *flowTable) tick() {
+	defer t.ticking.Done()
+	tk := time.NewTicker(clockTick)
+	defer tk.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tk.C:
+			t.setClock()
+		}
+	}
 }
 
 // monoCoarse is the clock bpf_ktime_get_coarse_ns reads.
@@ -100,7 +141,7 @@ func (t *flowTable) Sweep() error {
 	var (
 		cursor ebpf.MapBatchCursor
 		keys   = make([]bpf.DatapathFlowKey, 4096)
-		vals   = make([]bpf.DatapathFlow, 4096)
+		vals   = make([]bpf.DatapathFlow, 4096*t.cpus) // each key's CPUs in a row
 		stale  []bpf.DatapathFlowKey
 		live   int
 		top    []forwarderapi.FlowEntry
@@ -108,12 +149,13 @@ func (t *flowTable) Sweep() error {
 	for {
 		n, err := t.m.BatchLookup(&cursor, keys, vals, nil)
 		for i := 0; i < n; i++ {
-			if now > vals[i].LastSeen && now-vals[i].LastSeen > idleNS {
+			v := mergeFlow(vals[i*t.cpus : (i+1)*t.cpus])
+			if now > v.LastSeen && now-v.LastSeen > idleNS {
 				stale = append(stale, keys[i])
 				continue
 			}
 			live++
-			top = keepTop(top, keys[i], vals[i], now, start)
+			top = keepTop(top, keys[i], v, now, start)
 		}
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			break
@@ -149,6 +191,26 @@ func (t *flowTable) Sweep() error {
 	s.LastSweep = start.UTC().Format(time.RFC3339)
 	s.SweepTime = time.Since(start).Round(time.Microsecond).String()
 	return nil
+}
+
+// mergeFlow sums a flow's per-CPU shares: packets, bytes and flags add up,
+// it was first seen when the earliest CPU saw it and last seen when the
+// latest did. A CPU that never saw it has nothing to say about either.
+func mergeFlow(shares []bpf.DatapathFlow) bpf.DatapathFlow {
+	var v bpf.DatapathFlow
+	for _, s := range shares {
+		if s.Packets == 0 {
+			continue
+		}
+		if v.Packets == 0 || s.FirstSeen < v.FirstSeen {
+			v.FirstSeen = s.FirstSeen
+		}
+		v.LastSeen = max(v.LastSeen, s.LastSeen)
+		v.Packets += s.Packets
+		v.Bytes += s.Bytes
+		v.TcpFlags |= s.TcpFlags
+	}
+	return v
 }
 
 // keepTop keeps the topFlows largest flows by bytes, largest first.
@@ -206,7 +268,18 @@ func (t *flowTable) Stats() forwarderapi.FlowStats {
 }
 
 func (t *flowTable) close() error {
-	return errors.Join(t.m.Close(), t.counts.Close())
+	var errs []error
+	if t.stop != nil {
+		close(t.stop)
+		t.ticking.Wait()
+		t.stop = nil
+	}
+	for _, m := range []*ebpf.Map{t.m, t.counts, t.clock} {
+		if m != nil {
+			errs = append(errs, m.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // rateMeter turns a growing counter into a per-second rate over the last

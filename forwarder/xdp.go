@@ -229,6 +229,7 @@ func newXDPEngine(ports []*port, opts *Options) (_ *xdpEngine, err error) {
 		}
 		e.maps[bpf.DatapathMapFlows] = e.flows.m
 		e.maps[bpf.DatapathMapFlowCounts] = e.flows.counts
+		e.maps[bpf.DatapathMapFlowClock] = e.flows.clock
 		e.progName = bpf.DatapathProgPortService
 	}
 	// Without the counters the segments still forward; what the kernel

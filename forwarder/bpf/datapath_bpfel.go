@@ -106,6 +106,7 @@ const (
 	DatapathMapCaptureWindows   = "capture_windows"
 	DatapathMapCapturing        = "capturing"
 	DatapathMapEgress           = "egress"
+	DatapathMapFlowClock        = "flow_clock"
 	DatapathMapFlowCounts       = "flow_counts"
 	DatapathMapFlows            = "flows"
 	DatapathMapLldpFrames       = "lldp_frames"
@@ -187,6 +188,7 @@ type DatapathMapSpecs struct {
 	CaptureWindows  *ebpf.MapSpec `ebpf:"capture_windows"`
 	Capturing       *ebpf.MapSpec `ebpf:"capturing"`
 	Egress          *ebpf.MapSpec `ebpf:"egress"`
+	FlowClock       *ebpf.MapSpec `ebpf:"flow_clock"`
 	FlowCounts      *ebpf.MapSpec `ebpf:"flow_counts"`
 	Flows           *ebpf.MapSpec `ebpf:"flows"`
 	LldpFrames      *ebpf.MapSpec `ebpf:"lldp_frames"`
@@ -236,6 +238,7 @@ type DatapathMaps struct {
 	CaptureWindows  *ebpf.Map `ebpf:"capture_windows"`
 	Capturing       *ebpf.Map `ebpf:"capturing"`
 	Egress          *ebpf.Map `ebpf:"egress"`
+	FlowClock       *ebpf.Map `ebpf:"flow_clock"`
 	FlowCounts      *ebpf.Map `ebpf:"flow_counts"`
 	Flows           *ebpf.Map `ebpf:"flows"`
 	LldpFrames      *ebpf.Map `ebpf:"lldp_frames"`
@@ -254,6 +257,7 @@ func (m *DatapathMaps) Close() error {
 		m.CaptureWindows,
 		m.Capturing,
 		m.Egress,
+		m.FlowClock,
 		m.FlowCounts,
 		m.Flows,
 		m.LldpFrames,

@@ -7,7 +7,8 @@
 //
 //   port_forward  forward mode: count, check the frame, redirect it to the
 //                 segment peer through the egress DEVMAP, unmodified.
-//   port_service  service mode: the same plus a 5-tuple flow table (LRU).
+//   port_service  service mode: the same plus a 5-tuple flow table (LRU,
+//                 a value per CPU: no atomic on a frame's path).
 //   port_xsk      afxdp engine: count, check the frame and hand it to the
 //                 AF_XDP socket of its receive queue.
 //   redirect_err  tracepoint xdp:xdp_redirect_err: a redirect the kernel
@@ -118,10 +119,12 @@ struct flow_key {
 	__u32 dst[4];
 };
 
+/* One CPU's share of a flow: forwarderd sums the CPUs' (first_seen the
+ * least of those with packets, last_seen the greatest). */
 struct flow {
 	__u64 packets;
 	__u64 bytes;
-	__u64 first_seen; /* CLOCK_MONOTONIC_COARSE, ns */
+	__u64 first_seen; /* flow_clock, ns */
 	__u64 last_seen;
 	__u32 tcp_flags;  /* OR of every TCP flag byte seen */
 	__u32 pad;
@@ -147,11 +150,21 @@ struct {
 } port_counts SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
 	__uint(max_entries, 1000000); /* set from the configuration at load */
 	__type(key, struct flow_key);
 	__type(value, struct flow);
 } flows SEC(".maps");
+
+/* The flow table's clock: CLOCK_MONOTONIC_COARSE in ns, which forwarderd
+ * writes every 100 ms. Reading it is a load; a helper call per frame cost
+ * more than the whole flow update. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} flow_clock SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -638,9 +651,13 @@ int port_forward(struct xdp_md *ctx)
 	return capture(ctx, act, act == XDP_REDIRECT ? DROP_MAX : DROP_NO_PEER, p.malformed);
 }
 
+/* track counts the frame into its flow: this CPU's share of it, so no
+ * other CPU writes what it writes. */
 static __always_inline void track(struct flow_key *k, struct parsed *p, __u64 len)
 {
-	__u64 now = bpf_ktime_get_coarse_ns();
+	__u32 zero = 0;
+	__u64 *clock = bpf_map_lookup_elem(&flow_clock, &zero);
+	__u64 now = clock ? *clock : 0;
 	struct flow *f = bpf_map_lookup_elem(&flows, k);
 	if (!f) {
 		struct flow nf = {
@@ -650,8 +667,8 @@ static __always_inline void track(struct flow_key *k, struct parsed *p, __u64 le
 			.last_seen = now,
 			.tcp_flags = p->tcp_flags,
 		};
-		__u32 zero = 0;
 		struct flow_counters *fc = bpf_map_lookup_elem(&flow_counts, &zero);
+		/* Sets this CPU's share; the others start at zero. */
 		if (bpf_map_update_elem(&flows, k, &nf, BPF_NOEXIST) == 0) {
 			if (fc)
 				fc->created++;
@@ -665,12 +682,13 @@ static __always_inline void track(struct flow_key *k, struct parsed *p, __u64 le
 			return;
 		}
 	}
-	__sync_fetch_and_add(&f->packets, 1);
-	__sync_fetch_and_add(&f->bytes, len);
+	if (!f->packets)
+		f->first_seen = now; /* the flow's first frame on this CPU */
+	f->packets++;
+	f->bytes += len;
 	if (f->last_seen != now)
 		f->last_seen = now;
-	if (p->tcp_flags && (f->tcp_flags | p->tcp_flags) != f->tcp_flags)
-		__sync_fetch_and_or(&f->tcp_flags, p->tcp_flags);
+	f->tcp_flags |= p->tcp_flags;
 }
 
 SEC("xdp.frags")
