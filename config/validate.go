@@ -232,8 +232,12 @@ func (c *Config) validateForwarder(add addFunc, mem uint64, cpus int) {
 	if f.FlowTableSize < minFlowTableSize || f.FlowTableSize > maxFlowTableSize {
 		add("forwarder.flow_table_size", "%d is out of range, want between %d and %d", f.FlowTableSize, minFlowTableSize, uint64(maxFlowTableSize))
 	} else if per := flowBytes(cpus); f.Mode == "service" && mem > 0 && uint64(f.FlowTableSize)*per > mem/flowMemShare {
-		add("forwarder.flow_table_size", "%d entries need about %d MiB (%d bytes each, every CPU's share included), more than a quarter of this box's %d MiB of memory; want at most %d",
-			f.FlowTableSize, uint64(f.FlowTableSize)*per>>20, per, mem>>20, mem/flowMemShare/per)
+		shares := fmt.Sprintf("the shares of its %d possible CPUs included", cpus)
+		if cpus <= 0 {
+			shares = "one CPU's share counted, the CPU count unknown"
+		}
+		add("forwarder.flow_table_size", "%d entries need about %d MiB (%d bytes each, %s), more than a quarter of this box's %d MiB of memory; want at most %d",
+			f.FlowTableSize, uint64(f.FlowTableSize)*per>>20, per, shares, mem>>20, mem/flowMemShare/per)
 	}
 }
 

@@ -205,9 +205,9 @@ func newAFXDPEngine(ports []*port, opts *Options, plan *forwarderapi.CorePlan) (
 		}
 	}
 	for i, p := range ports {
-		prog, err := loadPortProgram(spec, bpf.DatapathProgPortXsk, e.capture.add(map[string]*ebpf.Map{
+		prog, err := loadPortProgram(spec, bpf.DatapathProgPortXsk, p.slot, e.capture.add(map[string]*ebpf.Map{
 			bpf.DatapathMapPortCounts: e.counts, bpf.DatapathMapXsks: e.xsks[i], bpf.DatapathMapLldpFrames: e.lldp.m,
-		}, p.frags()), portLoad{slot: p.slot, noCapture: opts.NoCapture, frags: p.frags()})
+		}), opts.NoCapture)
 		if err != nil {
 			return nil, err
 		}

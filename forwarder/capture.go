@@ -34,13 +34,9 @@ const captureFilter = "capture_filter"
 
 // captureMaps are the maps through which every port program of an engine
 // hands frames to a capture: which slots are captured, the capture's
-// program for each, and the verdict the port program passes on. A tail
-// call needs a program built like its caller, with or without the frags
-// flag, and the kernel holds a program array to one kind: so there are two,
-// progs[0] for ports whose frames fit one buffer, progs[1] for the others.
+// program for each, and the verdict the port program passes on.
 type captureMaps struct {
-	capturing, verdicts *ebpf.Map
-	progs               [2]*ebpf.Map
+	capturing, progs, verdicts *ebpf.Map
 
 	// mu orders a slot's changes with the engine's close: after it, the
 	// maps are closed and nothing calls a capture any more.
@@ -58,10 +54,8 @@ func newCaptureMaps(spec *ebpf.CollectionSpec) (_ *captureMaps, err error) {
 	if m.capturing, err = newSharedMap(spec, bpf.DatapathMapCapturing, 0); err != nil {
 		return nil, err
 	}
-	for i := range m.progs {
-		if m.progs[i], err = newSharedMap(spec, bpf.DatapathMapCaptureProgs, 0); err != nil {
-			return nil, err
-		}
+	if m.progs, err = newSharedMap(spec, bpf.DatapathMapCaptureProgs, 0); err != nil {
+		return nil, err
 	}
 	if m.verdicts, err = newSharedMap(spec, bpf.DatapathMapCaptureVerdicts, 0); err != nil {
 		return nil, err
@@ -69,31 +63,22 @@ func newCaptureMaps(spec *ebpf.CollectionSpec) (_ *captureMaps, err error) {
 	return m, nil
 }
 
-// add puts the maps among those a port program is loaded with, with or
-// without the frags flag.
-func (m *captureMaps) add(maps map[string]*ebpf.Map, frags bool) map[string]*ebpf.Map {
+// add puts the maps among those a port program is loaded with.
+func (m *captureMaps) add(maps map[string]*ebpf.Map) map[string]*ebpf.Map {
 	maps[bpf.DatapathMapCapturing] = m.capturing
-	maps[bpf.DatapathMapCaptureProgs] = m.progs[kind(frags)]
+	maps[bpf.DatapathMapCaptureProgs] = m.progs
 	maps[bpf.DatapathMapCaptureVerdicts] = m.verdicts
 	return maps
 }
 
-func kind(frags bool) int {
-	if frags {
-		return 1
-	}
-	return 0
-}
-
-// set has the port program in slot, of the kind frags, hand its frames to
-// prog.
-func (m *captureMaps) set(slot int, frags bool, prog *ebpf.Program) error {
+// set has the port program in slot hand its frames to prog.
+func (m *captureMaps) set(slot int, prog *ebpf.Program) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return errors.New("forwarder: the datapath has stopped")
 	}
-	if err := m.progs[kind(frags)].Put(uint32(slot), prog); err != nil {
+	if err := m.progs.Put(uint32(slot), prog); err != nil {
 		return fmt.Errorf("forwarder: hooking the capture into port slot %d: %w", slot, err)
 	}
 	if err := m.capturing.Put(uint32(slot), uint32(1)); err != nil {
@@ -115,10 +100,8 @@ func (m *captureMaps) clear(slot int) error {
 	if err := m.capturing.Put(uint32(slot), uint32(0)); err != nil {
 		errs = append(errs, fmt.Errorf("forwarder: stopping the capture in port slot %d: %w", slot, err))
 	}
-	for _, progs := range m.progs {
-		if err := progs.Delete(uint32(slot)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
-			errs = append(errs, fmt.Errorf("forwarder: unhooking the capture from port slot %d: %w", slot, err))
-		}
+	if err := m.progs.Delete(uint32(slot)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		errs = append(errs, fmt.Errorf("forwarder: unhooking the capture from port slot %d: %w", slot, err))
 	}
 	return errors.Join(errs...)
 }
@@ -131,7 +114,7 @@ func (m *captureMaps) close() error {
 	defer m.mu.Unlock()
 	m.closed = true
 	var errs []error
-	for _, x := range []*ebpf.Map{m.capturing, m.progs[0], m.progs[1], m.verdicts} {
+	for _, x := range []*ebpf.Map{m.capturing, m.progs, m.verdicts} {
 		if x != nil {
 			errs = append(errs, x.Close())
 		}
@@ -263,17 +246,15 @@ func (f *Forwarder) StartCapture(r forwarderapi.CaptureRequest) (_ *Capture, err
 	for i, q := range hooked {
 		slots[i] = q.slot
 	}
-	// The ports of one segment have one MTU: one kind of program.
-	if err := c.hook(cm, slots, p.frags(), filter); err != nil {
+	if err := c.hook(cm, slots, filter); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // hook makes the capture's maps and program, with filter as its
-// capture_filter, and has the port programs in slots, of the kind frags,
-// end in it.
-func (c *Capture) hook(cm *captureMaps, slots []int, frags bool, filter asm.Instructions) (err error) {
+// capture_filter, and has the port programs in slots end in it.
+func (c *Capture) hook(cm *captureMaps, slots []int, filter asm.Instructions) (err error) {
 	spec, err := datapathSpec()
 	if err != nil {
 		return err
@@ -293,7 +274,7 @@ func (c *Capture) hook(cm *captureMaps, slots []int, frags bool, filter asm.Inst
 	if c.reader, err = ringbuf.NewReader(c.ring); err != nil {
 		return fmt.Errorf("forwarder: reading the capture ring: %w", err)
 	}
-	c.prog, err = loadCaptureProgram(spec, filter, uint32(c.Request.Snaplen), frags, map[string]*ebpf.Map{
+	c.prog, err = loadCaptureProgram(spec, filter, uint32(c.Request.Snaplen), map[string]*ebpf.Map{
 		bpf.DatapathMapCaptureCounts: c.counts, bpf.DatapathMapCaptureWindows: c.window, bpf.DatapathMapCaptureScratch: c.scratch,
 		bpf.DatapathMapCaptureRing: c.ring, bpf.DatapathMapCaptureVerdicts: cm.verdicts,
 	})
@@ -309,7 +290,7 @@ func (c *Capture) hook(cm *captureMaps, slots []int, frags bool, filter asm.Inst
 	c.engine = cm
 	for _, slot := range slots {
 		c.slots = append(c.slots, slot)
-		if err := cm.set(slot, frags, c.prog); err != nil {
+		if err := cm.set(slot, c.prog); err != nil {
 			return err
 		}
 	}
@@ -346,7 +327,7 @@ func (cs *captures) claim(c *Capture) error {
 
 // loadCaptureProgram loads port_capture with filter as its
 // capture_filter.
-func loadCaptureProgram(spec *ebpf.CollectionSpec, filter asm.Instructions, snaplen uint32, frags bool, maps map[string]*ebpf.Map) (*ebpf.Program, error) {
+func loadCaptureProgram(spec *ebpf.CollectionSpec, filter asm.Instructions, snaplen uint32, maps map[string]*ebpf.Map) (*ebpf.Program, error) {
 	return loadProgramWith(spec, bpf.DatapathProgPortCapture, maps, func(s *ebpf.CollectionSpec) error {
 		ps := s.Programs[bpf.DatapathProgPortCapture]
 		insns, err := replaceFunction(ps.Instructions, captureFilter, filter)
@@ -363,7 +344,7 @@ func loadCaptureProgram(spec *ebpf.CollectionSpec, filter asm.Instructions, snap
 				return fmt.Errorf("forwarder: setting %s: %w", name, err)
 			}
 		}
-		return setFrags(s, bpf.DatapathProgPortCapture, frags)
+		return nil
 	})
 }
 

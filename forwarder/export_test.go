@@ -28,19 +28,17 @@ type ProgramTester struct {
 	capture *captureMaps
 	lldp    *lldpRing
 	copies  chan []byte // the LLDP frames the program copied
-	frags   bool
 }
 
-// NewProgramTester loads port_service for port slot 0 with a small table,
-// built for frames in several buffers.
+// NewProgramTester loads port_service for port slot 0 with a small table.
 func NewProgramTester() (*ProgramTester, error) {
-	return NewProgramTesterOf(bpf.DatapathProgPortService, false, true)
+	return NewProgramTesterOf(bpf.DatapathProgPortService, false)
 }
 
-// NewProgramTesterOf loads the port program name (port_forward,
-// port_service, port_xsk) for port slot 0, built without the capture hook
-// when noCapture is set, and for frames in several buffers when frags is.
-func NewProgramTesterOf(name string, noCapture, frags bool) (_ *ProgramTester, err error) {
+// NewProgramTesterOf loads the port program name (port_forward or
+// port_service) for port slot 0, built without the capture hook when
+// noCapture is set.
+func NewProgramTesterOf(name string, noCapture bool) (_ *ProgramTester, err error) {
 	spec, err := datapathSpec()
 	if err != nil {
 		return nil, err
@@ -72,12 +70,11 @@ func NewProgramTesterOf(name string, noCapture, frags bool) (_ *ProgramTester, e
 	if pt.capture, err = newCaptureMaps(spec); err != nil {
 		return nil, err
 	}
-	pt.frags = frags
-	pt.prog, err = loadPortProgram(spec, name, pt.capture.add(map[string]*ebpf.Map{
+	pt.prog, err = loadPortProgram(spec, name, 0, pt.capture.add(map[string]*ebpf.Map{
 		bpf.DatapathMapEgress: pt.egress, bpf.DatapathMapPortCounts: pt.counts,
 		bpf.DatapathMapFlows: pt.flows.m, bpf.DatapathMapFlowCounts: pt.flows.counts, bpf.DatapathMapFlowClock: pt.flows.clock,
 		bpf.DatapathMapLldpFrames: pt.lldp.m,
-	}, frags), portLoad{noCapture: noCapture, frags: frags})
+	}), noCapture)
 	return pt, err
 }
 
@@ -167,7 +164,7 @@ func (pt *ProgramTester) StartCapture(filter string, snaplen int) (*Capture, err
 		snaplen = forwarderapi.CaptureMaxSnaplen
 	}
 	c := &Capture{Request: forwarderapi.CaptureRequest{Snaplen: snaplen}}
-	if err := c.hook(pt.capture, []int{0}, pt.frags, fn); err != nil {
+	if err := c.hook(pt.capture, []int{0}, fn); err != nil {
 		c.Close()
 		return nil, err
 	}

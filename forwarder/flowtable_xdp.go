@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -32,6 +33,10 @@ type flowTable struct {
 	cpus             int
 	stop             chan struct{}
 	ticking          sync.WaitGroup
+	// The sweep's buffers, kept between sweeps: a batch holds each key's
+	// share of every possible CPU.
+	keys []bpf.DatapathFlowKey
+	vals []bpf.DatapathFlow
 
 	mu    sync.Mutex
 	stats forwarderapi.FlowStats
@@ -138,10 +143,16 @@ func (t *flowTable) Sweep() error {
 	}
 	now := monoCoarse()
 	idleNS := uint64(t.idle)
+	if t.keys == nil {
+		// About 1 MiB of values a batch, whatever the CPU count.
+		batch := max(64, min(4096, 1<<20/(t.cpus*int(unsafe.Sizeof(bpf.DatapathFlow{})))))
+		t.keys = make([]bpf.DatapathFlowKey, batch)
+		t.vals = make([]bpf.DatapathFlow, batch*t.cpus) // each key's CPUs in a row
+	}
 	var (
 		cursor ebpf.MapBatchCursor
-		keys   = make([]bpf.DatapathFlowKey, 4096)
-		vals   = make([]bpf.DatapathFlow, 4096*t.cpus) // each key's CPUs in a row
+		keys   = t.keys
+		vals   = t.vals
 		stale  []bpf.DatapathFlowKey
 		live   int
 		top    []forwarderapi.FlowEntry

@@ -136,6 +136,7 @@ type port struct {
 	known     bool   // features were read
 	plan      string // the attach mode planned: XDPNative, XDPGeneric or XDPAuto
 	attachWhy string // why the attach mode was chosen
+	checkPeer bool   // native on the peer's promise, checked once it is attached
 }
 
 // engine is what both datapaths provide to the forwarder.

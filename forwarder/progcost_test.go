@@ -12,8 +12,7 @@ import (
 // BenchmarkPortPrograms reports what each port program costs per frame in
 // the kernel (BPF_PROG_RUN, the redirect not carried out), for a 64-byte
 // UDP frame, beside the bench's devmap reference (a bare redirect): the
-// difference is what counting and checking cost. "frags" is the build for
-// jumbo segments.
+// difference is what counting and checking cost.
 func BenchmarkPortPrograms(b *testing.B) {
 	requireRoot(b)
 	frame := frames.UDPFrame(60, 1, 2)
@@ -31,17 +30,16 @@ func BenchmarkPortPrograms(b *testing.B) {
 		b.ReportMetric(float64(d.Nanoseconds()), "kernel-ns/frame")
 	})
 	for _, c := range []struct {
-		name             string
-		prog             string
-		noCapture, frags bool
+		name      string
+		prog      string
+		noCapture bool
 	}{
-		{"forward", bpf.DatapathProgPortForward, false, false},
-		{"forward-frags", bpf.DatapathProgPortForward, false, true},
-		{"forward-no-hook", bpf.DatapathProgPortForward, true, false},
-		{"service", bpf.DatapathProgPortService, false, false},
+		{"forward", bpf.DatapathProgPortForward, false},
+		{"forward-no-hook", bpf.DatapathProgPortForward, true},
+		{"service", bpf.DatapathProgPortService, false},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			pt, err := forwarder.NewProgramTesterOf(c.prog, c.noCapture, c.frags)
+			pt, err := forwarder.NewProgramTesterOf(c.prog, c.noCapture)
 			if err != nil {
 				b.Fatal(err)
 			}

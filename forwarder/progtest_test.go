@@ -2,12 +2,10 @@ package forwarder_test
 
 import (
 	"bytes"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder"
-	"github.com/ncpos/ncpos/forwarder/bpf"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/internal/testenv"
 )
@@ -20,23 +18,14 @@ func requireRoot(t testing.TB) {
 // TestBPFParserMatchesGo runs the kernel's parser (port_service under
 // BPF_PROG_RUN) and ParseFrame on the same frames, valid, broken and
 // mutated, and wants the same malformations and the same flow key, so that
-// both engines count alike: with the build for jumbo segments (frags) and
-// with the one-buffer build, which reads a frame's length differently.
+// both engines count alike.
 func TestBPFParserMatchesGo(t *testing.T) {
 	requireRoot(t)
-	for _, frags := range []bool{true, false} {
-		t.Run(fmt.Sprintf("frags=%v", frags), func(t *testing.T) {
-			pt, err := forwarder.NewProgramTesterOf(bpf.DatapathProgPortService, false, frags)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pt.Close()
-			parserMatchesGo(t, pt)
-		})
+	pt, err := forwarder.NewProgramTester()
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-func parserMatchesGo(t *testing.T, pt *forwarder.ProgramTester) {
+	defer pt.Close()
 	frames := append(seedFrames(), mutate(seedFrames(), 3000)...)
 	var keyed, malformed int
 	defer func() {

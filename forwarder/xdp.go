@@ -3,13 +3,11 @@ package forwarder
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
-	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/forwarder/bpf"
 )
@@ -74,52 +72,21 @@ func newSharedMap(spec *ebpf.CollectionSpec, name string, maxEntries uint32) (*e
 	return m, nil
 }
 
-// linearMTU is the largest MTU at which a port's program is loaded
-// without the frags flag: every driver with native XDP takes a frame of
-// that size in one buffer (a driver that could not would refuse the
-// program, never cut a frame), and generic XDP makes every frame one
-// buffer for such a program. Above it, up to singleBufferMTU, drivers
-// differ; the frags-aware build serves them all.
-const linearMTU = 1500
-
-// frags says whether the port's program must take frames in several
-// buffers.
-func (p *port) frags() bool { return p.segment.MTU > linearMTU }
-
-// portLoad is how one instance of a port program is built.
-type portLoad struct {
-	slot      int
-	noCapture bool // the capture hook left out altogether
-	frags     bool // frames may come in several buffers
-}
-
-// loadPortProgram loads one instance of the named program for a port,
-// using the given shared maps.
-func loadPortProgram(spec *ebpf.CollectionSpec, name string, maps map[string]*ebpf.Map, pl portLoad) (*ebpf.Program, error) {
+// loadPortProgram loads one instance of the named program for port slot
+// index, using the given shared maps, with the capture hook unless
+// noCapture.
+func loadPortProgram(spec *ebpf.CollectionSpec, name string, index int, maps map[string]*ebpf.Map, noCapture bool) (*ebpf.Program, error) {
 	return loadProgramWith(spec, name, maps, func(s *ebpf.CollectionSpec) error {
-		if err := s.Variables[bpf.DatapathVarPortIndex].Set(uint32(pl.slot)); err != nil {
+		if err := s.Variables[bpf.DatapathVarPortIndex].Set(uint32(index)); err != nil {
 			return fmt.Errorf("forwarder: setting port_index: %w", err)
 		}
-		if pl.noCapture {
+		if noCapture {
 			if err := s.Variables[bpf.DatapathVarCaptureSupport].Set(uint32(0)); err != nil {
 				return fmt.Errorf("forwarder: setting capture_support: %w", err)
 			}
 		}
-		return setFrags(s, name, pl.frags)
-	})
-}
-
-// setFrags loads the program name with the frags flag, or without it and
-// with its length read from the one buffer.
-func setFrags(s *ebpf.CollectionSpec, name string, frags bool) error {
-	if frags {
 		return nil
-	}
-	s.Programs[name].Flags &^= unix.BPF_F_XDP_HAS_FRAGS
-	if err := s.Variables[bpf.DatapathVarFrags].Set(uint32(0)); err != nil {
-		return fmt.Errorf("forwarder: setting frags: %w", err)
-	}
-	return nil
+	})
 }
 
 // loadProgram loads the named program over the given shared maps.
@@ -221,8 +188,8 @@ func newXDPEngine(ports []*port, opts *Options) (_ *xdpEngine, err error) {
 		return nil, err
 	}
 	e.noCapture = opts.NoCapture
-	e.maps = map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts,
-		bpf.DatapathMapLldpFrames: e.lldp.m}
+	e.maps = e.capture.add(map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts,
+		bpf.DatapathMapLldpFrames: e.lldp.m})
 	if opts.Mode == ModeService {
 		if e.flows, err = newFlowTable(spec, opts.FlowTableSize, opts.FlowIdle); err != nil {
 			return nil, err
@@ -262,8 +229,7 @@ func (e *xdpEngine) attachPair(a, b *port, opts *Options) (err error) {
 	pair := []*port{a, b}
 	zero := make([]bpf.DatapathPortStats, ebpf.MustPossibleCPU())
 	for _, p := range pair {
-		prog, err := loadPortProgram(e.spec, e.progName, e.capture.add(maps.Clone(e.maps), p.frags()),
-			portLoad{slot: p.slot, noCapture: opts.NoCapture, frags: p.frags()})
+		prog, err := loadPortProgram(e.spec, e.progName, p.slot, e.maps, opts.NoCapture)
 		if err != nil {
 			return err
 		}
@@ -286,9 +252,16 @@ func (e *xdpEngine) attachPair(a, b *port, opts *Options) (err error) {
 		return err
 	}
 	for _, p := range pair {
-		l, mode, err := attachXDP(e.progs[p.slot], p.ifindex, p.plan)
+		want := p.plan
+		if p.checkPeer && opts.XDPMode != XDPNative {
+			want = XDPAuto // native on a promise: generic if the driver refuses
+		}
+		l, mode, err := attachXDP(e.progs[p.slot], p.ifindex, want)
 		if err != nil {
 			return fmt.Errorf("forwarder: attaching XDP to %s: %w", p.ifname, err)
+		}
+		if mode != p.plan && p.checkPeer {
+			p.plan, p.attachWhy, p.checkPeer = mode, "its driver refused the native attach", false
 		}
 		e.links[p.slot] = l
 		e.modes[p.slot] = mode
@@ -299,7 +272,7 @@ func (e *xdpEngine) attachPair(a, b *port, opts *Options) (err error) {
 			}
 		}
 	}
-	return nil
+	return e.keepPromises(pair, opts.XDPMode)
 }
 
 // detachPair detaches a segment's ports and frees their slots: from then
@@ -347,12 +320,76 @@ func planPorts(ports []*port, want string) error {
 		}
 		p.features, p.known = f, known
 	}
+	// A peer's promise is taken only from a peer that is itself to run
+	// native; a port that loses its promise may take another's with it.
+	trust := map[*port]bool{}
 	for _, p := range ports {
-		plan, err := planAttach(want, p.features, p.peer.features, p.known && p.peer.known, p.peer.label, p.segment.MTU > singleBufferMTU)
-		if err != nil {
-			return fmt.Errorf("forwarder: port %s (%s) of segment %s %w", p.label, p.ifname, p.segment.Name, err)
+		trust[p] = true
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, p := range ports {
+			plan, err := planAttach(want, p.features, p.peer.features, p.known && p.peer.known, p.peer.label, p.segment.MTU > singleBufferMTU, trust[p])
+			if err != nil {
+				return fmt.Errorf("forwarder: port %s (%s) of segment %s %w", p.label, p.ifname, p.segment.Name, err)
+			}
+			p.plan, p.attachWhy, p.checkPeer = plan.mode, plan.why, plan.checkPeer
 		}
-		p.plan, p.attachWhy = plan.mode, plan.why
+		for _, p := range ports {
+			if p.checkPeer && p.peer.plan != XDPNative {
+				trust[p], changed = false, true
+			}
+		}
+	}
+	return nil
+}
+
+// keepPromises checks the directions of a freshly attached pair that were
+// planned native on the peer's promise (see attachPlan.checkPeer), now
+// that the peer's program is attached, and runs generic those whose peer
+// still cannot transmit redirected frames (or fails, if native was asked).
+// The features /status shows are read again: a driver's change with its
+// program.
+func (e *xdpEngine) keepPromises(pair []*port, want string) error {
+	// Every native direction is checked, the promised ones and the others:
+	// a port moved to generic takes its transmit with it (igb, ixgbe), so
+	// its peer's direction is checked again.
+	for changed := true; changed; {
+		changed = false
+		for _, p := range pair {
+			if f, known, err := readXDPFeatures(p.ifindex); err == nil {
+				p.features, p.known = f, known
+			}
+		}
+		for _, p := range pair {
+			if e.modes[p.slot] != XDPNative || !p.known || !p.peer.known {
+				continue
+			}
+			ok, why := peerKept(p.peer.features, p.peer.label, p.segment.MTU > singleBufferMTU)
+			if ok {
+				continue
+			}
+			if want == XDPNative {
+				return fmt.Errorf("forwarder: port %s (%s) of segment %s cannot run natively: %s (use xdp mode auto or generic)", p.label, p.ifname, p.segment.Name, why)
+			}
+			if err := e.links[p.slot].Close(); err != nil {
+				return fmt.Errorf("forwarder: detaching the native program of %s: %w", p.ifname, err)
+			}
+			delete(e.links, p.slot)
+			l, mode, err := attachXDP(e.progs[p.slot], p.ifindex, XDPGeneric)
+			if err != nil {
+				return fmt.Errorf("forwarder: attaching XDP to %s: %w", p.ifname, err)
+			}
+			e.links[p.slot], e.modes[p.slot] = l, mode
+			p.plan, p.attachWhy, p.checkPeer = XDPGeneric, why, false
+			changed = true
+		}
+	}
+	for _, p := range pair {
+		if p.checkPeer {
+			p.attachWhy += " (the peer's transmit once its program was attached)"
+			p.checkPeer = false
+		}
 	}
 	return nil
 }

@@ -96,6 +96,11 @@ func (h genlHeader) Serialize() []byte { return []byte{h.cmd, h.version, 0, 0} }
 type attachPlan struct {
 	mode string // XDPNative, XDPGeneric, or XDPAuto when the features are unknown
 	why  string
+	// checkPeer: native on the promise of a peer driver that can
+	// transmit redirected frames only while its own program is attached
+	// (igb, ixgbe, ice: their XDP transmit rings exist only then), to be
+	// checked once it is.
+	checkPeer bool
 }
 
 // planAttach chooses each port's attach mode from the features of it and
@@ -105,30 +110,52 @@ type attachPlan struct {
 // than one buffer need multi-buffer support on receive and on the peer's
 // transmit. want is the configured mode: auto chooses; native refuses a
 // port that cannot run natively, with the reason; generic is generic.
-func planAttach(want string, me, peer XDPFeatures, known bool, peerName string, multiBuffer bool) (attachPlan, error) {
+// trustPeer allows a plan on the peer's promise (see checkPeer): only
+// when the peer is itself to run native, as a driver attached generic
+// never offers its transmit.
+func planAttach(want string, me, peer XDPFeatures, known bool, peerName string, multiBuffer, trustPeer bool) (attachPlan, error) {
 	if want == XDPGeneric {
-		return attachPlan{XDPGeneric, "configured"}, nil
+		return attachPlan{mode: XDPGeneric, why: "configured"}, nil
 	}
 	if !known {
 		// No feature flags (kernel before 6.3): try native, as before.
-		return attachPlan{want, "the kernel reports no XDP features"}, nil
+		return attachPlan{mode: want, why: "the kernel reports no XDP features"}, nil
 	}
+	// A peer whose driver redirects natively may offer its transmit only
+	// once its own program is attached: that is checked after attaching.
+	promise := trustPeer && peer&XDPBasic != 0 && peer&XDPRedirect != 0
 	var why string
 	switch {
 	case me&XDPBasic == 0 || me&XDPRedirect == 0:
 		why = "its driver has no native XDP redirect"
-	case peer&XDPNdoXmit == 0:
+	case peer&XDPNdoXmit == 0 && !promise:
 		why = fmt.Sprintf("the peer %s's driver cannot transmit redirected frames (no ndo-xmit)", peerName)
 	case multiBuffer && me&XDPRxSG == 0:
 		why = "its driver cannot receive frames in several buffers at this MTU (no rx-sg)"
-	case multiBuffer && peer&XDPNdoXmitSG == 0:
+	case multiBuffer && peer&XDPNdoXmitSG == 0 && !promise:
 		why = fmt.Sprintf("the peer %s's driver cannot transmit frames in several buffers at this MTU (no ndo-xmit-sg)", peerName)
 	}
 	if why == "" {
-		return attachPlan{XDPNative, "the driver and its peer's support native redirect"}, nil
+		if peer&XDPNdoXmit == 0 || (multiBuffer && peer&XDPNdoXmitSG == 0) {
+			return attachPlan{mode: XDPNative, why: "the driver and its peer's support native redirect", checkPeer: true}, nil
+		}
+		return attachPlan{mode: XDPNative, why: "the driver and its peer's support native redirect"}, nil
 	}
 	if want == XDPNative {
 		return attachPlan{}, fmt.Errorf("cannot run natively: %s (use xdp mode auto or generic)", why)
 	}
-	return attachPlan{XDPGeneric, why}, nil
+	return attachPlan{mode: XDPGeneric, why: why}, nil
+}
+
+// peerKept says whether a direction planned native on its peer's promise
+// (checkPeer) can stay native, now that the peer's program is attached:
+// the peer's features as read now, and why not.
+func peerKept(peer XDPFeatures, peerName string, multiBuffer bool) (bool, string) {
+	switch {
+	case peer&XDPNdoXmit == 0:
+		return false, fmt.Sprintf("the peer %s's driver cannot transmit redirected frames, even with its program attached (no ndo-xmit)", peerName)
+	case multiBuffer && peer&XDPNdoXmitSG == 0:
+		return false, fmt.Sprintf("the peer %s's driver cannot transmit frames in several buffers at this MTU, even with its program attached (no ndo-xmit-sg)", peerName)
+	}
+	return true, ""
 }

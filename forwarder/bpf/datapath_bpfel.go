@@ -122,7 +122,6 @@ const (
 	DatapathVarCaptureMaxFrames = "capture_max_frames"
 	DatapathVarCaptureSnaplen   = "capture_snaplen"
 	DatapathVarCaptureSupport   = "capture_support"
-	DatapathVarFrags            = "frags"
 	DatapathVarLldpLastNs       = "lldp_last_ns"
 	DatapathVarPortIndex        = "port_index"
 )
@@ -205,7 +204,6 @@ type DatapathVariableSpecs struct {
 	CaptureMaxFrames *ebpf.VariableSpec `ebpf:"capture_max_frames"`
 	CaptureSnaplen   *ebpf.VariableSpec `ebpf:"capture_snaplen"`
 	CaptureSupport   *ebpf.VariableSpec `ebpf:"capture_support"`
-	Frags            *ebpf.VariableSpec `ebpf:"frags"`
 	LldpLastNs       *ebpf.VariableSpec `ebpf:"lldp_last_ns"`
 	PortIndex        *ebpf.VariableSpec `ebpf:"port_index"`
 }
@@ -275,7 +273,6 @@ type DatapathVariables struct {
 	CaptureMaxFrames *ebpf.Variable `ebpf:"capture_max_frames"`
 	CaptureSnaplen   *ebpf.Variable `ebpf:"capture_snaplen"`
 	CaptureSupport   *ebpf.Variable `ebpf:"capture_support"`
-	Frags            *ebpf.Variable `ebpf:"frags"`
 	LldpLastNs       *ebpf.Variable `ebpf:"lldp_last_ns"`
 	PortIndex        *ebpf.Variable `ebpf:"port_index"`
 }
