@@ -8,7 +8,7 @@ import (
 
 func TestEmbeddedProfiles(t *testing.T) {
 	names := ProfileNames()
-	if want := []string{"fw-7565", "fw-8865", "generic", "iec-516p", "net-1715vd4n", "nsp-1096", "qemu"}; !slices.Equal(names, want) {
+	if want := []string{"fw-7565", "fw-8865", "generic", "iec-516p", "net-1715vd4n", "nsp-1096", "qemu", "qemu-igb"}; !slices.Equal(names, want) {
 		t.Errorf("ProfileNames() = %v, want %v", names, want)
 	}
 	for _, name := range names {

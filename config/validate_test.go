@@ -39,7 +39,7 @@ func TestValidationRules(t *testing.T) {
 		{"hostname", `hostname = "-bad"` + seg, []string{
 			`ncpos.toml:1: hostname: "-bad" is not a valid hostname, want 1-63 letters, digits and "-", not starting or ending with "-"`}},
 		{"platform", `platform = "nsp-9999"` + seg, []string{
-			`ncpos.toml:1: platform: unknown platform "nsp-9999", want one of "fw-7565", "fw-8865", "generic", "iec-516p", "net-1715vd4n", "nsp-1096" or "qemu"`}},
+			`ncpos.toml:1: platform: unknown platform "nsp-9999", want one of "fw-7565", "fw-8865", "generic", "iec-516p", "net-1715vd4n", "nsp-1096", "qemu" or "qemu-igb"`}},
 		{"services unknown and duplicate", `services = ["statusd", "sshd", "statusd"]`, []string{
 			`ncpos.toml:1: services[1]: unknown service "sshd", want one of "forwarderd", "bypassd", "watchdogd" or "statusd"`,
 			`ncpos.toml:1: services[2]: duplicate service "statusd", already listed as services[0]`}},

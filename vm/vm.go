@@ -57,8 +57,14 @@ type Options struct {
 	MemoryMB int
 	DataNICs int // LAN1..LANn at PCI slots 4.. (qemu profile)
 	// DataModels are the QEMU devices of LAN1.. in order ("e1000e" is
-	// the Intel 82574L); virtio-net-pci for those not given.
+	// the Intel 82574L, "igb" the 82576); virtio-net-pci for those not
+	// given.
 	DataModels []string
+	// DataAddrs place LAN1.. in order at these PCI slots and functions
+	// ("04.1"), as a profile other than qemu's names them; slot 3+i for
+	// those not given. A slot with several functions is made
+	// multifunction.
+	DataAddrs []string
 	// Wires cable LAN1.. in order to UDP on loopback instead of a
 	// user-mode backend that reaches nothing: the frames LANi sends go to
 	// 127.0.0.1:Wires[i-1].Host, and what is sent to
@@ -228,7 +234,10 @@ func Args(o Options, varsFile string) []string {
 		if i <= len(o.DataModels) && o.DataModels[i-1] != "" {
 			model = o.DataModels[i-1]
 		}
-		dev := fmt.Sprintf("%s,netdev=lan%d,addr=0x%x", model, i, 3+i)
+		dev := fmt.Sprintf("%s,netdev=lan%d,addr=%s", model, i, o.dataAddr(i))
+		if slot, fn, ok := strings.Cut(o.dataAddr(i), "."); ok && fn == "0" && o.sharedSlot(slot) {
+			dev += ",multifunction=on"
+		}
 		if i <= len(o.Wires) {
 			dev += ",mac=" + WireMAC(i).String()
 		}
@@ -245,6 +254,25 @@ func Args(o Options, varsFile string) []string {
 		args = append(args, "-serial", "mon:stdio")
 	}
 	return args
+}
+
+// dataAddr is LANi's PCI address in QEMU's terms.
+func (o *Options) dataAddr(i int) string {
+	if i <= len(o.DataAddrs) && o.DataAddrs[i-1] != "" {
+		return o.DataAddrs[i-1]
+	}
+	return fmt.Sprintf("0x%x", 3+i)
+}
+
+// sharedSlot says whether more than one data port sits in slot.
+func (o *Options) sharedSlot(slot string) bool {
+	n := 0
+	for i := 1; i <= o.DataNICs; i++ {
+		if s, _, _ := strings.Cut(o.dataAddr(i), "."); s == slot {
+			n++
+		}
+	}
+	return n > 1
 }
 
 // VM is a running QEMU.

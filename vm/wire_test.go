@@ -98,31 +98,7 @@ func TestWireOnIntelPorts(t *testing.T) {
 	getAPI(t, v, "api/v1/ports", &ports)
 	checkWirePorts(t, ports.Ports)
 
-	named := frames.WireFrames(0)
-	names := make([]string, 0, len(named))
-	for n := range named {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, dir := range [][2]int{{0, 1}, {1, 0}, {2, 3}, {3, 2}} {
-		var sent [][]byte
-		for _, n := range names {
-			sent = append(sent, named[n])
-		}
-		got := crossWire(t, cables[dir[0]], cables[dir[1]], sent)
-		for i, n := range names {
-			switch {
-			case i >= len(got):
-				t.Errorf("LAN%d to LAN%d: %s did not arrive", dir[0]+1, dir[1]+1, n)
-			case !bytes.Equal(got[i], sent[i]):
-				t.Errorf("LAN%d to LAN%d: %s changed:\n sent % x\n  got % x", dir[0]+1, dir[1]+1, n, sent[i], got[i])
-			}
-		}
-		if len(got) > len(sent) {
-			t.Errorf("LAN%d to LAN%d: %d frames more than sent, the first % x", dir[0]+1, dir[1]+1, len(got)-len(sent), got[len(sent)])
-		}
-		t.Logf("LAN%d to LAN%d: %d of %d frames arrived", dir[0]+1, dir[1]+1, min(len(got), len(sent)), len(sent))
-	}
+	crossWireSet(t, cables)
 
 	checkNoFalseStall(t, v, cables[0], cables[1])
 	lan2 := slices.IndexFunc(ports.Ports, func(p api.Port) bool { return p.Name == "LAN2" })
@@ -178,6 +154,38 @@ func checkWirePorts(t *testing.T, ports []api.Port) {
 	}
 	if seen != 4 {
 		t.Errorf("%d data ports with datapath information, want 4", seen)
+	}
+}
+
+// crossWireSet sends the wire set of frames (frames.WireFrames) through
+// both segments both ways, LAN1 to LAN2 and LAN3 to LAN4 and back, and
+// wants every frame out of the other cable bit for bit, and nothing more.
+func crossWireSet(t *testing.T, cables []cable) {
+	t.Helper()
+	named := frames.WireFrames(0)
+	names := make([]string, 0, len(named))
+	for n := range named {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var sent [][]byte
+	for _, n := range names {
+		sent = append(sent, named[n])
+	}
+	for _, dir := range [][2]int{{0, 1}, {1, 0}, {2, 3}, {3, 2}} {
+		got := crossWire(t, cables[dir[0]], cables[dir[1]], sent)
+		for i, n := range names {
+			switch {
+			case i >= len(got):
+				t.Errorf("LAN%d to LAN%d: %s did not arrive", dir[0]+1, dir[1]+1, n)
+			case !bytes.Equal(got[i], sent[i]):
+				t.Errorf("LAN%d to LAN%d: %s changed:\n sent % x\n  got % x", dir[0]+1, dir[1]+1, n, sent[i], got[i])
+			}
+		}
+		if len(got) > len(sent) {
+			t.Errorf("LAN%d to LAN%d: %d frames more than sent, the first % x", dir[0]+1, dir[1]+1, len(got)-len(sent), got[len(sent)])
+		}
+		t.Logf("LAN%d to LAN%d: %d of %d frames arrived", dir[0]+1, dir[1]+1, min(len(got), len(sent)), len(sent))
 	}
 }
 
