@@ -233,7 +233,10 @@ func (c *Config) validateForwarder(add addFunc, mem uint64, cpus int) {
 		add("forwarder.flow_table_size", "%d is out of range, want between %d and %d", f.FlowTableSize, minFlowTableSize, uint64(maxFlowTableSize))
 	} else if per := flowBytes(cpus); f.Mode == "service" && mem > 0 && uint64(f.FlowTableSize)*per > mem/flowMemShare {
 		shares := fmt.Sprintf("the shares of its %d possible CPUs included", cpus)
-		if cpus <= 0 {
+		switch {
+		case cpus == 1:
+			shares = "its one CPU's share included"
+		case cpus <= 0:
 			shares = "one CPU's share counted, the CPU count unknown"
 		}
 		add("forwarder.flow_table_size", "%d entries need about %d MiB (%d bytes each, %s), more than a quarter of this box's %d MiB of memory; want at most %d",

@@ -144,7 +144,7 @@ func (t *flowTable) Sweep() error {
 	now := monoCoarse()
 	idleNS := uint64(t.idle)
 	if t.keys == nil {
-		// About 1 MiB of values a batch, whatever the CPU count.
+		// At most about 1 MiB of values a batch, however many CPUs.
 		batch := max(64, min(4096, 1<<20/(t.cpus*int(unsafe.Sizeof(bpf.DatapathFlow{})))))
 		t.keys = make([]bpf.DatapathFlowKey, batch)
 		t.vals = make([]bpf.DatapathFlow, batch*t.cpus) // each key's CPUs in a row

@@ -357,9 +357,10 @@ func (e *xdpEngine) keepPromises(pair []*port, want string) error {
 	for changed := true; changed; {
 		changed = false
 		for _, p := range pair {
-			if f, known, err := readXDPFeatures(p.ifindex); err == nil {
-				p.features, p.known = f, known
-			}
+			// Flags that cannot be read now judge nothing: the ones
+			// read before attaching would wrong a promised peer.
+			f, known, err := readXDPFeatures(p.ifindex)
+			p.features, p.known = f, known && err == nil
 		}
 		for _, p := range pair {
 			if e.modes[p.slot] != XDPNative || !p.known || !p.peer.known {
@@ -368,6 +369,9 @@ func (e *xdpEngine) keepPromises(pair []*port, want string) error {
 			ok, why := peerKept(p.peer.features, p.peer.label, p.segment.MTU > singleBufferMTU)
 			if ok {
 				continue
+			}
+			if e.modes[p.peer.slot] != XDPNative {
+				why = fmt.Sprintf("the peer %s runs generic (%s), so it cannot transmit redirected frames", p.peer.label, p.peer.attachWhy)
 			}
 			if want == XDPNative {
 				return fmt.Errorf("forwarder: port %s (%s) of segment %s cannot run natively: %s (use xdp mode auto or generic)", p.label, p.ifname, p.segment.Name, why)

@@ -123,7 +123,8 @@ func planAttach(want string, me, peer XDPFeatures, known bool, peerName string, 
 	}
 	// A peer whose driver redirects natively may offer its transmit only
 	// once its own program is attached: that is checked after attaching.
-	promise := trustPeer && peer&XDPBasic != 0 && peer&XDPRedirect != 0
+	// A driver that offers it already gains nothing more by attaching.
+	promise := trustPeer && peer&XDPBasic != 0 && peer&XDPRedirect != 0 && peer&XDPNdoXmit == 0
 	var why string
 	switch {
 	case me&XDPBasic == 0 || me&XDPRedirect == 0:

@@ -26,28 +26,36 @@ command -v go >/dev/null || { echo "Go is missing: install Go 1.26 (https://go.d
 
 # QEMU 8 and later emulate the Intel 82576 ("igb"), whose driver is that of
 # the 82576/82580 boxes and redirects natively; bookworm has QEMU 7.2, its
-# backports QEMU 10. The backports suite is added from the mirror the host
-# already uses for bookworm. Elsewhere the igb tests say what they miss.
-if ! qemu-system-x86_64 -device help 2>/dev/null | grep -q 'name "igb"'; then
+# backports QEMU 10. The backports suite is added from the Debian mirror
+# the host already uses for bookworm. Where that fails, the igb tests say
+# what they miss.
+has_igb() { local h; h=$(qemu-system-x86_64 -device help 2>/dev/null || true); [[ $h == *'name "igb"'* ]]; }
+has_bpo() { local p; p=$(apt-cache policy 2>/dev/null || true); [[ $p == *bookworm-backports* ]]; }
+if ! has_igb; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  if ! apt-cache policy 2>/dev/null | grep -q 'bookworm-backports'; then
-    # One stanza per paragraph: its URIs, if its Suites name bookworm.
-    uri=$(awk 'BEGIN {RS=""} /(^|\n)Suites:([^\n]*[ \t])?bookworm([ \t]|\n|$)/ && match($0, /(^|\n)URIs:[ \t]*[^ \t\n]+/) {
-            u = substr($0, RSTART, RLENGTH); sub(/^\n?URIs:[ \t]*/, "", u); print u; exit }' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-    [ -n "$uri" ] || uri=$(awk '$1 == "deb" && $3 == "bookworm" {print $2; exit}' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true)
+  bpo=/etc/apt/sources.list.d/ncpos-bookworm-backports.sources
+  if ! has_bpo; then
+    # One stanza per paragraph: the URIs of a Debian stanza (signed by
+    # Debian's archive key) whose Suites name bookworm.
+    uri=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk 'BEGIN {RS=""}
+      /(^|\n)Suites:([^\n]*[ \t])?bookworm([ \t]|\n|$)/ && /debian-archive-keyring/ && match($0, /(^|\n)URIs:[ \t]*[^ \t\n]+/) {
+        u = substr($0, RSTART, RLENGTH); sub(/^\n?URIs:[ \t]*/, "", u); print u; exit }' || true)
+    [ -n "$uri" ] || uri=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+      awk '$1 == "deb" { i = 2; if ($i ~ /^\[/) while (i <= NF && $i !~ /\]$/) i++; if ($i ~ /\]$/) i++; if ($(i+1) == "bookworm" && $i ~ /debian\/?$/) { print $i; exit } }' || true)
     if [ -n "$uri" ]; then
       printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$uri" |
-        $SUDO tee /etc/apt/sources.list.d/ncpos-bookworm-backports.sources >/dev/null
+        $SUDO tee "$bpo" >/dev/null
     fi
   fi
-  if [ -f /etc/apt/sources.list.d/ncpos-bookworm-backports.sources ] || apt-cache policy 2>/dev/null | grep -q 'bookworm-backports'; then
+  if has_bpo || [ -f "$bpo" ]; then
     echo "installing QEMU from bookworm-backports"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends -t bookworm-backports \
-      qemu-system-x86 qemu-system-common qemu-system-data seabios >/dev/null
+    if ! { $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+        -t bookworm-backports qemu-system-x86 qemu-system-common qemu-system-data seabios >/dev/null; }; then
+      echo "warning: QEMU from bookworm-backports could not be installed" >&2
+      $SUDO rm -f "$bpo"
+    fi
   fi
-  qemu-system-x86_64 -device help 2>/dev/null | grep -q 'name "igb"' ||
-    echo "warning: this QEMU has no igb device and no bookworm-backports to take one from: the igb tests will say so" >&2
+  has_igb || echo "warning: this QEMU has no igb device: the igb tests will say so" >&2
 fi
 
 # The IETF MIBs that NCPOS-MIB imports, for smilint and the net-snmp tools

@@ -37,6 +37,36 @@ func TestArgs(t *testing.T) {
 	}
 }
 
+// TestDataAddrs: data ports placed at given functions, function 0 of a
+// shared slot multifunction; addresses QEMU would refuse are refused first.
+func TestDataAddrs(t *testing.T) {
+	o := Options{Image: "x.img", DataNICs: 4, DataModels: []string{"igb", "igb", "igb", "e1000e"}, DataAddrs: []string{"4.0", "04.1", "0x6", "07.0"}}
+	if err := o.checkAddrs(); err != nil {
+		t.Fatal(err)
+	}
+	args := strings.Join(Args(o, ""), " ")
+	for _, want := range []string{
+		"igb,netdev=lan1,addr=4.0,multifunction=on",
+		"igb,netdev=lan2,addr=04.1 ",
+		"igb,netdev=lan3,addr=0x6 ",
+		"e1000e,netdev=lan4,addr=07.0 ",
+	} {
+		if !strings.Contains(args+" ", want) {
+			t.Errorf("args lack %q:\n%s", want, args)
+		}
+	}
+	for addrs, want := range map[[2]string]string{
+		{"05.1", "05.2"}: "none at function 0",
+		{"5.x", "06.0"}:  `PCI address "5.x": function`,
+		{"zz", "06.0"}:   `PCI address "zz": slot`,
+	} {
+		o := Options{DataNICs: 2, DataAddrs: addrs[:]}
+		if err := o.checkAddrs(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: %v, want %q", addrs, err, want)
+		}
+	}
+}
+
 func TestCables(t *testing.T) {
 	cables, err := ParseCables("LAN3=LAN1, LAN4=LAN2")
 	if err != nil || len(cables) != 2 || cables[0] != (Cable{3, 1}) || cables[1] != (Cable{4, 2}) {

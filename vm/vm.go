@@ -235,7 +235,7 @@ func Args(o Options, varsFile string) []string {
 			model = o.DataModels[i-1]
 		}
 		dev := fmt.Sprintf("%s,netdev=lan%d,addr=%s", model, i, o.dataAddr(i))
-		if slot, fn, ok := strings.Cut(o.dataAddr(i), "."); ok && fn == "0" && o.sharedSlot(slot) {
+		if slot, fn, err := pciSlot(o.dataAddr(i)); err == nil && fn == 0 && o.sharedSlot(slot) {
 			dev += ",multifunction=on"
 		}
 		if i <= len(o.Wires) {
@@ -264,15 +264,50 @@ func (o *Options) dataAddr(i int) string {
 	return fmt.Sprintf("0x%x", 3+i)
 }
 
+// pciSlot reads a PCI address as QEMU takes it ("0x5", "04.1"): slot and
+// function, in hex.
+func pciSlot(addr string) (slot, fn uint64, err error) {
+	s, f, _ := strings.Cut(addr, ".")
+	if slot, err = strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 5); err != nil {
+		return 0, 0, fmt.Errorf("PCI address %q: slot: %w", addr, err)
+	}
+	if f != "" {
+		if fn, err = strconv.ParseUint(f, 16, 3); err != nil {
+			return 0, 0, fmt.Errorf("PCI address %q: function: %w", addr, err)
+		}
+	}
+	return slot, fn, nil
+}
+
 // sharedSlot says whether more than one data port sits in slot.
-func (o *Options) sharedSlot(slot string) bool {
+func (o *Options) sharedSlot(slot uint64) bool {
 	n := 0
 	for i := 1; i <= o.DataNICs; i++ {
-		if s, _, _ := strings.Cut(o.dataAddr(i), "."); s == slot {
+		if s, _, err := pciSlot(o.dataAddr(i)); err == nil && s == slot {
 			n++
 		}
 	}
 	return n > 1
+}
+
+// checkAddrs wants every data port's address readable, and a data port at
+// function 0 of each slot that several share: QEMU shows the others only
+// behind a multifunction function 0.
+func (o *Options) checkAddrs() error {
+	zero := map[uint64]bool{}
+	for i := 1; i <= o.DataNICs; i++ {
+		slot, fn, err := pciSlot(o.dataAddr(i))
+		if err != nil {
+			return fmt.Errorf("LAN%d: %w", i, err)
+		}
+		zero[slot] = zero[slot] || fn == 0
+	}
+	for i := 1; i <= o.DataNICs; i++ {
+		if slot, _, _ := pciSlot(o.dataAddr(i)); o.sharedSlot(slot) && !zero[slot] {
+			return fmt.Errorf("LAN%d: slot %#x has several data ports and none at function 0", i, slot)
+		}
+	}
+	return nil
 }
 
 // VM is a running QEMU.
@@ -295,6 +330,9 @@ func Start(ctx context.Context, o Options, stdout io.Writer) (*VM, error) {
 		return nil, fmt.Errorf("qemu-system-x86_64 not found: apt-get install qemu-system-x86 ovmf")
 	}
 	if err := o.CheckCables(); err != nil {
+		return nil, err
+	}
+	if err := o.checkAddrs(); err != nil {
 		return nil, err
 	}
 	tmp, err := os.MkdirTemp("", "ncpos-vm-")
