@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,7 +152,7 @@ func TestConfigInPlace(t *testing.T) {
 	img := testImage(t, "config", config.DefaultTOML())
 	cables, wires := newCables(t, 4)
 	v, _ := boot(t, img, false, func(o *Options) { o.Wires = wires })
-	s := waitForwardingNormally(t, v, "seg1", 5*time.Minute)
+	s := waitForwardingNormally(t, v, 5*time.Minute, "seg1")
 	up := time.Now().Add(-time.Duration(s.System.UptimeSeconds * float64(time.Second)))
 	pids := daemonPIDs(t, v)
 	c := configClient(v)
@@ -178,7 +179,7 @@ func TestConfigInPlace(t *testing.T) {
 			t.Fatalf("%s: no QinQ frame crossed seg2 unchanged within a minute: %s", what, conditionList(snapshot(t, v)))
 		}
 		t.Logf("%s: seg2 forwarded a 1522-byte QinQ frame bit for bit %v after the apply", what, (time.Since(start)).Round(time.Millisecond))
-		waitForwardingNormally(t, v, "seg2", time.Minute)
+		waitForwardingNormally(t, v, time.Minute, "seg2")
 		t.Logf("%s: seg2 forwarding with its relay normal (after the hold-down) %v after the apply", what, time.Since(start).Round(100*time.Millisecond))
 		return res
 	}
@@ -289,7 +290,7 @@ func TestConfigRevert(t *testing.T) {
 		o.Wires = wires
 		o.UDPForwards = map[int]int{snmpPort: 161}
 	})
-	waitForwardingNormally(t, v, "seg1", 5*time.Minute)
+	waitForwardingNormally(t, v, 5*time.Minute, "seg1")
 	// Before any change: Debian's lldpd at both ends of seg1, and a
 	// capture of the LLDP frames crossing.
 	t.Run("lldp and capture", func(t *testing.T) {
@@ -362,7 +363,7 @@ func TestConfigRevert(t *testing.T) {
 	if cur, err := c.Config(ctx); err != nil || cur.Version != now {
 		t.Errorf("after the revert version %+v is in force (%v), want %d", cur, err, now)
 	}
-	waitForwardingNormally(t, v, "seg1", time.Minute)
+	waitForwardingNormally(t, v, time.Minute, "seg1")
 
 	// The management address moved where the host cannot reach it, and
 	// never confirmed: the host is cut off once the old address has
@@ -442,17 +443,17 @@ func TestConfigRevert(t *testing.T) {
 	}
 }
 
-// waitForwardingNormally waits until seg forwards with its relay normal
-// and returns the status that says so.
-func waitForwardingNormally(t *testing.T, v *VM, seg string, within time.Duration) *api.Snapshot {
+// waitForwardingNormally waits until every one of segs forwards with its
+// relay normal and returns the status that says so.
+func waitForwardingNormally(t *testing.T, v *VM, within time.Duration, segs ...string) *api.Snapshot {
 	t.Helper()
 	for deadline := time.Now().Add(v.Within(within)); ; time.Sleep(time.Second) {
 		s := snapshot(t, v)
-		if forwardingNormally(s, seg) {
+		if !slices.ContainsFunc(segs, func(seg string) bool { return !forwardingNormally(s, seg) }) {
 			return s
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not forwarding normally within %v: %s", seg, within, conditionList(s))
+			t.Fatalf("%s not forwarding normally within %v: %s", strings.Join(segs, " and "), within, conditionList(s))
 		}
 	}
 }

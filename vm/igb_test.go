@@ -51,16 +51,7 @@ func TestWireOnIgbPorts(t *testing.T) {
 		o.DataAddrs = []string{"04.0", "04.1", "06.0", "07.0"}
 		o.Wires = wires
 	})
-	var s *api.Snapshot
-	for deadline := time.Now().Add(v.Within(5 * time.Minute)); ; time.Sleep(time.Second) {
-		s = snapshot(t, v)
-		if forwardingNormally(s, "seg1") && forwardingNormally(s, "seg2") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("segments not forwarding normally 5 minutes after boot: %s", conditionList(s))
-		}
-	}
+	waitForwardingNormally(t, v, 5*time.Minute, "seg1", "seg2")
 	before := waitPastGrace(t, v)
 
 	var ports struct{ Ports []api.Port }

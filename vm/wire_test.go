@@ -80,16 +80,7 @@ func TestWireOnIntelPorts(t *testing.T) {
 		o.DataModels = []string{"e1000e", "e1000e", "e1000e", "virtio-net-pci"}
 		o.Wires = wires
 	})
-	var s *api.Snapshot
-	for deadline := time.Now().Add(v.Within(5 * time.Minute)); ; time.Sleep(time.Second) {
-		s = snapshot(t, v)
-		if forwardingNormally(s, "seg1") && forwardingNormally(s, "seg2") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("segments not forwarding normally 5 minutes after boot: %s", conditionList(s))
-		}
-	}
+	waitForwardingNormally(t, v, 5*time.Minute, "seg1", "seg2")
 	att.window("forwarding")
 	time.Sleep(3 * time.Second)
 	att.stop() // the wire test reads LAN1's cable itself
