@@ -139,6 +139,14 @@ func TestThroughputSearch(t *testing.T) {
 		{"0.5% random loss, none accepted", SimDevice{CapacityPPS: 1e9, LossPercent: 0.5}, Options{}, 0, false, true},
 		{"0.5% random loss, 1% accepted", SimDevice{CapacityPPS: 0.8 * LinePPS(64, 1e9), LossPercent: 0.5}, Options{AcceptableLoss: 1, Resolution: 0.25}, 80.4, false, false},
 		{"generator limited", SimDevice{CapacityPPS: 1e9, GeneratorPPS: 0.7 * LinePPS(64, 1e9)}, Options{}, 70, true, false},
+		// Rates the generator cannot offer bound the search from above
+		// until the device's own loss does.
+		{"generator short of line rate, above the capacity", SimDevice{CapacityPPS: 0.6 * LinePPS(64, 1e9), GeneratorPPS: 0.8 * LinePPS(64, 1e9)}, Options{}, 60, false, false},
+		// A generator that slips once: the trial is run again, and the
+		// search goes on as if it had not.
+		{"generator slips once", SimDevice{CapacityPPS: 1e9, GeneratorSlips: 1}, Options{}, 100, false, false},
+		{"generator slips twice, one retry", SimDevice{CapacityPPS: 1e9, GeneratorSlips: 2}, Options{Retries: 1}, 100 * (1 - 0.012), true, false},
+		{"generator slips, no retry", SimDevice{CapacityPPS: 1e9, GeneratorSlips: 1}, Options{Retries: -1}, 100 * (1 - 0.012), true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.dev.LineBPS = 1e9
@@ -168,9 +176,23 @@ func TestThroughputSearch(t *testing.T) {
 			if !c.limited && got > c.wantPct+0.01 && c.opts.AcceptableLoss == 0 {
 				t.Errorf("throughput %.3f%% above the capacity %.3f%%", got, c.wantPct)
 			}
-			// Binary search: about log2(100/res)+1 trials.
-			if maxTrials := int(math.Ceil(math.Log2(r.O.MaxRate/r.O.Resolution))) + 2; c.dev.Trials > maxTrials {
-				t.Errorf("%d trials, want at most %d", c.dev.Trials, maxTrials)
+			// Binary search: about log2(100/res)+1 trials, each run
+			// again as often as the generator spoiled it.
+			maxTrials := int(math.Ceil(math.Log2(r.O.MaxRate/r.O.Resolution))) + 2
+			if c.dev.GeneratorPPS > 0 {
+				maxTrials *= 1 + max(r.O.Retries, 0)
+			}
+			if c.dev.Trials > maxTrials+c.dev.GeneratorSlips {
+				t.Errorf("%d trials, want at most %d", c.dev.Trials, maxTrials+c.dev.GeneratorSlips)
+			}
+			var spoiled int
+			for _, tr := range sr.Trials {
+				if tr.Invalid != "" {
+					spoiled++
+				}
+			}
+			if c.dev.GeneratorSlips > 0 && spoiled != c.dev.GeneratorSlips {
+				t.Errorf("%d trials recorded as spoiled, want %d (every attempt recorded)", spoiled, c.dev.GeneratorSlips)
 			}
 		})
 	}

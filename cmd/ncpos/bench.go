@@ -45,6 +45,7 @@ func parseBenchArgs(args []string, stderr io.Writer) (*benchArgs, error) {
 	trial := fs.Duration("trial", 2*time.Second, "length of each trial (RFC 2544: 60s)")
 	resolution := fs.Float64("resolution", 1, "throughput search resolution, % of line rate")
 	loss := fs.Float64("loss", 0, "acceptable frame loss in %")
+	retries := fs.Int("retries", 2, "times a trial the tester spoiled (the generator off the rate asked, its port dropping) is run again; every attempt is printed")
 	lineRate := fs.String("line-rate", "1G", "nominal line rate of each port (on veth it is virtual): 100M, 1G, 10G, ...")
 	maxRate := fs.String("max-rate", "100%", "highest rate tried: % of line rate, or frames/s at the smallest size")
 	flows := fs.Int("flows", 256, "flows per stream (addresses and ports varied)")
@@ -144,11 +145,17 @@ func parseBenchArgs(args []string, stderr io.Writer) (*benchArgs, error) {
 	if *trial < 10*time.Millisecond {
 		return nil, fmt.Errorf("-trial %v: at least 10ms", *trial)
 	}
+	if *retries < 0 {
+		return nil, fmt.Errorf("-retries %d: 0 or more", *retries)
+	}
 	if *b2b < 0 || *b2bRepeat < 1 {
 		return nil, errors.New("-b2b must be 0 or more and -b2b-repeat at least 1")
 	}
 	a.opts = bench.Options{LineBPS: a.lineBPS, Trial: *trial, Resolution: *resolution, AcceptableLoss: *loss,
-		MaxRate: a.maxPct, Latency: *latency, B2BMax: *b2b, B2BRepeat: *b2bRepeat, LossSteps: []float64{}}
+		MaxRate: a.maxPct, Latency: *latency, B2BMax: *b2b, B2BRepeat: *b2bRepeat, LossSteps: []float64{}, Retries: *retries}
+	if *retries == 0 {
+		a.opts.Retries = -1 // none
+	}
 	if *frameLoss {
 		a.opts.LossSteps = nil
 	}
