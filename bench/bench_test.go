@@ -131,22 +131,28 @@ func TestThroughputSearch(t *testing.T) {
 		wantPct   float64 // expected throughput, % of line rate
 		limited   bool
 		wantZeros bool
+		wantGen   float64 // % of line the generator offered at the search's bound; 0: not checked
 	}{
-		{"line rate", SimDevice{CapacityPPS: 1e9}, Options{}, 100, false, false},
-		{"37.3% capacity", SimDevice{CapacityPPS: 0.373 * LinePPS(64, 1e9)}, Options{Resolution: 0.1}, 37.3, false, false},
-		{"half, resolution 2", SimDevice{CapacityPPS: 0.5 * LinePPS(64, 1e9)}, Options{Resolution: 2}, 50, false, false},
-		{"two streams", SimDevice{CapacityPPS: 0.62 * LinePPS(64, 1e9), Streams: 2}, Options{Resolution: 0.5, Streams: 2}, 62, false, false},
-		{"0.5% random loss, none accepted", SimDevice{CapacityPPS: 1e9, LossPercent: 0.5}, Options{}, 0, false, true},
-		{"0.5% random loss, 1% accepted", SimDevice{CapacityPPS: 0.8 * LinePPS(64, 1e9), LossPercent: 0.5}, Options{AcceptableLoss: 1, Resolution: 0.25}, 80.4, false, false},
-		{"generator limited", SimDevice{CapacityPPS: 1e9, GeneratorPPS: 0.7 * LinePPS(64, 1e9)}, Options{}, 70, true, false},
+		{"line rate", SimDevice{CapacityPPS: 1e9}, Options{}, 100, false, false, 0},
+		{"37.3% capacity", SimDevice{CapacityPPS: 0.373 * LinePPS(64, 1e9)}, Options{Resolution: 0.1}, 37.3, false, false, 0},
+		{"half, resolution 2", SimDevice{CapacityPPS: 0.5 * LinePPS(64, 1e9)}, Options{Resolution: 2}, 50, false, false, 0},
+		{"two streams", SimDevice{CapacityPPS: 0.62 * LinePPS(64, 1e9), Streams: 2}, Options{Resolution: 0.5, Streams: 2}, 62, false, false, 0},
+		{"0.5% random loss, none accepted", SimDevice{CapacityPPS: 1e9, LossPercent: 0.5}, Options{}, 0, false, true, 0},
+		{"0.5% random loss, 1% accepted", SimDevice{CapacityPPS: 0.8 * LinePPS(64, 1e9), LossPercent: 0.5}, Options{AcceptableLoss: 1, Resolution: 0.25}, 80.4, false, false, 0},
+		{"generator limited", SimDevice{CapacityPPS: 1e9, GeneratorPPS: 0.7 * LinePPS(64, 1e9)}, Options{}, 70, true, false, 0},
 		// Rates the generator cannot offer bound the search from above
 		// until the device's own loss does.
-		{"generator short of line rate, above the capacity", SimDevice{CapacityPPS: 0.6 * LinePPS(64, 1e9), GeneratorPPS: 0.8 * LinePPS(64, 1e9)}, Options{}, 60, false, false},
+		{"generator short of line rate, above the capacity", SimDevice{CapacityPPS: 0.6 * LinePPS(64, 1e9), GeneratorPPS: 0.8 * LinePPS(64, 1e9)}, Options{}, 60, false, false, 0},
 		// A generator that slips once: the trial is run again, and the
 		// search goes on as if it had not.
-		{"generator slips once", SimDevice{CapacityPPS: 1e9, GeneratorSlips: 1}, Options{}, 100, false, false},
-		{"generator slips twice, one retry", SimDevice{CapacityPPS: 1e9, GeneratorSlips: 2}, Options{Retries: 1}, 100 * (1 - 0.012), true, false},
-		{"generator slips, no retry", SimDevice{CapacityPPS: 1e9, GeneratorSlips: 1}, Options{Retries: -1}, 100 * (1 - 0.012), true, false},
+		{"generator slips once", SimDevice{CapacityPPS: 1e9, GeneratorSlips: []float64{1.2}}, Options{}, 100, false, false, 0},
+		// Spoiled every time: the rate bounds the search, whose result
+		// is marked; the attempt nearest the rate asked counts.
+		{"generator slips three times", SimDevice{CapacityPPS: 1e9, GeneratorSlips: []float64{2, 0.5, 1}}, Options{}, 99.2, true, false, 99.5},
+		{"generator slips twice, one retry", SimDevice{CapacityPPS: 1e9, GeneratorSlips: []float64{1.2, 1.2}}, Options{Retries: 1}, 99.2, true, false, 98.8},
+		{"generator slips, no retry", SimDevice{CapacityPPS: 1e9, GeneratorSlips: []float64{1.2}}, Options{Retries: -1}, 99.2, true, false, 98.8},
+		// Further off than a stall: the generator's limit, not run again.
+		{"generator 8% short once", SimDevice{CapacityPPS: 1e9, GeneratorSlips: []float64{8}}, Options{}, 99.2, true, false, 92},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.dev.LineBPS = 1e9
@@ -176,14 +182,33 @@ func TestThroughputSearch(t *testing.T) {
 			if !c.limited && got > c.wantPct+0.01 && c.opts.AcceptableLoss == 0 {
 				t.Errorf("throughput %.3f%% above the capacity %.3f%%", got, c.wantPct)
 			}
-			// Binary search: about log2(100/res)+1 trials, each run
-			// again as often as the generator spoiled it.
-			maxTrials := int(math.Ceil(math.Log2(r.O.MaxRate/r.O.Resolution))) + 2
-			if c.dev.GeneratorPPS > 0 {
-				maxTrials *= 1 + max(r.O.Retries, 0)
+			// Binary search: about log2(100/res)+1 rates tried.
+			type tried struct {
+				rate     float64
+				attempts []TrialRecord
 			}
-			if c.dev.Trials > maxTrials+c.dev.GeneratorSlips {
-				t.Errorf("%d trials, want at most %d", c.dev.Trials, maxTrials+c.dev.GeneratorSlips)
+			var rates []tried
+			for _, tr := range sr.Trials {
+				if n := len(rates); n > 0 && rates[n-1].rate == tr.RatePPS {
+					rates[n-1].attempts = append(rates[n-1].attempts, tr)
+				} else {
+					rates = append(rates, tried{tr.RatePPS, []TrialRecord{tr}})
+				}
+			}
+			if maxRates := int(math.Ceil(math.Log2(r.O.MaxRate/r.O.Resolution))) + 2; len(rates) > maxRates {
+				t.Errorf("%d rates tried, want at most %d", len(rates), maxRates)
+			}
+			// A rate is tried again only after a stall: passed, short of
+			// the rate asked by no more than 5 %, at most Retries times.
+			for _, rt := range rates {
+				if len(rt.attempts) > 1+max(r.O.Retries, 0) {
+					t.Errorf("%.0f frames/s tried %d times", rt.rate, len(rt.attempts))
+				}
+				for _, a := range rt.attempts[:len(rt.attempts)-1] {
+					if !a.Passed || a.OfferedPPS >= rt.rate*(1-r.O.GeneratorTolerance/100) || a.OfferedPPS < rt.rate*0.95 {
+						t.Errorf("%.0f frames/s tried again after an attempt that offered %.0f (passed %v)", rt.rate, a.OfferedPPS, a.Passed)
+					}
+				}
 			}
 			var spoiled int
 			for _, tr := range sr.Trials {
@@ -191,8 +216,13 @@ func TestThroughputSearch(t *testing.T) {
 					spoiled++
 				}
 			}
-			if c.dev.GeneratorSlips > 0 && spoiled != c.dev.GeneratorSlips {
-				t.Errorf("%d trials recorded as spoiled, want %d (every attempt recorded)", spoiled, c.dev.GeneratorSlips)
+			if len(c.dev.GeneratorSlips) > 0 && spoiled != len(c.dev.GeneratorSlips) {
+				t.Errorf("%d trials recorded as spoiled, want %d (every attempt recorded)", spoiled, len(c.dev.GeneratorSlips))
+			}
+			if c.wantGen > 0 {
+				if want := LinePPS(64, 1e9) * c.wantGen / 100; math.Abs(sr.GeneratorPPS-want) > 1 {
+					t.Errorf("the generator's rate at the bound %.0f, want %.0f (the attempt nearest the rate asked)", sr.GeneratorPPS, want)
+				}
 			}
 		})
 	}

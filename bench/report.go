@@ -82,7 +82,7 @@ func WriteTable(w io.Writer, reports ...*Report) error {
 			fmt.Fprintf(w, "latency (RFC 2544 §26.2): the average over %d trial(s) at the throughput rate of each trial's mean latency, every frame timed from the generator's stamp as it is handed to the port to the analyzer taking it in, on one host clock; min/mean/p99/max are over every frame of those trials\n", l.Trials)
 		}
 		if anyLimited(r) {
-			fmt.Fprintln(w, "(gen): the generator could not offer the rate asked; the figure is what it offered, a floor of the device's capacity")
+			fmt.Fprintln(w, "(gen): the generator could not offer the rates above the figure; the device lost nothing it was offered, so the figure is a floor of its capacity")
 		}
 		fmt.Fprintln(w)
 	}

@@ -30,13 +30,12 @@ type Options struct {
 	Latency           bool // measure latency at the throughput rate
 	LatencyTrials     int  // RFC 2544: 20; 1 when 0
 	// GeneratorTolerance is how far (in %) the rate offered may be off
-	// the rate asked before the trial is invalid, and a result it gave
-	// is marked generator-limited; 0.1 when 0.
+	// the rate asked before the trial is marked invalid; 0.1 when 0.
 	GeneratorTolerance float64
-	// Retries is how many times a trial the tester spoiled (its
-	// generator offered off the rate asked, or its sending port dropped
-	// frames) is run again: such a trial says nothing of the device.
-	// Every attempt is recorded. 2 when 0; none when negative.
+	// Retries is how many times the throughput search runs a trial
+	// again that the tester spoiled by a moment's stall (see spoiled):
+	// it says nothing of the device. Every attempt is recorded. 2 when
+	// 0; none when negative.
 	Retries int
 	Log     io.Writer // progress, trial by trial; nothing when nil
 }
@@ -126,13 +125,17 @@ type TrialRecord struct {
 
 // SizeResult is every figure measured at one frame size.
 type SizeResult struct {
-	Size             int           `json:"frame_size"`
-	LinePPS          float64       `json:"line_pps"`
-	ThroughputPPS    float64       `json:"throughput_pps"` // per stream, as offered in the best passing trial
-	PercentLine      float64       `json:"percent_line"`
-	Mbps             float64       `json:"throughput_mbps"`
-	LossPercent      float64       `json:"loss_percent"` // of the trial that gave the throughput
+	Size          int     `json:"frame_size"`
+	LinePPS       float64 `json:"line_pps"`
+	ThroughputPPS float64 `json:"throughput_pps"` // per stream, as offered in the best passing trial
+	PercentLine   float64 `json:"percent_line"`
+	Mbps          float64 `json:"throughput_mbps"`
+	LossPercent   float64 `json:"loss_percent"` // of the trial that gave the throughput
+	// GeneratorLimited: the search's upper bound was a rate the tester
+	// could not offer (GeneratorPPS is what it offered there), not a
+	// loss: the throughput is a floor of the device's capacity.
 	GeneratorLimited bool          `json:"generator_limited,omitempty"`
+	GeneratorPPS     float64       `json:"generator_pps,omitempty"`
 	Latency          *LatencyStats `json:"latency,omitempty"`
 	// StreamLatency and StreamLossPercent are each stream's latency and
 	// loss (of the trial that gave the throughput), in the order of the
@@ -219,33 +222,45 @@ func (r *Runner) run(ctx context.Context, spec TrialSpec) (TrialResult, error) {
 	return res, nil
 }
 
-// trial runs spec as test and records it. A trial the tester spoiled by
-// a moment's stall (its generator came within retryWithin of the rate
-// asked) is run again, up to Retries times; one further off met the
-// generator's limit, which another run does not move. Every attempt is
-// recorded; the one that offered nearest the rate asked counts.
-func (r *Runner) trial(ctx context.Context, sr *SizeResult, test string, spec TrialSpec) (TrialResult, TrialRecord, error) {
+// spoiled says whether a trial proves nothing of the device at the rate
+// asked: it lost nothing, but of less than was asked (its generator fell
+// short, or its sending port dropped frames). A trial with loss is the
+// device's failure either way.
+func (r *Runner) spoiled(rec TrialRecord, asked float64) bool {
+	short := rec.OfferedPPS < asked*(1-r.O.GeneratorTolerance/100)
+	return rec.Passed && (short || rec.TxDropped > 0)
+}
+
+// throughputTrial runs spec for the throughput search and records it. A
+// trial the tester spoiled by a moment's stall (its generator came within
+// retryWithin of the rate asked) is run again, up to Retries times; one
+// further off met the generator's limit, which another run does not move.
+// Every attempt is recorded; the one that offered nearest the rate asked
+// counts.
+func (r *Runner) throughputTrial(ctx context.Context, sr *SizeResult, spec TrialSpec) (TrialResult, TrialRecord, error) {
 	var (
 		best    TrialResult
 		bestRec TrialRecord
 	)
-	for attempt := 0; attempt <= max(r.O.Retries, 0); attempt++ {
-		if attempt > 0 {
-			fmt.Fprintf(r.O.Log, "  %4d B  %-10s the tester spoiled the trial (%s): run again\n", spec.Size, test, bestRec.Invalid)
-		}
+	for attempt := 0; ; attempt++ {
 		res, err := r.run(ctx, spec)
 		if err != nil {
 			return res, TrialRecord{}, err
 		}
-		rec := r.record(sr, test, spec, res, r.passes(res))
-		if attempt == 0 || nearer(rec, bestRec, spec.RatePPS) {
+		rec := r.record(sr, "throughput", spec, res, r.passes(res))
+		if attempt == 0 || r.nearer(rec, bestRec, spec.RatePPS) {
 			best, bestRec = res, rec
 		}
-		if bestRec.Invalid == "" || math.Abs(bestRec.OfferedPPS/spec.RatePPS-1) > retryWithin {
-			break
+		if !r.spoiled(bestRec, spec.RatePPS) {
+			return best, bestRec, nil
 		}
+		stall := spec.RatePPS > 0 && rec.OfferedPPS >= spec.RatePPS*(1-retryWithin)
+		if !stall || attempt >= max(r.O.Retries, 0) {
+			fmt.Fprintf(r.O.Log, "  %4d B  throughput the tester could not offer this rate (%s): the search goes on below it\n", spec.Size, bestRec.Invalid)
+			return best, bestRec, nil
+		}
+		fmt.Fprintf(r.O.Log, "  %4d B  throughput the tester stalled (%s): run again\n", spec.Size, rec.Invalid)
 	}
-	return best, bestRec, nil
 }
 
 // retryWithin is how near the rate asked a spoiled trial's generator
@@ -253,11 +268,12 @@ func (r *Runner) trial(ctx context.Context, sr *SizeResult, test string, spec Tr
 // trial of 2 s costs 5 %.
 const retryWithin = 0.05
 
-// nearer says whether a is a better attempt than b at the rate asked: a
-// valid one over a spoiled one, else the one that offered nearer it.
-func nearer(a, b TrialRecord, asked float64) bool {
-	if (a.Invalid == "") != (b.Invalid == "") {
-		return a.Invalid == ""
+// nearer says whether a is a better attempt than b at the rate asked: one
+// that proves something over a spoiled one, else the one that offered
+// nearer it.
+func (r *Runner) nearer(a, b TrialRecord, asked float64) bool {
+	if sa, sb := r.spoiled(a, asked), r.spoiled(b, asked); sa != sb {
+		return !sa
 	}
 	return math.Abs(a.OfferedPPS-asked) < math.Abs(b.OfferedPPS-asked)
 }
@@ -285,10 +301,11 @@ func (r *Runner) Size(ctx context.Context, size int) (*SizeResult, error) {
 		rate := r.rateAsked(sr)
 		for i := 0; i < r.O.LatencyTrials; i++ {
 			spec := TrialSpec{Size: size, RatePPS: rate, Duration: r.O.Trial, Latency: true}
-			res, _, err := r.trial(ctx, sr, "latency", spec)
+			res, err := r.run(ctx, spec)
 			if err != nil {
 				return sr, err
 			}
+			r.record(sr, "latency", spec, res, r.passes(res))
 			all.add(res.Latencies, res.LatencyHist)
 			if stream == nil && len(res.PerStream) > 1 {
 				stream = make([]latencyTrials, len(res.PerStream))
@@ -309,10 +326,11 @@ func (r *Runner) Size(ctx context.Context, size int) (*SizeResult, error) {
 			continue
 		}
 		spec := TrialSpec{Size: size, RatePPS: line * pct / 100, Duration: r.O.Trial}
-		res, _, err := r.trial(ctx, sr, "frame-loss", spec)
+		res, err := r.run(ctx, spec)
 		if err != nil {
 			return sr, err
 		}
+		r.record(sr, "frame-loss", spec, res, r.passes(res))
 		sr.FrameLoss = append(sr.FrameLoss, LossPoint{RatePercent: pct, LossPercent: res.LossPercent()})
 	}
 	if r.O.B2BMax > 0 {
@@ -338,23 +356,24 @@ func (r *Runner) rateAsked(sr *SizeResult) float64 {
 // the acceptable loss occurs. It tries the maximum rate first, then
 // halves the interval between the highest rate passed and the lowest
 // failed until it is narrower than the resolution. The throughput is
-// the rate the generator achieved in the best passing trial. A rate the
-// tester could not offer, even when run again, bounds the search as a
-// loss would: the search goes on below it, so that the result comes from
-// a trial that offered what was asked, and is marked generator-limited
-// when such a rate was its upper bound.
+// the rate the generator achieved in the best passing trial. A trial the
+// tester spoiled (see spoiled), even when run again, bounds the search
+// as a loss would: the search goes on below it, so that the result comes
+// from a trial that offered what was asked, and is marked
+// generator-limited when such a trial was its upper bound.
 func (r *Runner) throughput(ctx context.Context, sr *SizeResult) error {
 	line := sr.LinePPS
 	lo, hi := 0.0, r.O.MaxRate
-	spoiledAbove := false // hi is a rate the tester could not offer
+	lastSpoiled := false // the last trial tried was spoiled
 	try := func(pct float64) (bool, error) {
 		spec := TrialSpec{Size: sr.Size, RatePPS: line * pct / 100, Duration: r.O.Trial}
-		res, rec, err := r.trial(ctx, sr, "throughput", spec)
+		res, rec, err := r.throughputTrial(ctx, sr, spec)
 		if err != nil {
 			return false, err
 		}
-		spoiledAbove = rec.Invalid != ""
-		if spoiledAbove {
+		lastSpoiled = r.spoiled(rec, spec.RatePPS)
+		if lastSpoiled {
+			sr.GeneratorPPS = rec.OfferedPPS
 			return false, nil
 		}
 		if rec.Passed && rec.OfferedPPS >= sr.ThroughputPPS {
@@ -377,7 +396,7 @@ func (r *Runner) throughput(ctx context.Context, sr *SizeResult) error {
 	if ok {
 		lo = hi
 	}
-	limited := spoiledAbove
+	limited := lastSpoiled // hi was a rate the tester could not offer
 	for hi-lo > r.O.Resolution {
 		mid := (lo + hi) / 2
 		ok, err := try(mid)
@@ -387,10 +406,13 @@ func (r *Runner) throughput(ctx context.Context, sr *SizeResult) error {
 		if ok {
 			lo = mid
 		} else {
-			hi, limited = mid, spoiledAbove
+			hi, limited = mid, lastSpoiled
 		}
 	}
 	sr.GeneratorLimited = limited
+	if !limited {
+		sr.GeneratorPPS = 0
+	}
 	// Never report more than line rate (a generator's clock may run a
 	// hair fast over a short trial).
 	sr.ThroughputPPS = math.Min(sr.ThroughputPPS, line)

@@ -139,7 +139,10 @@ func selfTestRow(segment, direction string, s *SizeResult, k int, expect Expect)
 		// The device lost nothing of what the test port could offer:
 		// the figure is a floor, and says nothing against the device.
 		row.Verdict = api.VerdictInconclusive
-		row.Note = fmt.Sprintf("the test port offered at most %.0f frames/s, below the %.0f expected", s.ThroughputPPS, want)
+		row.Note = fmt.Sprintf("the test port could offer no more than %.0f frames/s, below the %.0f expected", s.GeneratorPPS, want)
+		if s.ThroughputPPS == 0 {
+			row.Note += "; no rate tried was offered as asked"
+		}
 	default:
 		row.Verdict = api.VerdictFailed
 	}

@@ -26,10 +26,10 @@ type SimDevice struct {
 	// GeneratorPPS caps what the simulated generator offers, to test
 	// the generator-limited mark; no cap when 0.
 	GeneratorPPS float64
-	// GeneratorSlips is how many trials, from the first, the simulated
-	// generator offers 1.2 % short of the rate asked, as a generator
-	// whose core was busy elsewhere for a moment does.
-	GeneratorSlips int
+	// GeneratorSlips are how far short of the rate asked (in %) the
+	// simulated generator offers in the first trials, one per trial, as
+	// a generator whose core was busy elsewhere for a moment does.
+	GeneratorSlips []float64
 	Trials         int // trials run so far
 }
 
@@ -61,8 +61,8 @@ func (d *SimDevice) Run(ctx context.Context, spec TrialSpec) (TrialResult, error
 		if d.GeneratorPPS > 0 {
 			rate = math.Min(rate, d.GeneratorPPS)
 		}
-		if d.Trials <= d.GeneratorSlips {
-			rate *= 1 - 0.012
+		if d.Trials <= len(d.GeneratorSlips) {
+			rate *= 1 - d.GeneratorSlips[d.Trials-1]/100
 		}
 		secs := spec.Duration.Seconds()
 		perStream = math.Floor(rate * secs)

@@ -51,6 +51,9 @@ func TestBootToForwarding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if res.order != nil {
+		t.Error(res.order)
+	}
 	b, err := os.ReadFile(serial)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +63,7 @@ func TestBootToForwarding(t *testing.T) {
 		t.Fatalf("a milestone of the boot is missing on the serial console: %+v", m)
 	}
 	loader, loaded, kernel := stream.loaderAndKernel()
-	if loaded.IsZero() || kernel.IsZero() {
+	if loader.IsZero() || loaded.IsZero() || kernel.IsZero() {
 		t.Fatalf("the loader's lines or the kernel's are missing on the serial console")
 	}
 	since := func(at time.Time) time.Duration { return at.Sub(started).Round(10 * time.Millisecond) }
@@ -111,6 +114,7 @@ type bootStream struct {
 	got      uint64
 	next     uint64
 	gaps     [][2]uint64 // frames that did not come out, first to last
+	boot     int         // the boot attempt the console is watched for
 	err      error
 	loader   time.Time // the loader's banner seen
 	loaded   time.Time // the loader's "Loading /vmlinuz-a... ok"
@@ -135,6 +139,7 @@ func (s *bootStream) reset(at time.Time) {
 	defer s.mu.Unlock()
 	s.started, s.sentAt, s.firstOut, s.got, s.next, s.gaps, s.err = at, nil, time.Time{}, 0, 0, nil, nil
 	s.loader, s.loaded, s.kernel = time.Time{}, time.Time{}, time.Time{}
+	s.boot++
 }
 
 func bootFrame(seq uint64) []byte {
@@ -185,6 +190,13 @@ func (s *bootStream) receive() {
 		seq := binary.BigEndian.Uint64(f[32:])
 		s.mu.Lock()
 		switch {
+		case seq >= uint64(len(s.sentAt)):
+			// Not sent since the count started again: a frame of an
+			// earlier boot's stream.
+		case seq == s.next-1 && !s.firstOut.IsZero():
+			if s.err == nil {
+				s.err = fmt.Errorf("frame %d came out of LAN2 twice", seq)
+			}
 		case s.firstOut.IsZero():
 			s.firstOut, s.firstSeq, s.next, s.got = time.Now(), seq, seq+1, 1
 		case seq < s.next:
@@ -204,6 +216,9 @@ func (s *bootStream) receive() {
 // watch follows the serial console: when the loader's banner appears,
 // and when the kernel's clock started, on the host's clock.
 func (s *bootStream) watch(serial string) {
+	s.mu.Lock()
+	boot := s.boot
+	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -226,16 +241,19 @@ func (s *bootStream) watch(serial string) {
 					break
 				}
 				off += int64(len(line))
-				s.seen(time.Now(), strings.TrimRight(line, "\r\n"))
+				s.seen(boot, time.Now(), strings.TrimRight(line, "\r\n"))
 			}
 			f.Close()
 		}
 	}()
 }
 
-func (s *bootStream) seen(now time.Time, line string) {
+func (s *bootStream) seen(boot int, now time.Time, line string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if boot != s.boot {
+		return // the console of a boot started again since
+	}
 	if s.loader.IsZero() && strings.HasPrefix(line, "SYSLINUX") {
 		s.loader = now
 	}
@@ -271,6 +289,7 @@ func (s *bootStream) stop() {
 // streamResult is what came of the stream.
 type streamResult struct {
 	first      time.Time // the first frame out
+	order      error     // the first frame out of order, or twice
 	before     uint64    // frames sent before the first one out
 	got, after uint64    // frames out, and sent, from the first one out
 	lost       []lostRun // from the first one out
@@ -298,7 +317,8 @@ func (s *bootStream) result() (streamResult, error) {
 	for _, g := range gaps {
 		r.lost = append(r.lost, lostRun{n: g[1] - g[0] + 1, first: s.sentAt[g[0]], last: s.sentAt[g[1]]})
 	}
-	return r, s.err
+	r.order = s.err
+	return r, nil
 }
 
 // milestones are points of a boot on the guest's clock (the kernel's
@@ -309,7 +329,7 @@ type milestones struct {
 
 var (
 	stampRE  = regexp.MustCompile(`^\[\s*(\d+\.\d+)\] (.*)$`)
-	daemonRE = regexp.MustCompile(`^[a-z]+d: `)
+	daemonRE = regexp.MustCompile(`^(watchdogd|statusd|bypassd|forwarderd): `)
 )
 
 // stamp splits a kernel log line into its time stamp and text.
@@ -366,12 +386,12 @@ func TestBootMilestones(t *testing.T) {
 	if got != want {
 		t.Errorf("milestones %+v, want %+v", got, want)
 	}
-	s := &bootStream{}
+	s := &bootStream{boot: 1}
 	now := time.Now()
-	s.seen(now, "SYSLINUX 6.04")
-	s.seen(now.Add(time.Second), "Loading /vmlinuz-a... ok")
-	s.seen(now.Add(3*time.Second), "[    0.500000] Linux version 6.12")
-	s.seen(now.Add(4*time.Second), "[    1.250000] pci 0000:00:10.0: BAR 0")
+	s.seen(1, now, "SYSLINUX 6.04")
+	s.seen(1, now.Add(time.Second), "Loading /vmlinuz-a... ok")
+	s.seen(1, now.Add(3*time.Second), "[    0.500000] Linux version 6.12")
+	s.seen(1, now.Add(4*time.Second), "[    1.250000] pci 0000:00:10.0: BAR 0")
 	loader, loaded, kernel := s.loaderAndKernel()
 	if !loader.Equal(now) || !loaded.Equal(now.Add(time.Second)) || !kernel.Equal(now.Add(2500*time.Millisecond)) {
 		t.Errorf("loader %v, loaded %v, kernel %v after the banner; want 0s, 1s, 2.5s", loader.Sub(now), loaded.Sub(now), kernel.Sub(now))

@@ -447,6 +447,9 @@ func TestConfigRevert(t *testing.T) {
 // relay normal and returns the status that says so.
 func waitForwardingNormally(t *testing.T, v *VM, within time.Duration, segs ...string) *api.Snapshot {
 	t.Helper()
+	if len(segs) == 0 {
+		t.Fatal("waitForwardingNormally: no segment to wait for")
+	}
 	for deadline := time.Now().Add(v.Within(within)); ; time.Sleep(time.Second) {
 		s := snapshot(t, v)
 		if !slices.ContainsFunc(segs, func(seg string) bool { return !forwardingNormally(s, seg) }) {
