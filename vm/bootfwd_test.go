@@ -40,7 +40,7 @@ func TestBootToForwarding(t *testing.T) {
 		o.Wires = wires
 		serial = o.SerialLog
 		started = time.Now()
-		stream.reset(started)
+		stream.reset()
 		stream.watch(o.SerialLog)
 	})
 	waitForwardingNormally(t, v, 2*time.Minute, "seg1")
@@ -107,7 +107,6 @@ type bootStream struct {
 	wg       sync.WaitGroup
 
 	mu       sync.Mutex
-	started  time.Time
 	sentAt   []time.Time // by sequence number
 	firstOut time.Time
 	firstSeq uint64
@@ -134,10 +133,10 @@ func newBootStream(in, out cable) *bootStream {
 }
 
 // reset starts the count again as QEMU starts.
-func (s *bootStream) reset(at time.Time) {
+func (s *bootStream) reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.started, s.sentAt, s.firstOut, s.got, s.next, s.gaps, s.err = at, nil, time.Time{}, 0, 0, nil, nil
+	s.sentAt, s.firstOut, s.got, s.next, s.gaps, s.err = nil, time.Time{}, 0, 0, nil, nil
 	s.loader, s.loaded, s.kernel = time.Time{}, time.Time{}, time.Time{}
 	s.boot++
 }

@@ -45,7 +45,7 @@ func parseBenchArgs(args []string, stderr io.Writer) (*benchArgs, error) {
 	trial := fs.Duration("trial", 2*time.Second, "length of each trial (RFC 2544: 60s)")
 	resolution := fs.Float64("resolution", 1, "throughput search resolution, % of line rate")
 	loss := fs.Float64("loss", 0, "acceptable frame loss in %")
-	retries := fs.Int("retries", 2, "times a trial the tester spoiled (the generator off the rate asked, its port dropping) is run again; every attempt is printed")
+	retries := fs.Int("retries", 2, "times a throughput trial the tester stalled in (no loss, but its generator up to 5% short of the rate asked, or its port dropping) is run again; every attempt is printed")
 	lineRate := fs.String("line-rate", "1G", "nominal line rate of each port (on veth it is virtual): 100M, 1G, 10G, ...")
 	maxRate := fs.String("max-rate", "100%", "highest rate tried: % of line rate, or frames/s at the smallest size")
 	flows := fs.Int("flows", 256, "flows per stream (addresses and ports varied)")
