@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"encoding/xml"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -390,5 +391,38 @@ func TestLatencyRFC2544(t *testing.T) {
 	}
 	if l.Min != 10*time.Microsecond || l.Max < l.P99 || l.P99 < l.Mean {
 		t.Errorf("min/mean/p99/max %v/%v/%v/%v", l.Min, l.Mean, l.P99, l.Max)
+	}
+}
+
+// TestRecordSaysHowFarBehind: a trial whose generator fell short names the
+// rate it missed by and, where the generator says, how far behind its
+// schedule it fell; one that kept the rate is not invalid, whatever its lag.
+func TestRecordSaysHowFarBehind(t *testing.T) {
+	r := &Runner{O: Options{LineBPS: 1e9, GeneratorTolerance: 0.1, Streams: 1, Log: io.Discard}}
+	spec := TrialSpec{Size: 64, RatePPS: 1e6, Duration: time.Second}
+	for _, c := range []struct {
+		name   string
+		res    TrialResult
+		behind float64
+		want   string
+	}{
+		{"short, lag known", TrialResult{Sent: 980000, Received: 980000, Elapsed: time.Second, Behind: 4500 * time.Microsecond},
+			4.5, "offered -2.00% off the rate asked, the generator up to 4.5 ms behind its schedule"},
+		{"short, lag not known", TrialResult{Sent: 980000, Received: 980000, Elapsed: time.Second}, 0, "offered -2.00% off the rate asked"},
+		{"caught up", TrialResult{Sent: 1000000, Received: 1000000, Elapsed: time.Second, Behind: 6 * time.Millisecond}, 6, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var sr SizeResult
+			rec := r.record(&sr, "throughput", spec, c.res, true)
+			if rec.Invalid != c.want {
+				t.Errorf("invalid %q, want %q", rec.Invalid, c.want)
+			}
+			if rec.BehindMs != c.behind {
+				t.Errorf("behind %v ms, want %v", rec.BehindMs, c.behind)
+			}
+			if got := r.spoiled(rec, spec.RatePPS); got != (c.want != "") {
+				t.Errorf("spoiled %v, want %v", got, c.want != "")
+			}
+		})
 	}
 }

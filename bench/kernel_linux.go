@@ -49,7 +49,7 @@ func (k *kernelGenerator) run(b *Builder, trial uint16, spec TrialSpec) (genResu
 	if err != nil {
 		return genResult{}, err
 	}
-	res := genResult{sent: min(s.Frames, tx-tx0), elapsed: s.Elapsed()}
+	res := genResult{sent: min(s.Frames, tx-tx0), elapsed: s.Elapsed(), behind: s.MaxLag}
 	res.txDropped = s.Frames - res.sent
 	return res, nil
 }

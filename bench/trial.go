@@ -52,6 +52,9 @@ type TrialResult struct {
 	// TxDropped are frames the generator made that its port did not
 	// transmit (not in Sent).
 	TxDropped uint64
+	// Behind is the furthest behind its schedule a paced generator fell
+	// (the longest of any stream's); 0 where the generator does not say.
+	Behind time.Duration
 	// PerStream is each stream's share of Sent and Received, in the
 	// order of the target's streams, where the target counts them apart.
 	PerStream []StreamCount

@@ -90,6 +90,7 @@ func runTrial(ctx context.Context, trial uint16, spec TrialSpec, streams []trial
 	for i, s := range streams {
 		res.Sent += gens[i].sent
 		res.TxDropped += gens[i].txDropped
+		res.Behind = max(res.Behind, gens[i].behind)
 		res.Elapsed = max(res.Elapsed, gens[i].elapsed)
 		got, err := s.an.received()
 		if err != nil {

@@ -62,7 +62,8 @@ type generator struct {
 type genResult struct {
 	sent      uint64 // frames the port transmitted
 	elapsed   time.Duration
-	txDropped uint64 // made but not transmitted
+	txDropped uint64        // made but not transmitted
+	behind    time.Duration // the furthest behind its schedule it fell; 0: not known
 }
 
 func (g *generator) close() error { return g.xsk.Close() }

@@ -99,11 +99,19 @@ func (p *path) trial(t *testing.T, trial uint16, frames uint64, pps float64, tim
 	}
 	st := streams[3]
 	rx, tx := p.rx(t)-rx0, p.tx(t)-tx0
-	t.Logf("%.0f pps asked: %d frames sent at %.3f Mpps (%d waits, %d slips of %v in all), sender tx_packets %d, analyzer %d, port rx_packets %d; lost %d, reordered %d, duplicated %d; latency min %v mean %v p99 %v max %v",
-		pps, sent.Frames, sent.OfferedPPS()/1e6, sent.Waits, sent.Slips, sent.Slipped, tx, st.Frames, rx, st.Lost, st.Reordered, st.Duplicated,
+	t.Logf("%.0f pps asked: %d frames sent at %.3f Mpps (%d waits, %d slips of %v in all, at most %v behind), sender tx_packets %d, analyzer %d, port rx_packets %d; lost %d, reordered %d, duplicated %d; latency min %v mean %v p99 %v max %v",
+		pps, sent.Frames, sent.OfferedPPS()/1e6, sent.Waits, sent.Slips, sent.Slipped, sent.MaxLag, tx, st.Frames, rx, st.Lost, st.Reordered, st.Duplicated,
 		st.Latency.Min, st.Latency.Mean(), st.Latency.Quantile(0.99), st.Latency.Max)
 	if sent.Frames != frames {
 		t.Errorf("sent %d frames, want %d", sent.Frames, frames)
+	}
+	// Only a paced run has a schedule to fall behind, and it moves the
+	// schedule on only past the catch-up window.
+	if pps == 0 && (sent.MaxLag != 0 || sent.Slips != 0) {
+		t.Errorf("flat out: %v behind, %d slips", sent.MaxLag, sent.Slips)
+	}
+	if sent.Slips > 0 && sent.MaxLag <= xdptraffic.CatchUp {
+		t.Errorf("%d slips, yet at most %v behind, within the %v caught up", sent.Slips, sent.MaxLag, xdptraffic.CatchUp)
 	}
 	// Every frame the port took went through the analyzer: the test
 	// frames, and any other (a neighbour solicitation) it passed on.

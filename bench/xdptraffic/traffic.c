@@ -16,9 +16,10 @@
 //            sent without reading it was due then, so none goes early,
 //            and a generator near its limit spends its time on frames.
 //            A generator that was off its core for a while catches up by
-//            sending back to back, for lags up to catch_up_ns (a
-//            scheduler's time slice); a longer one moves the schedule on
-//            to that lag, and shows in the offered rate. It stops at
+//            sending back to back, for lags up to catch_up_ns (Go's
+//            xdptraffic.CatchUp says why 10 ms); a longer one moves the
+//            schedule on to that lag, and shows in the offered rate. It
+//            keeps the furthest lag it found. It stops at
 //            `limit` frames and counts what it transmitted, since a
 //            BPF_PROG_RUN's repeat count is only a minimum.
 //   analyze  the analyzer, on the receiving test port: per stream, the
@@ -64,6 +65,7 @@ struct gen_state {
 	__u64 early;       /* runs that found no frame due (waiting) */
 	__u64 slipped_ns;  /* how far the schedule was moved on, not caught up */
 	__u64 slips;
+	__u64 max_lag_ns;  /* the furthest behind the schedule a clock reading found it */
 };
 
 struct {
@@ -75,7 +77,7 @@ struct {
 
 const volatile __u32 flows = 1;      /* source ports cycled */
 const volatile __u32 catch_up = 32;  /* frames a late generator always may send back to back */
-const volatile __u64 catch_up_ns = 2000000; /* and the lag it catches up however many frames that is */
+const volatile __u64 catch_up_ns = 10000000; /* and the lag it catches up however many frames that is (set from xdptraffic.CatchUp) */
 const volatile __u16 sport_base = 1024;
 const volatile __u32 one_cpu = 0;   /* every run on one CPU: no atomic needed */
 
@@ -113,7 +115,7 @@ int gen(struct xdp_md *ctx)
 				st->early++;
 				return XDP_DROP;
 			}
-			/* Late by more than a time slice (the thread was off
+			/* Late by more than catch_up_ns (the thread was off
 			 * the CPU that long, or the core cannot keep the rate):
 			 * move the schedule on to that lag rather than catch up
 			 * in a burst the device under test would be right to
@@ -123,6 +125,8 @@ int gen(struct xdp_md *ctx)
 			 * line rate; they were due at this reading, so the
 			 * clock is next read when they are out. */
 			__u64 lag = since - due_ps;
+			if (lag / 1000 > st->max_lag_ns)
+				st->max_lag_ns = lag / 1000;
 			__u64 keep = catch_up_ns * 1000;
 			if (keep < catch_up * interval)
 				keep = catch_up * interval;

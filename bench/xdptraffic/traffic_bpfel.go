@@ -53,6 +53,7 @@ type TrafficGenState struct {
 	Early      uint64
 	SlippedNs  uint64
 	Slips      uint64
+	MaxLagNs   uint64
 }
 
 // Names of all BPF objects in the ELF.
