@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/ncpos/ncpos/bench"
 )
@@ -20,8 +21,11 @@ type RFC2544Figure struct {
 	Size    int
 	LineBPS float64 // nominal, high enough that the search starts above what the path can take
 	MaxPPS  float64 // the highest rate tried: what the generator offered flat out
-	Result  *bench.SizeResult
-	Engines []string
+	// Searches are each search's throughput, in the order run; Result
+	// is the best search's.
+	Searches []float64
+	Result   *bench.SizeResult
+	Engines  []string
 }
 
 // rfc2544 runs the self-test's throughput search (PortTarget, the
@@ -32,6 +36,11 @@ type RFC2544Figure struct {
 // carry its sinks, the probe found the sender's XDP frames not
 // transmitted and the search fell back to AF_XDP. maxPPS is the most the
 // search tries.
+//
+// The search runs once per round and the best is kept, as the bench's
+// rates are best of their rounds: on a host that runs anything else the
+// generator shares its core with it, and a search whose trials it spoiled
+// at some rate goes on below that rate.
 func (b *ppsBench) rfc2544(ctx context.Context, size int, maxPPS float64) (*RFC2544Figure, error) {
 	pt, err := NewTarget(TargetOptions{Target: TargetForwarder, Flows: 1, Forwarderd: b.o.Forwarderd, RunDir: b.o.RunDir})
 	if err != nil {
@@ -46,10 +55,22 @@ func (b *ppsBench) rfc2544(ctx context.Context, size int, maxPPS float64) (*RFC2
 		return nil, err
 	}
 	r := &bench.Runner{T: pt, O: o}
-	fmt.Fprintf(b.o.Out, "  RFC 2544 throughput search, %d bytes, through %s (trials: analyzer count beside the receiver's rx_packets)\n", size, SetupXDPForward)
-	fig.Result, err = r.Size(ctx, size)
+	rounds := max(b.o.Rounds, 1)
+	for round := 1; round <= rounds; round++ {
+		fmt.Fprintf(b.o.Out, "  RFC 2544 throughput search %d of %d, %d bytes, through %s (trials: analyzer count beside the receiver's rx_packets)\n",
+			round, rounds, size, SetupXDPForward)
+		res, err := r.Size(ctx, size)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(b.o.Out, "  RFC 2544 throughput search %d of %d: %.2f Mpps\n", round, rounds, res.ThroughputPPS/1e6)
+		fig.Searches = append(fig.Searches, res.ThroughputPPS)
+		if fig.Result == nil || res.ThroughputPPS > fig.Result.ThroughputPPS {
+			fig.Result = res
+		}
+	}
 	fig.Engines = pt.Engines()
-	return fig, err
+	return fig, nil
 }
 
 // printSelfTest writes the self-test's figures: its generator's rate per
@@ -83,8 +104,12 @@ func (r *BenchReport) printSelfTest(w io.Writer) {
 		if f.Result.GeneratorLimited {
 			limited = ", generator-limited"
 		}
-		fmt.Fprintf(w, "  %5d bytes  RFC 2544 throughput through %s: %.2f Mpps (no loss, searched up to %.2f Mpps at 0.25 %% of a nominal %s%s)\n",
-			f.Size, SetupXDPForward, got/1e6, f.MaxPPS/1e6, bench.FormatBPS(f.LineBPS), limited)
+		searches := make([]string, len(f.Searches))
+		for i, pps := range f.Searches {
+			searches[i] = fmt.Sprintf("%.2f", pps/1e6)
+		}
+		fmt.Fprintf(w, "  %5d bytes  RFC 2544 throughput through %s: %.2f Mpps, best of %d searches (%s Mpps; no loss, searched up to %.2f Mpps at 0.25 %% of a nominal %s%s)\n",
+			f.Size, SetupXDPForward, got/1e6, len(f.Searches), strings.Join(searches, ", "), f.MaxPPS/1e6, bench.FormatBPS(f.LineBPS), limited)
 		fmt.Fprintf(w, "  %5d bytes  the bench's capacity of the same setup: %.2f Mpps: the two methods %s\n", f.Size, capacity/1e6, agree)
 		fmt.Fprintf(w, "  traffic: %v\n", f.Engines)
 	}
