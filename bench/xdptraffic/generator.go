@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"time"
@@ -163,10 +164,13 @@ func Monotonic() time.Duration {
 // threads take turns on the generator's core: each BPF_PROG_RUN call ends
 // with a wait of some 25 ms in the kernel (its page pool waits for an RCU
 // grace period) during which that thread sends nothing, so others send
-// meanwhile. runsPerCall is how many program runs one call asks for; a
-// paced program's runs include those that only wait, which are quick, so
-// a paced call asks for more: enough for some 50 ms at least, or all four
-// threads could be in their waits at once and the schedule would slip.
+// meanwhile. runsPerCall is how many program runs one call asks for, on
+// average; a paced program's runs include those that only wait, which are
+// quick, so a paced call asks for more: enough for some 50 ms at least.
+// Each call asks for a random share of half to one and a half times that:
+// calls of the same length, started together and sharing the core fairly,
+// end together, and then all four threads were in their waits at once
+// every quarter of a second, stalling a paced generator 10 to 30 ms.
 const (
 	threads          = 4
 	runsPerCall      = 1 << 17
@@ -268,7 +272,9 @@ func (g *Generator) loop(ctx context.Context, frame []byte, frames uint64, paced
 			if st.Next >= frames {
 				return nil
 			}
-			if _, err := g.prog.Run(&ebpf.RunOptions{Data: frame, Context: md, Repeat: runs, Flags: liveFrames, BatchSize: 64}); err != nil {
+			n := runs/2 + rand.Uint32N(runs)
+			_, err := g.prog.Run(&ebpf.RunOptions{Data: frame, Context: md, Repeat: n, Flags: liveFrames, BatchSize: 64})
+			if err != nil {
 				return fmt.Errorf("generator: %w", err)
 			}
 		}
