@@ -115,8 +115,8 @@ type TrialRecord struct {
 	// transmit; they are not counted as sent.
 	TxDropped uint64 `json:"tx_dropped,omitempty"`
 	// BehindMs is, for a paced generator that says, the furthest behind
-	// its schedule it fell in ms: a few ms is a stall (another thread had
-	// its core), more one that cannot keep the rate.
+	// its schedule it fell in ms (xdptraffic.Sent.MaxLag); not kept for
+	// bursts, which are sent at line rate.
 	BehindMs float64 `json:"generator_behind_ms,omitempty"`
 	// Duplicates and Foreign are frames that arrived again and frames
 	// of other streams or trials: not in Received.
@@ -179,11 +179,13 @@ func (r *Runner) record(sr *SizeResult, test string, spec TrialSpec, res TrialRe
 		RatePercent: PercentOfLine(spec.RatePPS, spec.Size, r.O.LineBPS),
 		Sent:        res.Sent, Received: res.Received, LossPercent: res.LossPercent(), Passed: passed,
 		TesterDrops: res.TesterDrops, TxDropped: res.TxDropped, Duplicates: res.Duplicates, Foreign: res.Foreign,
-		BehindMs: float64(res.Behind) / float64(time.Millisecond),
+	}
+	if spec.Burst == 0 {
+		rec.BehindMs = float64(res.Behind) / float64(time.Millisecond)
 	}
 	if off := 100 * (rec.OfferedPPS/spec.RatePPS - 1); spec.Burst == 0 && spec.RatePPS > 0 && math.Abs(off) > r.O.GeneratorTolerance {
 		rec.Invalid = fmt.Sprintf("offered %+.2f%% off the rate asked", off)
-		if rec.BehindMs > 0 {
+		if off < 0 && rec.BehindMs > 0 {
 			rec.Invalid += fmt.Sprintf(", the generator up to %.1f ms behind its schedule", rec.BehindMs)
 		}
 	}

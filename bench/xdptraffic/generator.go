@@ -26,14 +26,11 @@ import (
 const liveFrames = 1 << 1
 
 // CatchUp is the longest lag behind its schedule a paced generator
-// catches up by sending back to back; a longer one moves the schedule on
-// (Sent.Slipped). On a core shared with the device under test (the lab's
-// veths, a small box's self-test) the kernel hands the device's softirq
-// work to ksoftirqd when it falls behind, a thread that takes turns with
-// the generator's: lags of 2 to 6 ms are common there well below what the
-// core can send, and a window of 2 ms cost such trials 0.3 to 2 % of the
-// rate asked.
-const CatchUp = 10 * time.Millisecond
+// catches up by sending back to back, a scheduler's time slice; a longer
+// one moves the schedule on (Sent.Slipped). It is short because the
+// catch-up is a burst at the port's line rate, which a device measured
+// below its line rate would be right to drop.
+const CatchUp = 2 * time.Millisecond
 
 // StampOffset is where the stamp starts: the UDP payload of an untagged
 // IPv4 frame, as the bench builds them.
@@ -139,7 +136,10 @@ type Sent struct {
 	Slipped time.Duration
 	Slips   uint64
 	// MaxLag is the furthest behind its schedule a paced generator
-	// found itself, whether it caught up or moved the schedule on.
+	// found itself at a reading of the clock, whether it caught up or
+	// moved the schedule on. A generator that cannot keep the rate
+	// shows about CatchUp, as it moves on at each reading; a stall
+	// shows its own length.
 	MaxLag time.Duration
 }
 
@@ -166,11 +166,11 @@ func Monotonic() time.Duration {
 // grace period) during which that thread sends nothing, so others send
 // meanwhile. runsPerCall is how many program runs one call asks for, on
 // average; a paced program's runs include those that only wait, which are
-// quick, so a paced call asks for more: enough for some 50 ms at least.
-// Each call asks for a random share of half to one and a half times that:
-// calls of the same length, started together and sharing the core fairly,
-// end together, and then all four threads were in their waits at once
-// every quarter of a second, stalling a paced generator 10 to 30 ms.
+// quick, so a paced call asks for more: some 50 ms of them on average.
+// Each call asks for a random number of runs, from half to one and a half
+// times that: calls of one length, started together and sharing the core
+// fairly, end together, and all four threads would be in their waits at
+// once, the generator stalled for as long.
 const (
 	threads          = 4
 	runsPerCall      = 1 << 17

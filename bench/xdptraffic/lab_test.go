@@ -110,7 +110,10 @@ func (p *path) trial(t *testing.T, trial uint16, frames uint64, pps float64, tim
 	if pps == 0 && (sent.MaxLag != 0 || sent.Slips != 0) {
 		t.Errorf("flat out: %v behind, %d slips", sent.MaxLag, sent.Slips)
 	}
-	if sent.Slips > 0 && sent.MaxLag <= xdptraffic.CatchUp {
+	if pps > 0 && sent.MaxLag == 0 {
+		t.Errorf("paced: never behind its schedule at a reading of the clock, not even by a nanosecond")
+	}
+	if sent.Slips > 0 && sent.MaxLag < xdptraffic.CatchUp {
 		t.Errorf("%d slips, yet at most %v behind, within the %v caught up", sent.Slips, sent.MaxLag, xdptraffic.CatchUp)
 	}
 	// Every frame the port took went through the analyzer: the test

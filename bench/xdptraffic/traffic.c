@@ -16,10 +16,11 @@
 //            sent without reading it was due then, so none goes early,
 //            and a generator near its limit spends its time on frames.
 //            A generator that was off its core for a while catches up by
-//            sending back to back, for lags up to catch_up_ns (Go's
-//            xdptraffic.CatchUp says why 10 ms); a longer one moves the
-//            schedule on to that lag, and shows in the offered rate. It
-//            keeps the furthest lag it found. It stops at
+//            sending back to back, for lags up to catch_up_ns (a
+//            scheduler's time slice, set from Go's xdptraffic.CatchUp); a
+//            longer one moves the schedule on to that lag, and shows in
+//            the offered rate. It keeps the furthest lag it found. It
+//            stops at
 //            `limit` frames and counts what it transmitted, since a
 //            BPF_PROG_RUN's repeat count is only a minimum.
 //   analyze  the analyzer, on the receiving test port: per stream, the
@@ -65,7 +66,7 @@ struct gen_state {
 	__u64 early;       /* runs that found no frame due (waiting) */
 	__u64 slipped_ns;  /* how far the schedule was moved on, not caught up */
 	__u64 slips;
-	__u64 max_lag_ns;  /* the furthest behind the schedule a clock reading found it */
+	__u64 max_lag_ns;  /* the furthest behind the schedule a clock reading found it (exact with one_cpu, as the pacing is) */
 };
 
 struct {
@@ -77,7 +78,7 @@ struct {
 
 const volatile __u32 flows = 1;      /* source ports cycled */
 const volatile __u32 catch_up = 32;  /* frames a late generator always may send back to back */
-const volatile __u64 catch_up_ns = 10000000; /* and the lag it catches up however many frames that is (set from xdptraffic.CatchUp) */
+const volatile __u64 catch_up_ns = 2000000; /* and the lag it catches up however many frames that is (set from xdptraffic.CatchUp) */
 const volatile __u16 sport_base = 1024;
 const volatile __u32 one_cpu = 0;   /* every run on one CPU: no atomic needed */
 
