@@ -202,3 +202,24 @@ func TestPlainPortSpeaksTLS(t *testing.T) {
 		t.Fatal("the port still takes connections after shutdown")
 	}
 }
+
+// TestBootFilesOutlastWriteTimeout: the box hashes its boot partition's
+// kernel files for GET /api/v1/update/boot, which on a slow card takes
+// longer than the dashboard's write timeout; the answer still arrives.
+func TestBootFilesOutlastWriteTimeout(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	f.srv.Limits = Limits{WriteTimeout: 200 * time.Millisecond}
+	f.srv.BootFiles = func() (map[string]string, error) {
+		time.Sleep(700 * time.Millisecond)
+		return map[string]string{"vmlinuz-a": "abc"}, nil
+	}
+	addr, id := serveTLS(t, f)
+	pin := &boxtls.Pin{Box: "fw1", Given: id.Fingerprint}
+	c := &api.Client{URL: "https://" + addr + "/", Password: fixturePassword, TLS: pin.TLSConfig()}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var got struct{ Files map[string]string }
+	if err := c.Get(ctx, "api/v1/update/boot", &got); err != nil || got.Files["vmlinuz-a"] != "abc" {
+		t.Fatalf("boot files hashed for longer than the write timeout: %+v, %v", got, err)
+	}
+}

@@ -54,12 +54,17 @@ type BootSlots interface {
 }
 
 // handleBootFiles answers the SHA-256 of every file on the boot partition,
-// and which slot it boots.
+// and which slot it boots. Hashing its two kernel files of 24 MiB takes
+// longer than the server's write timeout on a slow card, or on an emulated
+// box beside others, so the answer has an update's time: past its
+// deadline it would be lost, and the client would see the connection's
+// close out of sequence, which Go reports as "tls: bad record MAC".
 func (s *Server) handleBootFiles(w http.ResponseWriter) {
 	if s.BootFiles == nil {
 		apiError(w, http.StatusServiceUnavailable, "this box cannot read its boot partition")
 		return
 	}
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(UpdateTimeout))
 	files, err := s.BootFiles()
 	if err != nil {
 		apiError(w, http.StatusInternalServerError, err.Error())
