@@ -60,13 +60,13 @@ func (r *BenchReport) Print(w io.Writer) {
 			if got == 0 {
 				shown = "-"
 			}
-			fmt.Fprintf(w, "  %5d bytes  %-42s %5s (want >= %.1fx) %s\n", size, what, shown, want, verdict)
+			fmt.Fprintf(w, "  %5d bytes  %-42s %5s (want >= %.2fx) %s\n", size, what, shown, want, verdict)
 		}
-		target("xdp forward / devmap reference", fwd, r.find(SetupReference, size), 0.9)
-		target("xdp forward / Linux bridge", fwd, r.find(SetupBridge, size), 3)
-		target("xdp service 1 flow / xdp forward", r.find(SetupXDPSvc1, size), fwd, 0.6)
-		target("xdp service 10000 flows / xdp forward", r.find(SetupXDPSvc10k, size), fwd, 0.6)
-		target("afxdp forward / xdp forward", r.find(SetupAFXDP, size), fwd, 0.2)
+		target("xdp forward / devmap reference", fwd, r.find(SetupReference, size), 1)
+		target("xdp forward / Linux bridge", fwd, r.find(SetupBridge, size), 4)
+		target("xdp service 1 flow / xdp forward", r.find(SetupXDPSvc1, size), fwd, 0.9)
+		target("xdp service 10000 flows / xdp forward", r.find(SetupXDPSvc10k, size), fwd, 0.9)
+		target("afxdp forward / xdp forward", r.find(SetupAFXDP, size), fwd, 0.3)
 	}
 	fmt.Fprintln(w, "capture (the cost of its hook while none runs, and of one that takes every frame; figures, not targets):")
 	for _, size := range sizes {
@@ -78,17 +78,40 @@ func (r *BenchReport) Print(w io.Writer) {
 			fmt.Fprintf(w, "  %5d bytes  %-42s %5s (%+.1f ns/frame)\n", size, "capturing all / hook idle", ratio(c, fwd), 1e9/c-1e9/fwd)
 		}
 	}
+	r.printOverloadTargets(w)
+}
+
+// printOverloadTargets judges each datapath's share of its maximum kept at
+// 150 % offered against the devmap reference's share in the same run: the
+// reference is what the kernel's redirect keeps on this host, so a share
+// at least as high is all a datapath can be asked for here.
+func (r *BenchReport) printOverloadTargets(w io.Writer) {
+	var ref *Saturation
 	for _, s := range r.Overload {
+		if s.Setup == SetupReference {
+			ref = s
+		}
+	}
+	for _, s := range r.Overload {
+		if s == ref {
+			continue
+		}
 		verdict := "met"
 		switch {
-		case s.Max <= 0:
+		case s.Max <= 0 || ref == nil || ref.Max <= 0:
 			verdict = "not measured"
 		case !s.Offered150():
 			verdict = fmt.Sprintf("not offered (%.0f %% at most)", 100*s.Offered/s.Max)
-		case s.Forwarded < 0.9*s.Max:
+		case !ref.Offered150():
+			verdict = fmt.Sprintf("reference not offered (%.0f %% at most)", 100*ref.Offered/ref.Max)
+		case s.Forwarded/s.Max < ref.Forwarded/ref.Max:
 			verdict = "NOT met"
 		}
-		fmt.Fprintf(w, "  %5d bytes  %-42s %5s (want >= 0.9x at 150 %% offered) %s\n", s.Size, s.Setup+", overload / max", ratio(s.Forwarded, s.Max), verdict)
+		want := "-"
+		if ref != nil && ref.Max > 0 {
+			want = ratio(ref.Forwarded, ref.Max)
+		}
+		fmt.Fprintf(w, "  %5d bytes  %-42s %5s (want >= the reference's %s at 150 %% offered) %s\n", s.Size, s.Setup+", overload / max", ratio(s.Forwarded, s.Max), want, verdict)
 	}
 }
 

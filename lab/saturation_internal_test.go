@@ -43,13 +43,12 @@ func TestReportVerdicts(t *testing.T) {
 	out := b.String()
 	flat := strings.Join(strings.Fields(out), " ")
 	for _, want := range []string{
-		"xdp forward / devmap reference            0.96x (want >= 0.9x) met",
-		"xdp forward / Linux bridge                4.00x (want >= 3.0x) met",
-		"xdp service 1 flow / xdp forward             - (want >= 0.6x) not measured",
-		"afxdp forward / xdp forward               0.19x (want >= 0.2x) NOT met",
-		"ncpos xdp forward, overload / max         1.00x (want >= 0.9x at 150 % offered) not offered (120 % at most)",
-		"devmap redirect reference, overload / max 0.80x (want >= 0.9x at 150 % offered) NOT met",
-		"ncpos afxdp forward, overload / max       0.99x (want >= 0.9x at 150 % offered) met",
+		"xdp forward / devmap reference            0.96x (want >= 1.00x) NOT met",
+		"xdp forward / Linux bridge                4.00x (want >= 4.00x) met",
+		"xdp service 1 flow / xdp forward             - (want >= 0.90x) not measured",
+		"afxdp forward / xdp forward               0.19x (want >= 0.30x) NOT met",
+		"ncpos xdp forward, overload / max         1.00x (want >= the reference's 0.80x at 150 % offered) not offered (120 % at most)",
+		"ncpos afxdp forward, overload / max       0.99x (want >= the reference's 0.80x at 150 % offered) met",
 	} {
 		if !strings.Contains(flat, strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("report lacks %q:\n%s", want, out)
@@ -57,6 +56,28 @@ func TestReportVerdicts(t *testing.T) {
 	}
 	if !strings.Contains(flat, "ncpos afxdp forward 0.90 1111.1 +986.1 0.75x 0.18x tc") {
 		t.Errorf("report lacks the afxdp row with its tc sink:\n%s", out)
+	}
+	if strings.Contains(flat, "devmap redirect reference, overload / max 0.80x (want") {
+		t.Errorf("the reference is judged against itself:\n%s", out)
+	}
+
+	// A datapath that keeps less than the reference misses; one the
+	// reference has nothing to compare with is not judged.
+	r.Overload = []*Saturation{
+		{Setup: SetupXDPForward, Size: 64, Max: 5e6, Offered: 7.5e6, Forwarded: 3.5e6},
+		{Setup: SetupReference, Size: 64, Max: 5e6, Offered: 7.5e6, Forwarded: 4e6},
+	}
+	b.Reset()
+	r.Print(&b)
+	flat = strings.Join(strings.Fields(b.String()), " ")
+	if want := "ncpos xdp forward, overload / max 0.70x (want >= the reference's 0.80x at 150 % offered) NOT met"; !strings.Contains(flat, want) {
+		t.Errorf("report lacks %q:\n%s", want, b.String())
+	}
+	r.Overload = r.Overload[:1]
+	b.Reset()
+	r.Print(&b)
+	if !strings.Contains(b.String(), "(want >= the reference's - at 150 % offered) not measured") {
+		t.Errorf("a datapath without the reference's curve was judged:\n%s", b.String())
 	}
 }
 

@@ -38,9 +38,10 @@ type RFC2544Figure struct {
 // search tries.
 //
 // The search runs as many times as the bench has rounds, after them, and
-// the best is kept, as the bench's rates are the best of their rounds: on a host that runs anything else the
-// generator shares its core with it, and a search whose trials it spoiled
-// at some rate goes on below that rate.
+// the best is kept, as the bench's rates are the best of their rounds: on
+// a host that runs anything else the generator shares its core with it,
+// and a search whose trials it spoiled at some rate goes on below that
+// rate.
 func (b *ppsBench) rfc2544(ctx context.Context, size int, maxPPS float64) (*RFC2544Figure, error) {
 	pt, err := NewTarget(TargetOptions{Target: TargetForwarder, Flows: 1, Forwarderd: b.o.Forwarderd, RunDir: b.o.RunDir})
 	if err != nil {

@@ -20,9 +20,8 @@
 //            scheduler's time slice, set from Go's xdptraffic.CatchUp); a
 //            longer one moves the schedule on to that lag, and shows in
 //            the offered rate. It keeps the furthest lag it found. It
-//            stops at
-//            `limit` frames and counts what it transmitted, since a
-//            BPF_PROG_RUN's repeat count is only a minimum.
+//            stops at `limit` frames and counts what it transmitted,
+//            since a BPF_PROG_RUN's repeat count is only a minimum.
 //   analyze  the analyzer, on the receiving test port: per stream, the
 //            frames and bytes of the current trial, sequence gaps,
 //            reordered and duplicated frames, and a latency histogram
