@@ -205,7 +205,7 @@ func newAFXDPEngine(ports []*port, opts *Options, plan *forwarderapi.CorePlan) (
 		}
 	}
 	for i, p := range ports {
-		prog, err := loadPortProgram(spec, bpf.DatapathProgPortXsk, p.slot, e.capture.add(map[string]*ebpf.Map{
+		prog, err := loadPortProgram(spec, bpf.DatapathProgPortXsk, p.slot, p.segment.MTU, e.capture.add(map[string]*ebpf.Map{
 			bpf.DatapathMapPortCounts: e.counts, bpf.DatapathMapXsks: e.xsks[i], bpf.DatapathMapLldpFrames: e.lldp.m,
 		}), opts.NoCapture)
 		if err != nil {

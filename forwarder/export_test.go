@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/forwarder/bpf"
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/pcapfilter"
@@ -30,15 +31,16 @@ type ProgramTester struct {
 	copies  chan []byte // the LLDP frames the program copied
 }
 
-// NewProgramTester loads port_service for port slot 0 with a small table.
+// NewProgramTester loads port_service for port slot 0 of a segment of
+// the default MTU with a small table.
 func NewProgramTester() (*ProgramTester, error) {
-	return NewProgramTesterOf(bpf.DatapathProgPortService, false)
+	return NewProgramTesterOf(bpf.DatapathProgPortService, false, config.DefaultMTU)
 }
 
 // NewProgramTesterOf loads the port program name (port_forward or
-// port_service) for port slot 0, built without the capture hook when
-// noCapture is set.
-func NewProgramTesterOf(name string, noCapture bool) (_ *ProgramTester, err error) {
+// port_service) for port slot 0 of a segment of the given MTU, built
+// without the capture hook when noCapture is set.
+func NewProgramTesterOf(name string, noCapture bool, mtu int) (_ *ProgramTester, err error) {
 	spec, err := datapathSpec()
 	if err != nil {
 		return nil, err
@@ -70,7 +72,7 @@ func NewProgramTesterOf(name string, noCapture bool) (_ *ProgramTester, err erro
 	if pt.capture, err = newCaptureMaps(spec); err != nil {
 		return nil, err
 	}
-	pt.prog, err = loadPortProgram(spec, name, 0, pt.capture.add(map[string]*ebpf.Map{
+	pt.prog, err = loadPortProgram(spec, name, 0, mtu, pt.capture.add(map[string]*ebpf.Map{
 		bpf.DatapathMapEgress: pt.egress, bpf.DatapathMapPortCounts: pt.counts,
 		bpf.DatapathMapFlows: pt.flows.m, bpf.DatapathMapFlowCounts: pt.flows.counts, bpf.DatapathMapFlowClock: pt.flows.clock,
 		bpf.DatapathMapLldpFrames: pt.lldp.m,
@@ -117,6 +119,15 @@ func (pt *ProgramTester) Run(frame []byte) (Parsed, error) {
 		return p, fmt.Errorf("one frame made %d flows", n)
 	}
 	return p, nil
+}
+
+// Counted is what the program has counted in so far: frames and bytes.
+func (pt *ProgramTester) Counted() (frames, bytes uint64, err error) {
+	c, err := readPortCounts(pt.counts, []*port{{}})
+	if err != nil {
+		return 0, 0, err
+	}
+	return c[0].RxPackets, c[0].RxBytes, nil
 }
 
 // Copied is the next LLDP frame the program copied for forwarderd,

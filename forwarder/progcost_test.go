@@ -3,6 +3,7 @@ package forwarder_test
 import (
 	"testing"
 
+	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/forwarder"
 	"github.com/ncpos/ncpos/forwarder/bpf"
 	"github.com/ncpos/ncpos/internal/frames"
@@ -33,13 +34,15 @@ func BenchmarkPortPrograms(b *testing.B) {
 		name      string
 		prog      string
 		noCapture bool
+		mtu       int // jumbo: the frame's length is asked of the kernel
 	}{
-		{"forward", bpf.DatapathProgPortForward, false},
-		{"forward-no-hook", bpf.DatapathProgPortForward, true},
-		{"service", bpf.DatapathProgPortService, false},
+		{"forward", bpf.DatapathProgPortForward, false, config.DefaultMTU},
+		{"forward-jumbo", bpf.DatapathProgPortForward, false, 9000},
+		{"forward-no-hook", bpf.DatapathProgPortForward, true, config.DefaultMTU},
+		{"service", bpf.DatapathProgPortService, false, config.DefaultMTU},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			pt, err := forwarder.NewProgramTesterOf(c.prog, c.noCapture)
+			pt, err := forwarder.NewProgramTesterOf(c.prog, c.noCapture, c.mtu)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -2,10 +2,13 @@ package forwarder_test
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/forwarder"
+	"github.com/ncpos/ncpos/forwarder/bpf"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/internal/testenv"
 )
@@ -19,13 +22,24 @@ func requireRoot(t testing.TB) {
 // BPF_PROG_RUN) and ParseFrame on the same frames, valid, broken and
 // mutated, and wants the same malformations and the same flow key, so that
 // both engines count alike.
+//
+// It runs at the default MTU, where the program takes the first buffer's
+// length for the frame's, and at a jumbo MTU, where it asks the kernel.
 func TestBPFParserMatchesGo(t *testing.T) {
 	requireRoot(t)
-	pt, err := forwarder.NewProgramTester()
-	if err != nil {
-		t.Fatal(err)
+	for _, mtu := range []int{config.DefaultMTU, 9000} {
+		t.Run(fmt.Sprintf("mtu-%d", mtu), func(t *testing.T) {
+			pt, err := forwarder.NewProgramTesterOf(bpf.DatapathProgPortService, false, mtu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pt.Close()
+			parserMatchesGo(t, pt)
+		})
 	}
-	defer pt.Close()
+}
+
+func parserMatchesGo(t *testing.T, pt *forwarder.ProgramTester) {
 	frames := append(seedFrames(), mutate(seedFrames(), 3000)...)
 	var keyed, malformed int
 	defer func() {
@@ -50,6 +64,49 @@ func TestBPFParserMatchesGo(t *testing.T) {
 			t.Errorf("frame %d %x:\n BPF %v key=%v %+v flags=%#x\n  Go %v key=%v %+v flags=%#x", i, f,
 				reasons(got.Malformed), got.HasKey, got.Key, got.TCPFlags,
 				reasons(want.Malformed), want.HasKey, want.Key, want.TCPFlags)
+		}
+	}
+}
+
+// TestBPFSplitFrame: a frame that arrives in several buffers is counted
+// whole and is not malformed, whether the port's MTU made the program ask
+// the kernel for the frame's length (jumbo) or take the first buffer's
+// (the default MTU, where a driver that splits a frame all the same makes
+// the program ask when a length check fails).
+func TestBPFSplitFrame(t *testing.T) {
+	requireRoot(t)
+	split := frames.UDPFrame(6000, 1, 2) // more than a page: BPF_PROG_RUN splits it
+	short := frames.UDPFrame(6000, 1, 2)
+	short[14+3] -= 0x10 // IPv4 total length 16 bytes short: padding, not malformed
+	long := frames.UDPFrame(6000, 1, 2)
+	long[14+3] += 0x10 // 16 bytes past the frame: malformed
+	for _, mtu := range []int{config.DefaultMTU, 9000} {
+		for _, c := range []struct {
+			name      string
+			frame     []byte
+			malformed bool
+		}{{"whole", split, false}, {"padded", short, false}, {"too-long", long, true}} {
+			t.Run(fmt.Sprintf("mtu-%d/%s", mtu, c.name), func(t *testing.T) {
+				pt, err := forwarder.NewProgramTesterOf(bpf.DatapathProgPortForward, false, mtu)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer pt.Close()
+				p, err := pt.Run(c.frame)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := p.Malformed != 0; got != c.malformed {
+					t.Errorf("malformed %v (%v), want %v", got, reasons(p.Malformed), c.malformed)
+				}
+				n, b, err := pt.Counted()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n != 1 || b != uint64(len(c.frame)) {
+					t.Errorf("counted %d frames, %d bytes; want 1 frame, %d bytes", n, b, len(c.frame))
+				}
+			})
 		}
 	}
 }

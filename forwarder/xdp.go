@@ -9,6 +9,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
+	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/forwarder/bpf"
 )
 
@@ -73,12 +74,17 @@ func newSharedMap(spec *ebpf.CollectionSpec, name string, maxEntries uint32) (*e
 }
 
 // loadPortProgram loads one instance of the named program for port slot
-// index, using the given shared maps, with the capture hook unless
-// noCapture.
-func loadPortProgram(spec *ebpf.CollectionSpec, name string, index int, maps map[string]*ebpf.Map, noCapture bool) (*ebpf.Program, error) {
+// index of a segment with the given MTU, using the given shared maps, with
+// the capture hook unless noCapture.
+func loadPortProgram(spec *ebpf.CollectionSpec, name string, index, mtu int, maps map[string]*ebpf.Map, noCapture bool) (*ebpf.Program, error) {
 	return loadProgramWith(spec, name, maps, func(s *ebpf.CollectionSpec) error {
 		if err := s.Variables[bpf.DatapathVarPortIndex].Set(uint32(index)); err != nil {
 			return fmt.Errorf("forwarder: setting port_index: %w", err)
+		}
+		if oneBuffer(mtu) {
+			if err := s.Variables[bpf.DatapathVarOneBuffer].Set(uint32(1)); err != nil {
+				return fmt.Errorf("forwarder: setting one_buffer: %w", err)
+			}
 		}
 		if noCapture {
 			if err := s.Variables[bpf.DatapathVarCaptureSupport].Set(uint32(0)); err != nil {
@@ -88,6 +94,13 @@ func loadPortProgram(spec *ebpf.CollectionSpec, name string, index int, maps map
 		return nil
 	})
 }
+
+// oneBuffer says whether a port of this MTU receives every frame in one
+// buffer, so that its program can take the first buffer's length for the
+// frame's and save a helper call per frame (port.c): drivers size their
+// receive buffers for the MTU and split only frames longer than a page
+// can hold, and the default MTU's are far from that.
+func oneBuffer(mtu int) bool { return mtu > 0 && mtu <= config.DefaultMTU }
 
 // loadProgram loads the named program over the given shared maps.
 func loadProgram(spec *ebpf.CollectionSpec, name string, maps map[string]*ebpf.Map) (*ebpf.Program, error) {
@@ -229,7 +242,7 @@ func (e *xdpEngine) attachPair(a, b *port, opts *Options) (err error) {
 	pair := []*port{a, b}
 	zero := make([]bpf.DatapathPortStats, ebpf.MustPossibleCPU())
 	for _, p := range pair {
-		prog, err := loadPortProgram(e.spec, e.progName, p.slot, e.maps, opts.NoCapture)
+		prog, err := loadPortProgram(e.spec, e.progName, p.slot, p.segment.MTU, e.maps, opts.NoCapture)
 		if err != nil {
 			return err
 		}

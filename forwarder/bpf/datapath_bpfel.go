@@ -123,6 +123,7 @@ const (
 	DatapathVarCaptureSnaplen   = "capture_snaplen"
 	DatapathVarCaptureSupport   = "capture_support"
 	DatapathVarLldpLastNs       = "lldp_last_ns"
+	DatapathVarOneBuffer        = "one_buffer"
 	DatapathVarPortIndex        = "port_index"
 )
 
@@ -205,6 +206,7 @@ type DatapathVariableSpecs struct {
 	CaptureSnaplen   *ebpf.VariableSpec `ebpf:"capture_snaplen"`
 	CaptureSupport   *ebpf.VariableSpec `ebpf:"capture_support"`
 	LldpLastNs       *ebpf.VariableSpec `ebpf:"lldp_last_ns"`
+	OneBuffer        *ebpf.VariableSpec `ebpf:"one_buffer"`
 	PortIndex        *ebpf.VariableSpec `ebpf:"port_index"`
 }
 
@@ -274,6 +276,7 @@ type DatapathVariables struct {
 	CaptureSnaplen   *ebpf.Variable `ebpf:"capture_snaplen"`
 	CaptureSupport   *ebpf.Variable `ebpf:"capture_support"`
 	LldpLastNs       *ebpf.Variable `ebpf:"lldp_last_ns"`
+	OneBuffer        *ebpf.Variable `ebpf:"one_buffer"`
 	PortIndex        *ebpf.Variable `ebpf:"port_index"`
 }
 
