@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/ncpos/ncpos/bench"
 )
 
 func TestOverloadPoint(t *testing.T) {
@@ -91,6 +93,29 @@ func TestBenchOptionsWants(t *testing.T) {
 		want := s == SetupAFXDP || s == SetupOverload
 		if some.Wants(s) != want {
 			t.Errorf("-only afxdp,overload: Wants(%q) = %v", s, !want)
+		}
+	}
+}
+
+// TestReportRFC2544Agreement: the search is compared with the bench's
+// capacity, unless it stopped at a bound below that capacity.
+func TestReportRFC2544Agreement(t *testing.T) {
+	for _, c := range []struct {
+		got, max float64
+		want     string
+	}{
+		{4.2e6, 4.5e6, "the two methods agree within 5 % (-4.5 %)"},
+		{3.9e6, 4.5e6, "the two methods do NOT agree within 5 % (-11.4 %)"},
+		{1.488e6, 1.488095e6, "the two methods not compared: the search went no higher than 1.49 Mpps, its bound"},
+		{1.2e6, 1.488095e6, "the two methods do NOT agree within 5 % (-72.7 %)"},
+	} {
+		r := &BenchReport{CPUs: 2, Rounds: 1, Rows: []BenchRow{{Setup: SetupXDPForward, Size: 64, PPS: 4.4e6, Sink: SinkXDP}},
+			RFC2544: &RFC2544Figure{Size: 64, LineBPS: 10e9, MaxPPS: c.max, Searches: []float64{c.got},
+				Result: &bench.SizeResult{ThroughputPPS: c.got}}}
+		var b bytes.Buffer
+		r.Print(&b)
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("search %.0f of at most %.0f: report lacks %q:\n%s", c.got, c.max, c.want, b.String())
 		}
 	}
 }

@@ -94,12 +94,16 @@ func (r *BenchReport) printSelfTest(w io.Writer) {
 		capacity := r.find(SetupXDPForward, f.Size)
 		got := f.Result.ThroughputPPS
 		agree := "not measured"
-		if capacity > 0 && got > 0 {
-			if d := 100 * (got/capacity - 1); d >= -5 && d <= 5 {
-				agree = fmt.Sprintf("agree within 5 %% (%+.1f %%)", d)
-			} else {
-				agree = fmt.Sprintf("do NOT agree within 5 %% (%+.1f %%)", d)
-			}
+		switch d := 100 * (got/capacity - 1); {
+		case capacity <= 0 || got <= 0:
+		case f.MaxPPS < 0.95*capacity && got >= 0.99*f.MaxPPS:
+			// Without the ceiling's row the search stops at 1 GbE's
+			// line rate: it found the path at least that fast.
+			agree = fmt.Sprintf("not compared: the search went no higher than %.2f Mpps, its bound (the ceiling's row sets it)", f.MaxPPS/1e6)
+		case d >= -5 && d <= 5:
+			agree = fmt.Sprintf("agree within 5 %% (%+.1f %%)", d)
+		default:
+			agree = fmt.Sprintf("do NOT agree within 5 %% (%+.1f %%)", d)
 		}
 		limited := ""
 		if f.Result.GeneratorLimited {
