@@ -42,8 +42,9 @@
 //
 // The whole frame's length takes a helper call (bpf_xdp_get_buff_len), 6
 // of the 13 ns per frame that port_forward costs beyond a bare redirect.
-// A port whose MTU is at most the default (1522, one_buffer) takes the
-// first buffer's length instead: drivers size their receive buffers for
+// A forward or afxdp port whose MTU is at most the default (1522,
+// one_buffer; forwarderd says why not service) takes the first buffer's
+// length instead: drivers size their receive buffers for
 // the MTU, and split only frames longer than a page can hold, so there
 // the first buffer is the frame. Should a
 // driver split one all the same, a length check that fails asks the
