@@ -40,9 +40,10 @@ type Monitor struct {
 	cfg    *config.Config // set by SetConfig; nil: Config
 	stepMu sync.Mutex     // one Step at a time
 	st     monitorState   // guarded by stepMu
-	mu     sync.Mutex     // guards last and lastAt
+	mu     sync.Mutex     // guards last, lastAt and doneAt
 	last   sample
-	lastAt time.Time
+	lastAt time.Time // when the last snapshot's step began: its time
+	doneAt time.Time // when it ended
 }
 
 // sample is what one step leaves for the handlers: the snapshot the API
@@ -124,9 +125,17 @@ func (m *Monitor) Run(ctx context.Context) {
 }
 
 // Latest returns the latest snapshot, stepping first when there is none
-// or it is older than the interval (without Run, e.g. in tests). Requests
-// that arrive together share one step, and a client that hangs up does
-// not leave a snapshot of failed reads behind.
+// or it is older than the interval (without Run, e.g. in tests), and a
+// client that hangs up does not leave a snapshot of failed reads behind.
+//
+// A request that finds a step under way (Run's, or another request's)
+// gets the snapshot there is rather than wait for the step. On a box so
+// busy that a step takes longer than the interval, every snapshot would
+// be stale by the time it was kept: each request waited for the step
+// under way and then took one of its own, and a client that waits a few
+// seconds (an update's first look at the box) was never answered. For
+// the same reason a snapshot is fresh for an interval after its step
+// ended, not began.
 func (m *Monitor) Latest(ctx context.Context) *api.Snapshot {
 	return m.latest(ctx).snap
 }
@@ -136,7 +145,12 @@ func (m *Monitor) latest(ctx context.Context) sample {
 	if s, ok := m.fresh(); ok {
 		return s
 	}
-	m.stepMu.Lock()
+	if !m.stepMu.TryLock() {
+		if s, ok := m.kept(); ok {
+			return s
+		}
+		m.stepMu.Lock() // the first snapshot: wait for it
+	}
 	defer m.stepMu.Unlock()
 	if s, ok := m.fresh(); ok {
 		return s
@@ -147,10 +161,17 @@ func (m *Monitor) latest(ctx context.Context) sample {
 func (m *Monitor) fresh() (sample, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.last.snap == nil || m.now().Sub(m.lastAt) >= m.interval() {
+	if m.last.snap == nil || m.now().Sub(m.doneAt) >= m.interval() {
 		return sample{}, false
 	}
 	return m.last, true
+}
+
+// kept is the latest snapshot, however old.
+func (m *Monitor) kept() (sample, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last, m.last.snap != nil
 }
 
 // LastStep is when the latest snapshot was taken (zero before the first).
@@ -268,8 +289,9 @@ func (m *Monitor) step(ctx context.Context) sample {
 	m.observeLastGood(now, snap)
 
 	s := sample{snap: snap, cpu: cpu}
+	done := m.now()
 	m.mu.Lock()
-	m.last, m.lastAt = s, now
+	m.last, m.lastAt, m.doneAt = s, now, done
 	m.mu.Unlock()
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,5 +159,51 @@ func TestSelfTestInAPI(t *testing.T) {
 	f.getJSON("/api/v1/status", &s)
 	if s.SelfTest != nil || !strings.Contains(strings.Join(s.Errors, ";"), "self-test report") {
 		t.Fatalf("broken report: self-test %+v, errors %v", s.SelfTest, s.Errors)
+	}
+}
+
+// TestLatestDuringSlowStep: on a box so busy that a step takes longer
+// than the interval, a request still gets a snapshot at once. One that
+// finds a step under way gets the snapshot there is, and a snapshot is
+// fresh for an interval after its step ended, so that a request right
+// after a long step does not take another.
+func TestLatestDuringSlowStep(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	t0 := f.clock()
+	var mu sync.Mutex
+	long := true // the step's first reading of the clock is its start, later ones 5 s on
+	f.mon.Now = func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		if long {
+			long = false
+			return t0
+		}
+		return t0.Add(5 * time.Second)
+	}
+	first := f.mon.Step(context.Background())
+	if !first.Time.Equal(t0) {
+		t.Fatalf("snapshot of %v, want %v", first.Time, t0)
+	}
+	if got := f.mon.Latest(context.Background()); got != first {
+		t.Errorf("right after a step of 5 s, Latest took another (snapshot of %v)", got.Time)
+	}
+
+	// 5 s later still, with a step under way: the kept snapshot, at once.
+	f.mon.Now = func() time.Time { return t0.Add(10 * time.Second) }
+	f.mon.stepMu.Lock()
+	got := make(chan *api.Snapshot, 1)
+	go func() { got <- f.mon.Latest(context.Background()) }()
+	select {
+	case s := <-got:
+		if s != first {
+			t.Errorf("Latest during a step: snapshot of %v, want the kept one of %v", s.Time, first.Time)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("Latest waited for the step under way")
+	}
+	f.mon.stepMu.Unlock()
+	if s := f.mon.Latest(context.Background()); s == first || !s.Time.Equal(t0.Add(10*time.Second)) {
+		t.Errorf("with no step under way, a stale snapshot was not taken again (%v)", s.Time)
 	}
 }
