@@ -167,6 +167,28 @@ func (m *Monitor) fresh() (sample, bool) {
 	return m.last, true
 }
 
+// After returns a snapshot kept at t or later, stepping if there is
+// none. An event a step raises is in the snapshot that step keeps, which
+// After waits for: a notification of the event is made from it (Latest
+// would give the one kept before, while the step runs).
+func (m *Monitor) After(ctx context.Context, t time.Time) *api.Snapshot {
+	if s, ok := m.keptSince(t); ok {
+		return s.snap
+	}
+	m.stepMu.Lock()
+	defer m.stepMu.Unlock()
+	if s, ok := m.keptSince(t); ok {
+		return s.snap
+	}
+	return m.step(context.WithoutCancel(ctx)).snap
+}
+
+func (m *Monitor) keptSince(t time.Time) (sample, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last, m.last.snap != nil && !m.doneAt.Before(t)
+}
+
 // kept is the latest snapshot, however old.
 func (m *Monitor) kept() (sample, bool) {
 	m.mu.Lock()

@@ -207,3 +207,40 @@ func TestLatestDuringSlowStep(t *testing.T) {
 		t.Errorf("with no step under way, a stale snapshot was not taken again (%v)", s.Time)
 	}
 }
+
+// TestAfterWaitsForTheEventsStep: a notification made from After(t) sees
+// the snapshot of the step that raised its event at t, not the one kept
+// before that step, which Latest gives while the step runs.
+func TestAfterWaitsForTheEventsStep(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	t0 := f.clock()
+	first := f.mon.Step(context.Background())
+	if got := f.mon.After(context.Background(), t0); got != first {
+		t.Fatalf("After(the kept snapshot's time): snapshot of %v, want the kept one", got.Time)
+	}
+
+	// A step under way raises an event at t1.
+	t1 := t0.Add(3 * time.Second)
+	f.mon.Now = func() time.Time { return t1 }
+	f.mon.stepMu.Lock()
+	got := make(chan *api.Snapshot, 1)
+	go func() { got <- f.mon.After(context.Background(), t1) }()
+	if s := f.mon.Latest(context.Background()); s != first {
+		t.Errorf("Latest during the step: snapshot of %v, want the kept one", s.Time)
+	}
+	select {
+	case s := <-got:
+		t.Fatalf("After returned the snapshot of %v before the event's step ended", s.Time)
+	case <-time.After(200 * time.Millisecond):
+	}
+	second := f.mon.step(context.Background()).snap
+	f.mon.stepMu.Unlock()
+	select {
+	case s := <-got:
+		if s != second {
+			t.Errorf("After: snapshot of %v, want that of the event's step", s.Time)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("After did not return once the step ended")
+	}
+}

@@ -59,7 +59,7 @@ func startSNMP(ctx context.Context, cfg config.SNMP, ifname string, mon *web.Mon
 				case <-ctx.Done():
 					return
 				case e := <-queue:
-					if trap, vars, ok := web.Notification(e, mon.Latest(ctx)); ok {
+					if trap, vars, ok := web.Notification(e, mon.After(ctx, e.Time)); ok {
 						n.Notify(trap, vars)
 					}
 				}
