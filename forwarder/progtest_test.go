@@ -26,7 +26,8 @@ func requireRoot(t testing.TB) {
 // port_forward's malformations are held to ParseFrame's too, at the
 // default MTU, where it takes the first buffer's length for the frame's,
 // and at a jumbo MTU, where it asks the kernel, as service mode always
-// does.
+// does. These frames each come in one buffer; TestBPFSplitFrame covers
+// the kernel's second look at a split one.
 func TestBPFParserMatchesGo(t *testing.T) {
 	requireRoot(t)
 	for _, c := range []struct {

@@ -98,8 +98,10 @@ func (r *BenchReport) printOverloadTargets(w io.Writer) {
 		}
 		verdict := "met"
 		switch {
-		case s.Max <= 0 || ref == nil || ref.Max <= 0:
+		case s.Max <= 0:
 			verdict = "not measured"
+		case ref == nil || ref.Max <= 0:
+			verdict = "not compared: no reference curve"
 		case !s.Offered150():
 			verdict = fmt.Sprintf("not offered (%.0f %% at most)", 100*s.Offered/s.Max)
 		case !ref.Offered150():

@@ -49,7 +49,9 @@
 // the first buffer is the frame. Should a
 // driver split one all the same, a length check that fails asks the
 // helper before it calls the frame malformed, and the frame's bytes are
-// then counted whole; only a split frame that is not IP is counted short.
+// then counted whole. Such a frame that no length check asked about (not
+// IP, an IP packet that ends in the first buffer, or a check that stopped
+// before the length) is counted by its first buffer.
 //
 // Frames the peer's driver does not take when the redirect queue is
 // flushed are not counted here: a tracepoint on every flush would cost
