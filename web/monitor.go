@@ -146,7 +146,7 @@ func (m *Monitor) latest(ctx context.Context) sample {
 		return s
 	}
 	if !m.stepMu.TryLock() {
-		if s, ok := m.kept(); ok {
+		if s, ok := m.keptSince(time.Time{}); ok {
 			return s
 		}
 		m.stepMu.Lock() // the first snapshot: wait for it
@@ -183,17 +183,12 @@ func (m *Monitor) After(ctx context.Context, t time.Time) *api.Snapshot {
 	return m.step(context.WithoutCancel(ctx)).snap
 }
 
+// keptSince is the latest snapshot if it was kept at t or later (any,
+// for the zero time).
 func (m *Monitor) keptSince(t time.Time) (sample, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.last, m.last.snap != nil && !m.doneAt.Before(t)
-}
-
-// kept is the latest snapshot, however old.
-func (m *Monitor) kept() (sample, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.last, m.last.snap != nil
 }
 
 // LastStep is when the latest snapshot was taken (zero before the first).

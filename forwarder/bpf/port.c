@@ -44,14 +44,14 @@
 // of the 13 ns per frame that port_forward costs beyond a bare redirect.
 // A forward or afxdp port whose MTU is at most the default (1522,
 // one_buffer; forwarderd says why not service) takes the first buffer's
-// length instead: drivers size their receive buffers for
-// the MTU, and split only frames longer than a page can hold, so there
-// the first buffer is the frame. Should a
-// driver split one all the same, a length check that fails asks the
-// helper before it calls the frame malformed, and the frame's bytes are
-// then counted whole. Such a frame that no length check asked about (not
-// IP, an IP packet that ends in the first buffer, or a check that stopped
-// before the length) is counted by its first buffer.
+// length instead: drivers size their receive buffers for the MTU, and
+// split only frames longer than a page can hold, so there the first
+// buffer is the frame. Should a driver split one all the same, a length
+// check that fails asks the helper before it calls the frame malformed,
+// and the frame's bytes are then counted whole. Such a frame that no
+// length check asked about (not IP, an IP packet that ends in the first
+// buffer, or a check that stopped before the length) is counted by its
+// first buffer.
 //
 // Frames the peer's driver does not take when the redirect queue is
 // flushed are not counted here: a tracepoint on every flush would cost
