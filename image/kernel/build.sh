@@ -32,7 +32,7 @@ die() { log "ERROR: $*"; exit 1; }
 # --- build dependencies (Debian) -------------------------------------------
 need_pkgs=()
 [[ -f "$src_tar" ]] || need_pkgs+=(linux-source-6.12)
-for cmd in bc bison flex make gcc cpio xz; do
+for cmd in bc bison flex make gcc cpio xz zstd; do
 	command -v "$cmd" >/dev/null 2>&1 || need_pkgs+=("$cmd")
 done
 [[ -f /usr/include/libelf.h ]] || need_pkgs+=(libelf-dev)

@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 var (
@@ -50,46 +52,58 @@ func Release() string { return strings.TrimSpace(version) }
 var (
 	ikcfgStart = []byte("IKCFG_ST")
 	ikcfgEnd   = []byte("IKCFG_ED")
-	gzipMagic  = []byte{0x1f, 0x8b, 0x08}
 )
 
-// maxDecompressed bounds how much is decompressed from any candidate gzip
+// maxDecompressed bounds how much is decompressed from any candidate
 // stream (an uncompressed x86_64 kernel is a few tens of MiB).
 const maxDecompressed = 512 << 20
+
+// payloads are the compressions a bzImage's payload may have, by the
+// magic its stream starts with.
+var payloads = []struct {
+	magic      []byte
+	decompress func(b []byte, limit int64) ([]byte, error)
+}{
+	{[]byte{0x1f, 0x8b, 0x08}, gunzip},       // CONFIG_KERNEL_GZIP
+	{[]byte{0x28, 0xb5, 0x2f, 0xfd}, unzstd}, // CONFIG_KERNEL_ZSTD
+}
 
 // EmbeddedConfig extracts the kernel configuration that CONFIG_IKCONFIG
 // embeds between the "IKCFG_ST" and "IKCFG_ED" markers as a gzip stream.
 //
 // img may be an uncompressed kernel (vmlinux) or a bzImage whose payload is
-// gzip-compressed (CONFIG_KERNEL_GZIP). Like scripts/extract-ikconfig, every
-// gzip header in img is tried in turn; the first stream that decompresses
-// and contains a valid IKCONFIG blob wins.
+// compressed with gzip or zstd (CONFIG_KERNEL_GZIP, CONFIG_KERNEL_ZSTD).
+// Like scripts/extract-ikconfig, every stream header in img is tried in
+// turn; the first stream that decompresses and contains a valid IKCONFIG
+// blob wins.
 func EmbeddedConfig(img []byte) ([]byte, error) {
 	if cfg, err := findIKConfig(img); err == nil {
 		return cfg, nil
 	}
 	var lastErr error
-	for off := 0; ; {
-		i := bytes.Index(img[off:], gzipMagic)
-		if i < 0 {
-			break
+	for _, p := range payloads {
+		for off := 0; ; {
+			i := bytes.Index(img[off:], p.magic)
+			if i < 0 {
+				break
+			}
+			pos := off + i
+			off = pos + 1
+			data, err := p.decompress(img[pos:], maxDecompressed)
+			if err != nil {
+				continue // not a real stream, keep looking
+			}
+			cfg, err := findIKConfig(data)
+			if err == nil {
+				return cfg, nil
+			}
+			lastErr = err
 		}
-		pos := off + i
-		off = pos + 1
-		data, err := gunzip(img[pos:], maxDecompressed)
-		if err != nil {
-			continue // not a real gzip stream, keep looking
-		}
-		cfg, err := findIKConfig(data)
-		if err == nil {
-			return cfg, nil
-		}
-		lastErr = err
 	}
 	if lastErr != nil {
 		return nil, fmt.Errorf("kernel: no IKCONFIG found: %w", lastErr)
 	}
-	return nil, errors.New("kernel: no IKCONFIG found (no IKCFG_ST marker and no decompressible gzip stream containing one)")
+	return nil, errors.New("kernel: no IKCONFIG found (no IKCFG_ST marker and no decompressible gzip or zstd stream containing one)")
 }
 
 // findIKConfig looks for IKCFG_ST<gzip data>IKCFG_ED in data and returns the
@@ -133,6 +147,27 @@ func gunzip(b []byte, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("decompressed data exceeds %d bytes", limit)
 	}
 	if err := zr.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// unzstd decompresses the zstd frame at the start of b. What follows the
+// frame (a bzImage appends the size) ends the stream: a reader that got
+// the frame whole has found its end, so the error it then meets is not
+// the frame's.
+func unzstd(b []byte, limit int64) ([]byte, error) {
+	zr, err := zstd.NewReader(bytes.NewReader(b), zstd.WithDecoderMaxMemory(uint64(limit)), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	var out bytes.Buffer
+	n, err := io.Copy(&out, io.LimitReader(zr, limit+1))
+	if n > limit {
+		return nil, fmt.Errorf("decompressed data exceeds %d bytes", limit)
+	}
+	if err != nil && !errors.Is(err, zstd.ErrMagicMismatch) {
 		return nil, err
 	}
 	return out.Bytes(), nil

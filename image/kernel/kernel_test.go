@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // required lists options the ncpos appliance depends on; each must be
@@ -191,6 +193,16 @@ func gz(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
+func zs(t *testing.T, b []byte) []byte {
+	t.Helper()
+	zw, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zw.Close()
+	return zw.EncodeAll(b, nil)
+}
+
 func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
 func TestEmbeddedConfigSynthetic(t *testing.T) {
@@ -203,6 +215,9 @@ func TestEmbeddedConfigSynthetic(t *testing.T) {
 		gz(t, vmlinux), []byte{1, 2, 3, 4}, []byte("trailer"))
 	// A gzip stream without IKCONFIG before the real one.
 	fake2 := cat(gz(t, []byte("nothing here")), fake)
+	// The same with the payload in zstd (CONFIG_KERNEL_ZSTD).
+	fakeZstd := cat([]byte("MZ setup code..."), []byte{0x28, 0xb5, 0x2f, 0xfd, 0, 1}, []byte("more"),
+		zs(t, vmlinux), []byte{1, 2, 3, 4}, []byte("trailer"))
 
 	for _, tc := range []struct {
 		name    string
@@ -218,6 +233,8 @@ func TestEmbeddedConfigSynthetic(t *testing.T) {
 		{"start-without-end", gz(t, cat([]byte("IKCFG_ST"), gz(t, cfg))), nil, true},
 		{"corrupt-payload", cat([]byte("IKCFG_ST"), []byte("not gzip"), []byte("IKCFG_ED")), nil, true},
 		{"truncated-stream", fake[:len(fake)/2], nil, true},
+		{"zstd-payload", fakeZstd, cfg, false},
+		{"truncated-zstd-stream", fakeZstd[:len(fakeZstd)-len("trailer")-20], nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := EmbeddedConfig(tc.in)
