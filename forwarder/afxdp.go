@@ -204,15 +204,23 @@ func newAFXDPEngine(ports []*port, opts *Options, plan *forwarderapi.CorePlan) (
 			e.workers = append(e.workers, w)
 		}
 	}
-	for i, p := range ports {
-		prog, err := loadPortProgram(spec, bpf.DatapathProgPortXsk, p.slot, p.segment.MTU, e.capture.add(map[string]*ebpf.Map{
+	maps := make([]map[string]*ebpf.Map, len(ports))
+	for i := range ports {
+		maps[i] = e.capture.add(map[string]*ebpf.Map{
 			bpf.DatapathMapPortCounts: e.counts, bpf.DatapathMapXsks: e.xsks[i], bpf.DatapathMapLldpFrames: e.lldp.m,
-		}), opts.NoCapture)
+		})
+	}
+	if e.progs, err = loadPrograms(len(ports), func(i int) (*ebpf.Program, error) {
+		prog, err := loadPortProgram(spec, bpf.DatapathProgPortXsk, ports[i].slot, ports[i].segment.MTU, maps[i], opts.NoCapture)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("port %s (%s): %w", ports[i].label, ports[i].ifname, err)
 		}
-		e.progs = append(e.progs, prog)
-		l, _, err := attachXDP(prog, p.ifindex, opts.XDPMode)
+		return prog, nil
+	}); err != nil {
+		return nil, err
+	}
+	for i, p := range ports {
+		l, _, err := attachXDP(e.progs[i], p.ifindex, opts.XDPMode)
 		if err != nil {
 			return nil, fmt.Errorf("forwarder: attaching XDP to %s: %w", p.ifname, err)
 		}

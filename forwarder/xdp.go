@@ -3,6 +3,7 @@ package forwarder
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -85,6 +86,41 @@ func loadPortProgram(spec *ebpf.CollectionSpec, name string, index, mtu int, map
 		}
 		return nil
 	})
+}
+
+// loadPrograms runs n loads side by side, as many at once as there are
+// cores, and returns their programs in order, or the first failed load's
+// error with the programs that did load closed (a program the verifier
+// refuses fails on every port alike, each with its whole log). The kernel
+// verifies each port's program on its own, which is most of what
+// attaching a segment costs; a box with more than one core verifies its
+// ports' programs at once, at the cost of the verifier's memory for as
+// many programs.
+func loadPrograms(n int, load func(i int) (*ebpf.Program, error)) ([]*ebpf.Program, error) {
+	progs := make([]*ebpf.Program, n)
+	errs := make([]error, n)
+	cores := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			cores <- struct{}{}
+			defer func() { <-cores }()
+			progs[i], errs[i] = load(i)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		for _, p := range progs {
+			if p != nil {
+				p.Close()
+			}
+		}
+		return nil, err
+	}
+	return progs, nil
 }
 
 // portConstants are the constants a port program is loaded with.
@@ -228,34 +264,62 @@ func newXDPEngine(ports []*port, opts *Options) (_ *xdpEngine, err error) {
 		opts.Logf("%v", err)
 		err = nil
 	}
+	progs, err := e.loadPorts(ports, opts)
+	if err != nil {
+		return nil, err
+	}
 	for i := 0; i < len(ports); i += 2 {
-		if err := e.attachPair(ports[i], ports[i+1], opts); err != nil {
+		if err := e.attachLoaded(ports[i:i+2], progs[i:i+2], opts); err != nil {
+			for _, p := range progs[i+2:] {
+				p.Close()
+			}
 			return nil, err
 		}
 	}
 	return e, nil
 }
 
+// loadPorts loads the programs of ports side by side.
+func (e *xdpEngine) loadPorts(ports []*port, opts *Options) ([]*ebpf.Program, error) {
+	return loadPrograms(len(ports), func(i int) (*ebpf.Program, error) {
+		p := ports[i]
+		prog, err := loadPortProgram(e.spec, e.progName, p.slot, p.segment.MTU, e.maps, opts.NoCapture)
+		if err != nil {
+			return nil, fmt.Errorf("port %s (%s): %w", p.label, p.ifname, err)
+		}
+		return prog, nil
+	})
+}
+
 // attachPair attaches a segment's two ports, each with its own program
 // instance in its slot, redirecting to the other: the segment forwards
 // once both are attached. Nothing of the pair stays attached when it
 // fails. Other segments' programs and map entries are not touched.
-func (e *xdpEngine) attachPair(a, b *port, opts *Options) (err error) {
+func (e *xdpEngine) attachPair(a, b *port, opts *Options) error {
+	pair := []*port{a, b}
+	progs, err := e.loadPorts(pair, opts)
+	if err != nil {
+		return err
+	}
+	return e.attachLoaded(pair, progs, opts)
+}
+
+// attachLoaded attaches a segment's two ports with their programs, which
+// it owns from then on.
+func (e *xdpEngine) attachLoaded(pair []*port, progs []*ebpf.Program, opts *Options) (err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, e.detachPairLocked(a, b))
+			err = errors.Join(err, e.detachPairLocked(pair[0], pair[1]))
 		}
 	}()
-	pair := []*port{a, b}
+	for i, p := range pair {
+		e.progs[p.slot] = progs[i]
+	}
 	zero := make([]bpf.DatapathPortStats, ebpf.MustPossibleCPU())
 	for _, p := range pair {
-		prog, err := loadPortProgram(e.spec, e.progName, p.slot, p.segment.MTU, e.maps, opts.NoCapture)
-		if err != nil {
-			return err
-		}
-		e.progs[p.slot] = prog
+		prog := e.progs[p.slot]
 		info, err := prog.Info()
 		if err != nil {
 			return fmt.Errorf("forwarder: program of %s: %w", p.ifname, err)
