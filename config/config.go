@@ -88,6 +88,12 @@ type Forwarder struct {
 	// as the driver negotiates it; off by default, so that a neighbour's
 	// PAUSE frames pass like any other frame instead of stalling a port.
 	FlowControl bool `toml:"flow_control"`
+	// XDPMode is how the programs attach: "auto" runs each port native
+	// where its driver and its peer's redirect natively (ncpos's kernel
+	// gives the 82574L's e1000e that too), else generic; "native" refuses a
+	// port that cannot; "generic" runs every port generic, the way back
+	// from a driver that misbehaves natively.
+	XDPMode string `toml:"xdp_mode"`
 }
 
 // Segment is a pair of ports bridged to each other, optionally with a bypass

@@ -45,6 +45,7 @@ func defaults() *Config {
 			Mode:          "forward",
 			Cores:         0,
 			FlowTableSize: 1000000,
+			XDPMode:       "auto",
 		},
 		Bypass: Bypass{
 			Budget:   Duration{300 * time.Millisecond},

@@ -87,6 +87,7 @@ var settingPlans = map[string]settingPlan{
 	"forwarder.cores":           {EffectReattach, TakerForwarder, ""},
 	"forwarder.flow_table_size": {EffectReattach, TakerForwarder, ""},
 	"forwarder.flow_control":    {EffectReattach, TakerForwarder, ""},
+	"forwarder.xdp_mode":        {EffectReattach, TakerForwarder, ""},
 
 	"bypass.budget":    {EffectInPlace, TakerBypass, ""},
 	"bypass.hold_down": {EffectInPlace, TakerBypass, ""},

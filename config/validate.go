@@ -23,8 +23,9 @@ var (
 )
 
 var (
-	engines = []string{"xdp", "afxdp"}
-	modes   = []string{"forward", "service"}
+	engines  = []string{"xdp", "afxdp"}
+	modes    = []string{"forward", "service"}
+	xdpModes = []string{"auto", "native", "generic"}
 )
 
 // Limits checked by validation.
@@ -225,6 +226,9 @@ func (c *Config) validateForwarder(add addFunc, mem uint64, cpus int) {
 	}
 	if !slices.Contains(modes, f.Mode) {
 		add("forwarder.mode", "unknown mode %q, want %s", f.Mode, quoteList(modes))
+	}
+	if !slices.Contains(xdpModes, f.XDPMode) {
+		add("forwarder.xdp_mode", "unknown XDP mode %q, want %s", f.XDPMode, quoteList(xdpModes))
 	}
 	if f.Cores < 0 {
 		add("forwarder.cores", "%d is negative, want 0 (all cores but one) or a count of cores", f.Cores)

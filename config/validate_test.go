@@ -97,11 +97,12 @@ func TestValidationRules(t *testing.T) {
 			`ncpos.toml:2: watchdog.interval: "0s" is not positive, want e.g. "5s" (less than half the timeout)`}},
 		{"watchdog boot grace", "[watchdog]\nboot_grace = \"-1s\"\n" + seg, []string{
 			`ncpos.toml:2: watchdog.boot_grace: "-1s" is out of range, want between 0s and 3600s`}},
-		{"forwarder", "[forwarder]\nengine = \"dpdk\"\nmode = \"nat\"\ncores = -1\nflow_table_size = 10\n" + seg, []string{
+		{"forwarder", "[forwarder]\nengine = \"dpdk\"\nmode = \"nat\"\ncores = -1\nflow_table_size = 10\nxdp_mode = \"driver\"\n" + seg, []string{
 			`ncpos.toml:2: forwarder.engine: unknown engine "dpdk", want "xdp" or "afxdp"`,
 			`ncpos.toml:3: forwarder.mode: unknown mode "nat", want "forward" or "service"`,
 			`ncpos.toml:4: forwarder.cores: -1 is negative, want 0 (all cores but one) or a count of cores`,
-			`ncpos.toml:5: forwarder.flow_table_size: 10 is out of range, want between 1024 and 2147483648`}},
+			`ncpos.toml:5: forwarder.flow_table_size: 10 is out of range, want between 1024 and 2147483648`,
+			`ncpos.toml:6: forwarder.xdp_mode: unknown XDP mode "driver", want "auto", "native" or "generic"`}},
 		{"segment name", "[[segment]]\nname = \"Seg_1\"\nports = [\"LAN1\", \"LAN2\"]\n", []string{
 			`ncpos.toml:2: segment[0].name: "Seg_1" is not a valid segment name, want 1-15 of a-z, 0-9 and "-"`}},
 		{"segment mtu", "[[segment]]\nname = \"seg1\"\nports = [\"LAN1\", \"LAN2\"]\nmtu = 1500\n[[segment]]\nname = \"seg2\"\nports = [\"LAN3\", \"LAN4\"]\nmtu = 9216\n", nil},

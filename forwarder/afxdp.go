@@ -220,7 +220,7 @@ func newAFXDPEngine(ports []*port, opts *Options, plan *forwarderapi.CorePlan) (
 		return nil, err
 	}
 	for i, p := range ports {
-		l, _, err := attachXDP(e.progs[i], p.ifindex, opts.XDPMode)
+		l, _, _, err := attachXDP(e.progs[i], p.ifindex, opts.XDPMode)
 		if err != nil {
 			return nil, fmt.Errorf("forwarder: attaching XDP to %s: %w", p.ifname, err)
 		}

@@ -189,8 +189,8 @@ func loadProgramWith(spec *ebpf.CollectionSpec, name string, maps map[string]*eb
 
 // attachXDP attaches prog to ifindex through a BPF link in the mode asked
 // for; "auto" tries native first and falls back to generic. It returns the
-// mode that took.
-func attachXDP(prog *ebpf.Program, ifindex int, want string) (link.Link, string, error) {
+// mode that took and, when auto fell back, why native did not.
+func attachXDP(prog *ebpf.Program, ifindex int, want string) (link.Link, string, error, error) {
 	type try struct {
 		flags link.XDPAttachFlags
 		mode  string
@@ -204,13 +204,13 @@ func attachXDP(prog *ebpf.Program, ifindex int, want string) (link.Link, string,
 	case XDPAuto, "":
 		tries = []try{{link.XDPDriverMode, XDPNative}, {link.XDPGenericMode, XDPGeneric}}
 	default:
-		return nil, "", fmt.Errorf("unknown XDP mode %q, want auto, native or generic", want)
+		return nil, "", nil, fmt.Errorf("unknown XDP mode %q, want auto, native or generic", want)
 	}
 	var errs []error
 	for _, t := range tries {
 		l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: t.flags})
 		if err == nil {
-			return l, t.mode, nil
+			return l, t.mode, errors.Join(errs...), nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", t.mode, err))
 	}
@@ -218,7 +218,7 @@ func attachXDP(prog *ebpf.Program, ifindex int, want string) (link.Link, string,
 	if strings.Contains(err.Error(), "device or resource busy") {
 		err = fmt.Errorf("%w (another XDP program is attached outside ncpos; `ip link set dev IF xdp off` removes it)", err)
 	}
-	return nil, "", err
+	return nil, "", nil, err
 }
 
 func newXDPEngine(ports []*port, opts *Options) (_ *xdpEngine, err error) {
@@ -339,15 +339,18 @@ func (e *xdpEngine) attachLoaded(pair []*port, progs []*ebpf.Program, opts *Opti
 	}
 	for _, p := range pair {
 		want := p.plan
-		if p.checkPeer && opts.XDPMode != XDPNative {
-			want = XDPAuto // native on a promise: generic if the driver refuses
+		if want == XDPNative && opts.XDPMode != XDPNative {
+			// Native as the features promise; a driver may still refuse
+			// (e1000e at an MTU it cannot receive in one buffer, or a
+			// peer's promise not kept): generic then, and why.
+			want = XDPAuto
 		}
-		l, mode, err := attachXDP(e.progs[p.slot], p.ifindex, want)
+		l, mode, refused, err := attachXDP(e.progs[p.slot], p.ifindex, want)
 		if err != nil {
 			return fmt.Errorf("forwarder: attaching XDP to %s: %w", p.ifname, err)
 		}
-		if mode != p.plan && p.checkPeer {
-			p.plan, p.attachWhy, p.checkPeer = mode, "its driver refused the native attach", false
+		if mode != p.plan {
+			p.plan, p.attachWhy, p.checkPeer = mode, fmt.Sprintf("its driver refused the native attach (%v)", refused), false
 		}
 		e.links[p.slot] = l
 		e.modes[p.slot] = mode
@@ -466,7 +469,7 @@ func (e *xdpEngine) keepPromises(pair []*port, want string) error {
 				return fmt.Errorf("forwarder: detaching the native program of %s: %w", p.ifname, err)
 			}
 			delete(e.links, p.slot)
-			l, mode, err := attachXDP(e.progs[p.slot], p.ifindex, XDPGeneric)
+			l, mode, _, err := attachXDP(e.progs[p.slot], p.ifindex, XDPGeneric)
 			if err != nil {
 				return fmt.Errorf("forwarder: attaching XDP to %s: %w", p.ifname, err)
 			}

@@ -19,7 +19,7 @@
 //	-flow-table-size N override forwarder.flow_table_size
 //	-flow-idle D       idle time after which a flow expires (120s)
 //	-flow-sweep D      how often the flow table is swept (5s)
-//	-xdp-mode M        auto (native, else generic), native or generic
+//	-xdp-mode M        override forwarder.xdp_mode: auto, native or generic
 //	-interval D        heartbeat and sampling period (1s)
 //
 // POST /reconfigure reads the configuration again and takes it in place
@@ -75,7 +75,7 @@ func main() {
 		flowSize  = flag.Int("flow-table-size", 0, "override forwarder.flow_table_size")
 		flowIdle  = flag.Duration("flow-idle", forwarder.DefaultFlowIdle, "idle time after which a flow expires")
 		flowSweep = flag.Duration("flow-sweep", 5*time.Second, "how often the flow table is swept")
-		xdpMode   = flag.String("xdp-mode", forwarder.XDPAuto, "auto, native or generic")
+		xdpMode   = flag.String("xdp-mode", "", "override forwarder.xdp_mode: auto, native or generic")
 		interval  = flag.Duration("interval", time.Second, "heartbeat and sampling period")
 		mtu       = flag.Int("mtu", 0, "MTU of the -segment segments (default: config.DefaultMTU)")
 		noCapture = flag.Bool("no-capture", false, "build the port programs without the capture hook (to weigh its cost in a bench); captures are refused")
@@ -115,7 +115,10 @@ func main() {
 				opts.Segments[i].MTU = *mtu
 			}
 		}
-		opts.FlowIdle, opts.SweepInterval, opts.XDPMode, opts.Interval = *flowIdle, *flowSweep, *xdpMode, *interval
+		if *xdpMode != "" {
+			opts.XDPMode = *xdpMode
+		}
+		opts.FlowIdle, opts.SweepInterval, opts.Interval = *flowIdle, *flowSweep, *interval
 		opts.NoCapture = *noCapture
 		return opts, nil
 	}
@@ -149,6 +152,7 @@ func options(cfgPath string, segs []forwarder.Segment, ports map[string]string) 
 		Cores:         cfg.Forwarder.Cores,
 		FlowTableSize: cfg.Forwarder.FlowTableSize,
 		FlowControl:   cfg.Forwarder.FlowControl,
+		XDPMode:       cfg.Forwarder.XDPMode,
 		Segments:      segs,
 	}
 	if len(segs) == 0 {
