@@ -117,9 +117,10 @@ func newKernelStream(s *portStream) error {
 
 // probe checks that the sending port's driver transmits the kernel
 // generator's XDP frames: probe frames must show in its tx_packets
-// (e1000e, for one, has no XDP and drops them). Where they do not, an
-// AF_XDP socket sends the stream instead, and the kernel's analyzer
-// still counts it.
+// (e1000e, for one, sends them only while a native program is attached
+// to it, with ncpos's kernel, and drops them otherwise). Where they do
+// not, an AF_XDP socket sends the stream instead, and the kernel's
+// analyzer still counts it.
 func (s *portStream) probe() error {
 	k, ok := s.gen.(*kernelGenerator)
 	if !ok {

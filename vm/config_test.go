@@ -40,6 +40,8 @@ type stream struct {
 	once      sync.Once
 	wg        sync.WaitGroup
 	seen      sync.Map // sequence numbers that arrived
+	mu        sync.Mutex
+	sentAt    []time.Time // by sequence number
 }
 
 // halt stops the stream's goroutines and waits for them.
@@ -73,6 +75,9 @@ func startStream(t *testing.T, a, b cable, interval time.Duration) *stream {
 			if err := a.send(f); err != nil {
 				return // the cable closed: the test ended
 			}
+			s.mu.Lock()
+			s.sentAt = append(s.sentAt, time.Now())
+			s.mu.Unlock()
 			s.sent.Add(1)
 		}
 	}()
@@ -107,6 +112,20 @@ func (s *stream) end(settle time.Duration) (sent, got int64) {
 	time.Sleep(settle)
 	s.halt()
 	return s.sent.Load(), s.got.Load()
+}
+
+// lost says when each frame that did not arrive was sent, once the stream
+// has ended.
+func (s *stream) lost() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []time.Time
+	for seq, at := range s.sentAt {
+		if _, ok := s.seen.Load(uint32(seq)); !ok {
+			out = append(out, at)
+		}
+	}
+	return out
 }
 
 // crossesWithin sends frame from a to b every 100 ms until it arrives

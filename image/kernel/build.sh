@@ -11,6 +11,14 @@
 #   NCPOS_KERNEL_CONFIG_ONLY=1  stop after generating and checking .config
 #                               (fast; used while iterating on the fragment)
 #   NCPOS_KERNEL_JOBS       parallel make jobs (default: nproc)
+#   NCPOS_KERNEL_DEBUG=1    a development kernel: lockdep (PROVE_LOCKING),
+#                           KASAN and DEBUG_ATOMIC_SLEEP on top of the
+#                           configuration, built in its own scratch directory
+#                           (default /tmp/ncpos-kernel-debug); its bzImage
+#                           stays there and is never committed
+#
+# Patches: patches/*.patch (next to this script) are applied to the source,
+# in name order, right after it is extracted; changing one re-extracts.
 #
 # Outputs (next to this script): bzImage, config (the full .config), VERSION.
 set -euo pipefail
@@ -20,7 +28,12 @@ umask 022
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 fragment="$here/config.fragment"
-build_root="${NCPOS_KERNEL_BUILD_DIR:-/tmp/ncpos-kernel-build}"
+debug="${NCPOS_KERNEL_DEBUG:-0}"
+if [[ "$debug" == 1 ]]; then
+	build_root="${NCPOS_KERNEL_BUILD_DIR:-/tmp/ncpos-kernel-debug}"
+else
+	build_root="${NCPOS_KERNEL_BUILD_DIR:-/tmp/ncpos-kernel-build}"
+fi
 src_tar="${NCPOS_KERNEL_SRC:-/usr/src/linux-source-6.12.tar.xz}"
 jobs="${NCPOS_KERNEL_JOBS:-$(nproc)}"
 
@@ -62,14 +75,28 @@ if [[ -z "${NCPOS_KERNEL_SRC:-}" ]]; then
 	[[ "$have_src" == "$want_src" ]] || log "WARNING: linux-source-6.12 is ${have_src:-not installed}, COPYING.md names $want_src: update it with the new bzImage"
 fi
 
-# --- extract ------------------------------------------------------------------
+# --- extract and patch ---------------------------------------------------------
+patches=()
+for p in "$here"/patches/*.patch; do
+	[[ -f "$p" ]] && patches+=("$p")
+done
+command -v patch >/dev/null 2>&1 || die "patch(1) is missing (apt-get install patch)"
 src_id="$(stat -c '%s-%Y' "$src_tar") $(basename "$src_tar")"
+if ((${#patches[@]})); then
+	src_id="$src_id patches $(cat "${patches[@]}" | sha256sum | cut -d' ' -f1)"
+fi
 stamp="$build_root/.ncpos-src-stamp"
 if [[ "${NCPOS_KERNEL_FRESH:-0}" == 1 ]] || [[ ! -f "$stamp" ]] || [[ "$(cat "$stamp")" != "$src_id" ]]; then
 	log "extracting $src_tar into $build_root"
 	rm -rf "$build_root"
 	mkdir -p "$build_root"
 	tar -C "$build_root" -xJf "$src_tar"
+	srcdir="$(find "$build_root" -mindepth 1 -maxdepth 1 -type d -name 'linux-source-*' | head -n1)"
+	[[ -n "$srcdir" && -f "$srcdir/Makefile" ]] || die "no kernel source found in $build_root"
+	for p in "${patches[@]}"; do
+		log "applying $(basename "$p")"
+		patch -d "$srcdir" -p1 --forward --batch --quiet <"$p" || die "$(basename "$p") does not apply to $src_tar"
+	done
 	echo "$src_id" >"$stamp"
 else
 	log "reusing extracted source in $build_root (NCPOS_KERNEL_FRESH=1 to re-extract)"
@@ -119,6 +146,16 @@ if ((${#bad[@]})); then
 fi
 log "all $(grep -cE '^(CONFIG_|# CONFIG_.* is not set$)' "$fragment") fragment options verified"
 
+if [[ "$debug" == 1 ]]; then
+	debug_opts=(DEBUG_ATOMIC_SLEEP PROVE_LOCKING KASAN KASAN_GENERIC KASAN_OUTLINE DEBUG_LIST)
+	log "development kernel: turning on ${debug_opts[*]}"
+	for o in "${debug_opts[@]}"; do scripts/config --file .config -e "$o"; done
+	mk -s olddefconfig
+	for o in "${debug_opts[@]}"; do
+		grep -qx "CONFIG_$o=y" .config || die "CONFIG_$o did not stick in the development kernel's configuration"
+	done
+fi
+
 if [[ "${NCPOS_KERNEL_CONFIG_ONLY:-0}" == 1 ]]; then
 	log "NCPOS_KERNEL_CONFIG_ONLY=1: stopping after configuration ($srcdir/.config)"
 	exit 0
@@ -133,6 +170,10 @@ log "bzImage built in $((end - start))s"
 # only valid after the build: setlocalversion reads include/config/auto.conf
 release="$(mk -s kernelrelease)"
 
+if [[ "$debug" == 1 ]]; then
+	log "development kernel: $srcdir/arch/x86/boot/bzImage ($(stat -c %s arch/x86/boot/bzImage) bytes); copy it over image/kernel/bzImage to run tests on it, and restore that file after"
+	exit 0
+fi
 install -m 0644 arch/x86/boot/bzImage "$here/bzImage"
 install -m 0644 .config "$here/config"
 echo "$release" >"$here/VERSION"
