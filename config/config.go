@@ -90,9 +90,10 @@ type Forwarder struct {
 	FlowControl bool `toml:"flow_control"`
 	// XDPMode is how the programs attach: "auto" runs each port native
 	// where its driver and its peer's redirect natively (ncpos's kernel
-	// gives the 82574L's e1000e that too), else generic; "native" refuses a
-	// port that cannot; "generic" runs every port generic, the way back
-	// from a driver that misbehaves natively.
+	// gives the 82574L's e1000e that too), else generic; "native" wants
+	// every port native, and bridges no segment while one cannot (each
+	// says why); "generic" runs every port generic, the way back from a
+	// driver that misbehaves natively.
 	XDPMode string `toml:"xdp_mode"`
 }
 

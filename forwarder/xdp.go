@@ -349,8 +349,10 @@ func (e *xdpEngine) attachLoaded(pair []*port, progs []*ebpf.Program, opts *Opti
 		if err != nil {
 			return fmt.Errorf("forwarder: attaching XDP to %s: %w", p.ifname, err)
 		}
-		if mode != p.plan {
-			p.plan, p.attachWhy, p.checkPeer = mode, fmt.Sprintf("its driver refused the native attach (%v)", refused), false
+		if p.plan == XDPNative && mode != XDPNative {
+			// The kernel keeps the driver's own words from a BPF
+			// link's attach; the MTU is what drivers refuse most.
+			p.plan, p.attachWhy, p.checkPeer = mode, fmt.Sprintf("its driver refused the native attach at MTU %d (%v)", p.segment.MTU, refused), false
 		}
 		e.links[p.slot] = l
 		e.modes[p.slot] = mode

@@ -105,10 +105,10 @@ type attachPlan struct {
 
 // planAttach chooses each port's attach mode from the features of it and
 // its peer. A native program redirects through the peer driver's XDP
-// transmit: into a driver without one (e1000e, many onboard NICs), every
-// frame would be dropped, so such a direction runs generic. Frames longer
-// than one buffer need multi-buffer support on receive and on the peer's
-// transmit. want is the configured mode: auto chooses; native refuses a
+// transmit: into a driver without one (upstream e1000e, many onboard
+// NICs), every frame would be dropped, so such a direction runs generic.
+// Frames longer than one buffer need multi-buffer support on receive and
+// on the peer's transmit. want is the configured mode: auto chooses; native refuses a
 // port that cannot run natively, with the reason; generic is generic.
 // trustPeer allows a plan on the peer's promise (see checkPeer): only
 // when the peer is itself to run native, as a driver attached generic

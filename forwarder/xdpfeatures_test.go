@@ -10,7 +10,7 @@ func TestPlanAttach(t *testing.T) {
 		// ixgbe and i40e as they read with their programs attached.
 		ixgbe  = XDPBasic | XDPRedirect | XDPNdoXmit | XDPZeroCopy
 		i40e   = ixgbe | XDPRxSG | XDPNdoXmitSG
-		e1000e = XDPFeatures(0) // no native XDP at all
+		e1000e = XDPFeatures(0) // upstream e1000e: no native XDP at all
 		// igb before its program is attached: its XDP transmit rings,
 		// and the ndo-xmit flag, come with the program.
 		igb = XDPBasic | XDPRedirect

@@ -16,9 +16,10 @@ import (
 )
 
 // TestMixedSegment pairs a port whose peer cannot transmit redirected
-// frames (a veth whose far end has neither an XDP program nor GRO, as an
-// e1000e has no XDP transmit) with one that can: the forwarder runs the
-// direction into it generic, says why, and every frame crosses both ways.
+// frames (a veth whose far end has neither an XDP program nor GRO, as
+// upstream e1000e has no XDP transmit) with one that can: the forwarder
+// runs the direction into it generic, says why, and every frame crosses
+// both ways.
 func TestMixedSegment(t *testing.T) {
 	l := newLab(t, 1, 1)
 	sinks := attachSinks(t, l, false)

@@ -41,7 +41,7 @@ type stream struct {
 	wg        sync.WaitGroup
 	seen      sync.Map // sequence numbers that arrived
 	mu        sync.Mutex
-	sentAt    []time.Time // by sequence number
+	sentAt    map[uint32]time.Time // by sequence number
 }
 
 // halt stops the stream's goroutines and waits for them.
@@ -53,7 +53,7 @@ func (s *stream) halt() {
 // startStream sends a 128-byte frame every interval from a to b until
 // stop, and counts the frames of this stream that b's cable carries.
 func startStream(t *testing.T, a, b cable, interval time.Duration) *stream {
-	s := &stream{stop: make(chan struct{})}
+	s := &stream{stop: make(chan struct{}), sentAt: map[uint32]time.Time{}}
 	t.Cleanup(s.halt)
 	drain(b.conn)
 	s.wg.Add(2)
@@ -76,7 +76,7 @@ func startStream(t *testing.T, a, b cable, interval time.Duration) *stream {
 				return // the cable closed: the test ended
 			}
 			s.mu.Lock()
-			s.sentAt = append(s.sentAt, time.Now())
+			s.sentAt[seq] = time.Now()
 			s.mu.Unlock()
 			s.sent.Add(1)
 		}
@@ -121,7 +121,7 @@ func (s *stream) lost() []time.Time {
 	defer s.mu.Unlock()
 	var out []time.Time
 	for seq, at := range s.sentAt {
-		if _, ok := s.seen.Load(uint32(seq)); !ok {
+		if _, ok := s.seen.Load(seq); !ok {
 			out = append(out, at)
 		}
 	}

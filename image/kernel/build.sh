@@ -12,10 +12,10 @@
 #                               (fast; used while iterating on the fragment)
 #   NCPOS_KERNEL_JOBS       parallel make jobs (default: nproc)
 #   NCPOS_KERNEL_DEBUG=1    a development kernel: lockdep (PROVE_LOCKING),
-#                           KASAN and DEBUG_ATOMIC_SLEEP on top of the
-#                           configuration, built in its own scratch directory
-#                           (default /tmp/ncpos-kernel-debug); its bzImage
-#                           stays there and is never committed
+#                           KASAN, DEBUG_ATOMIC_SLEEP and DEBUG_LIST on top of
+#                           the configuration (WERROR off), built in its own
+#                           scratch directory (default /tmp/ncpos-kernel-debug);
+#                           its bzImage stays there and is never committed
 #
 # Patches: patches/*.patch (next to this script) are applied to the source,
 # in name order, right after it is extracted; changing one re-extracts.
@@ -45,7 +45,7 @@ die() { log "ERROR: $*"; exit 1; }
 # --- build dependencies (Debian) -------------------------------------------
 need_pkgs=()
 [[ -f "$src_tar" ]] || need_pkgs+=(linux-source-6.12)
-for cmd in bc bison flex make gcc cpio xz zstd; do
+for cmd in bc bison flex make gcc cpio xz zstd patch; do
 	command -v "$cmd" >/dev/null 2>&1 || need_pkgs+=("$cmd")
 done
 [[ -f /usr/include/libelf.h ]] || need_pkgs+=(libelf-dev)
@@ -80,10 +80,10 @@ patches=()
 for p in "$here"/patches/*.patch; do
 	[[ -f "$p" ]] && patches+=("$p")
 done
-command -v patch >/dev/null 2>&1 || die "patch(1) is missing (apt-get install patch)"
-src_id="$(stat -c '%s-%Y' "$src_tar") $(basename "$src_tar")"
+src_id="$(stat -c '%s-%Y' "$src_tar") $(basename "$src_tar") debug=$debug"
 if ((${#patches[@]})); then
-	src_id="$src_id patches $(cat "${patches[@]}" | sha256sum | cut -d' ' -f1)"
+	# names and contents: a patch renamed or reordered re-extracts too
+	src_id="$src_id patches $(cd "$here/patches" && sha256sum -- *.patch | sha256sum | cut -d' ' -f1)"
 fi
 stamp="$build_root/.ncpos-src-stamp"
 if [[ "${NCPOS_KERNEL_FRESH:-0}" == 1 ]] || [[ ! -f "$stamp" ]] || [[ "$(cat "$stamp")" != "$src_id" ]]; then
@@ -150,6 +150,8 @@ if [[ "$debug" == 1 ]]; then
 	debug_opts=(DEBUG_ATOMIC_SLEEP PROVE_LOCKING KASAN KASAN_GENERIC KASAN_OUTLINE DEBUG_LIST)
 	log "development kernel: turning on ${debug_opts[*]}"
 	for o in "${debug_opts[@]}"; do scripts/config --file .config -e "$o"; done
+	# KASAN's instrumentation grows stack frames past FRAME_WARN
+	scripts/config --file .config -d WERROR
 	mk -s olddefconfig
 	for o in "${debug_opts[@]}"; do
 		grep -qx "CONFIG_$o=y" .config || die "CONFIG_$o did not stick in the development kernel's configuration"
