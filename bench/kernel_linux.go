@@ -142,13 +142,20 @@ func (s *portStream) probe() error {
 	if err != nil {
 		return err
 	}
-	time.Sleep(10 * time.Millisecond)
-	tx, err := s.txPackets()
-	if err != nil {
-		return err
-	}
-	if sent.Frames >= probe && tx-tx0 >= probe {
-		return nil
+	// A driver may count its transmits later than it takes them (a
+	// veth counts them when its peer's NAPI has run): wait for them, up
+	// to half a second on a loaded machine.
+	var tx uint64
+	for deadline := time.Now().Add(500 * time.Millisecond); ; time.Sleep(10 * time.Millisecond) {
+		if tx, err = s.txPackets(); err != nil {
+			return err
+		}
+		if sent.Frames >= probe && tx-tx0 >= probe {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			break
+		}
 	}
 	s.gen.close()
 	s.gen = nil
