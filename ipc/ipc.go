@@ -89,15 +89,19 @@ func Handler(report Reporter, status func() any, metrics http.Handler) *http.Ser
 // WriteJSON writes v as indented JSON.
 func WriteJSON(w http.ResponseWriter, v any) { WriteJSONCode(w, http.StatusOK, v) }
 
-// WriteJSONCode answers v as indented JSON with status code.
+// WriteJSONCode answers v as indented JSON with status code. v is
+// encoded before anything is written, so that a value that cannot be
+// encoded is answered with a 500 that says why; an error writing the
+// answer (the client gone) has no one left to tell.
 func WriteJSONCode(w http.ResponseWriter, code int, v any) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		http.Error(w, "encoding the answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-	}
+	w.Write(append(b, '\n'))
 }
 
 // Serve serves h on the named daemon's socket until ctx is done.

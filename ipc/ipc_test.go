@@ -3,6 +3,9 @@ package ipc
 import (
 	"context"
 	"errors"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -76,5 +79,20 @@ func TestClientMissingDaemon(t *testing.T) {
 	var nl *NotLiveError
 	if errors.As(err, &nl) {
 		t.Fatal("a missing daemon is reported as answering")
+	}
+}
+
+// TestWriteJSONCode: a value is answered with its code, and one that
+// cannot be encoded with a 500 that says why, its header written once.
+func TestWriteJSONCode(t *testing.T) {
+	rec := httptest.NewRecorder()
+	WriteJSONCode(rec, http.StatusAccepted, map[string]int{"n": 1})
+	if rec.Code != http.StatusAccepted || rec.Body.String() != "{\n  \"n\": 1\n}\n" || rec.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("answered %d %q (%s)", rec.Code, rec.Body, rec.Header().Get("Content-Type"))
+	}
+	rec = httptest.NewRecorder()
+	WriteJSONCode(rec, http.StatusOK, math.Inf(1))
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), "encoding the answer: json: unsupported value: +Inf") {
+		t.Errorf("an unencodable value: answered %d %q", rec.Code, rec.Body)
 	}
 }
