@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +35,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(devKernelEnv) != "" {
+		MaxPace = devMaxPace
+	}
 	code := m.Run()
 	for _, dir := range []string{imgDir, ncposBuild.dir} {
 		if dir != "" {
@@ -74,6 +78,9 @@ func testImage(t *testing.T, name string, cfgText []byte, extra ...image.Program
 		}
 	}
 	cfg := config.Default()
+	if os.Getenv(devKernelEnv) != "" {
+		cfgText = devKernelConfig(t, cfgText)
+	}
 	if cfgText == nil {
 		cfgText = config.DefaultTOML()
 	} else {
@@ -85,7 +92,7 @@ func testImage(t *testing.T, name string, cfgText []byte, extra ...image.Program
 	p := filepath.Join(imgDir, name+".img")
 	res, err := image.Build(context.Background(), image.Options{
 		Config: cfg, ConfigTOML: cfgText,
-		Kernel: kernel.BzImage(), Size: 512e6, Output: p,
+		Kernel: testKernel(t), Size: 512e6, Output: p,
 		BuildID: name + "-" + time.Now().UTC().Format("150405"), ControlPassword: testPassword,
 		TestPrograms: extra, SigningKey: testSigningKey, QuickRoot: true,
 	})
@@ -137,7 +144,7 @@ func boot(t *testing.T, img string, uefi bool, opts ...func(*Options)) (*VM, str
 			cancel()
 			t.Fatal(err)
 		}
-		took, err := waitBoot(v, serial, 6*time.Minute, 2*time.Minute)
+		took, err := waitBoot(v, serial, time.Duration(float64(6*time.Minute)*MaxPace/5), 2*time.Minute)
 		if errors.Is(err, errStalled) && attempt == 1 {
 			t.Logf("QEMU stalled during boot (%v), its serial console ending %q: starting it again, once", err, lastLine(serial))
 			cancel()
@@ -163,6 +170,52 @@ func boot(t *testing.T, img string, uefi bool, opts ...func(*Options)) (*VM, str
 		t.Logf("boot to /healthz: %v (firmware uefi=%v), %v", took.Round(100*time.Millisecond), uefi, v.Pace())
 		return v, serial
 	}
+}
+
+// devKernelEnv names a development kernel's bzImage (NCPOS_KERNEL_DEBUG=1
+// bash image/kernel/build.sh) for the test images, in place of the
+// embedded kernel: the VM tests then run under lockdep and KASAN, and
+// noKernelTrouble reads what those report. Such a kernel boots some
+// eight times slower in software emulation, so the tests' waits may
+// stretch up to devMaxPace.
+const (
+	devKernelEnv = "NCPOS_VM_KERNEL"
+	devMaxPace   = 20.0
+)
+
+// testKernel is the kernel of the test images.
+func testKernel(t *testing.T) []byte {
+	t.Helper()
+	p := os.Getenv(devKernelEnv)
+	if p == "" {
+		return kernel.BzImage()
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%s: %v", devKernelEnv, err)
+	}
+	release, err := kernel.KernelVersion(b)
+	if err != nil {
+		t.Fatalf("%s=%s: %v", devKernelEnv, p, err)
+	}
+	t.Logf("%s: kernel %s from %s; waits may stretch %.0f×", devKernelEnv, release, p, MaxPace)
+	return b
+}
+
+// devKernelConfig gives a test image's configuration (nil: the default)
+// a boot grace of 20 minutes under a development kernel: the daemons
+// start so late that the watchdog would reset the box, rightly for a
+// box in the field, after the default's two.
+func devKernelConfig(t *testing.T, cfgText []byte) []byte {
+	t.Helper()
+	if cfgText == nil {
+		cfgText = config.DefaultTOML()
+	}
+	re := regexp.MustCompile(`(?m)^boot_grace = .*$`)
+	if !re.Match(cfgText) {
+		t.Fatalf("%s: the test image's configuration has no boot_grace to raise", devKernelEnv)
+	}
+	return re.ReplaceAll(cfgText, []byte(`boot_grace = "1200s"`))
 }
 
 // errStalled is a guest that stopped making progress while booting.

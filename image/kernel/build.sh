@@ -173,7 +173,7 @@ log "bzImage built in $((end - start))s"
 release="$(mk -s kernelrelease)"
 
 if [[ "$debug" == 1 ]]; then
-	log "development kernel: $srcdir/arch/x86/boot/bzImage ($(stat -c %s arch/x86/boot/bzImage) bytes); copy it over image/kernel/bzImage to run tests on it, and restore that file after"
+	log "development kernel: $srcdir/arch/x86/boot/bzImage ($(stat -c %s arch/x86/boot/bzImage) bytes); run the VM tests on it with NCPOS_VM_KERNEL=$srcdir/arch/x86/boot/bzImage"
 	exit 0
 fi
 install -m 0644 arch/x86/boot/bzImage "$here/bzImage"
