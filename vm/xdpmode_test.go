@@ -24,7 +24,9 @@ import (
 // Frames are lost only while a switch is under way (from the apply to two
 // seconds after forwarderd answered it), seg1 ends native, and the guest's
 // kernel warns of nothing. The guest's CPU time per forwarded frame is
-// printed for both modes, from the same paced stream.
+// printed for both modes, from the same paced stream. Last, seg1's MTU
+// goes to 3000, past what the driver takes natively: seg1 runs generic,
+// says why, and carries a 3014-byte frame.
 func TestXDPModeSwitch(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
@@ -110,7 +112,34 @@ func TestXDPModeSwitch(t *testing.T) {
 	wantAttach(t, v, "seg1", "generic")
 	perFrame["generic"] = cpuPerFrame(t, v, cables[0], cables[1])
 	t.Logf("guest CPU per forwarded 64-byte frame: native %v, generic %v (version %d)", perFrame["native"], perFrame["generic"], res.Version.Number)
+
+	// Above MTU 2026 the driver refuses a native program: in auto
+	// mode seg1 runs generic, says why, and carries a frame longer
+	// than a page's buffer.
+	if _, err := c.ConfirmConfig(ctx, res.Version.Number); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ApplyConfig(ctx, api.ConfigApply{Text: withSeg1MTU(3000), Replaces: res.Version.Number, Comment: "seg1 mtu 3000"}); err != nil {
+		t.Fatal(err)
+	}
+	waitForwardingNormally(t, v, time.Minute, "seg1")
+	for _, why := range wantAttach(t, v, "seg1", "generic") {
+		if !strings.Contains(why, "refused the native attach at MTU 3000") {
+			t.Errorf("seg1 at MTU 3000: attach_why %q, want the driver's refusal at MTU 3000", why)
+		}
+	}
+	long := frames.UDPFrame(3000+14, 5000, 5001)
+	if took, ok := crossesWithin(cables[0], cables[1], long, v.Within(5*time.Second)); !ok {
+		t.Errorf("seg1 at MTU 3000: a %d-byte frame did not cross", len(long))
+	} else {
+		t.Logf("seg1 at MTU 3000: a %d-byte frame crossed in %v", len(long), took.Round(time.Millisecond))
+	}
 	noKernelTrouble(t, serial)
+}
+
+// withSeg1MTU is the default configuration with seg1's MTU set.
+func withSeg1MTU(mtu int) string {
+	return strings.Replace(string(config.DefaultTOML()), "mtu = 1522", "mtu = "+strconv.Itoa(mtu), 1)
 }
 
 // withXDPMode is the default configuration with forwarder.xdp_mode set.
@@ -120,29 +149,29 @@ func withXDPMode(mode string) string {
 
 // wantAttach waits up to ten seconds for seg's ports to be attached in
 // mode, as /api/v1/ports says (statusd reads forwarderd's status once a
-// second), and fails t with what they are if they are not.
-func wantAttach(t *testing.T, v *VM, seg, mode string) {
+// second), fails t with what they are if they are not, and returns the
+// ports' reasons for their mode.
+func wantAttach(t *testing.T, v *VM, seg, mode string) (why []string) {
 	t.Helper()
 	var wrong []string
 	for deadline := time.Now().Add(v.Within(10 * time.Second)); ; time.Sleep(500 * time.Millisecond) {
 		var ports struct{ Ports []api.Port }
 		getAPI(t, v, "api/v1/ports", &ports)
-		n := 0
-		wrong = nil
+		wrong, why = nil, nil
 		for _, p := range ports.Ports {
 			if p.Segment != seg || p.Datapath == nil {
 				continue
 			}
-			n++
+			why = append(why, p.Datapath.AttachWhy)
 			if p.Datapath.Attach != mode {
 				wrong = append(wrong, fmt.Sprintf("%s %s: attached %s (%s)", seg, p.Name, p.Datapath.Attach, p.Datapath.AttachWhy))
 			}
 		}
-		if n != 2 {
-			wrong = append(wrong, fmt.Sprintf("%s: %d ports with datapath information, want 2", seg, n))
+		if len(why) != 2 {
+			wrong = append(wrong, fmt.Sprintf("%s: %d ports with datapath information, want 2", seg, len(why)))
 		}
 		if len(wrong) == 0 {
-			return
+			return why
 		}
 		if time.Now().After(deadline) {
 			break
@@ -151,6 +180,7 @@ func wantAttach(t *testing.T, v *VM, seg, mode string) {
 	for _, w := range wrong {
 		t.Errorf("%s, want %s", w, mode)
 	}
+	return why
 }
 
 // cpuCost is the guest's CPU time in softirq, where XDP runs, beyond its
