@@ -139,6 +139,12 @@ func boot(t *testing.T, img string, uefi bool, opts ...func(*Options)) (*VM, str
 		for _, f := range opts {
 			f(&o)
 		}
+		if os.Getenv(devKernelEnv) != "" && o.WatchdogAction == "" {
+			// init arms the watchdog, and watchdogd takes it over
+			// after the device's first 30 s: more than a
+			// development kernel's boot leaves.
+			o.WatchdogAction = "none"
+		}
 		v, err := Start(ctx, o, os.Stderr)
 		if err != nil {
 			cancel()
@@ -177,7 +183,7 @@ func boot(t *testing.T, img string, uefi bool, opts ...func(*Options)) (*VM, str
 // embedded kernel: the VM tests then run under lockdep and KASAN, and
 // noKernelTrouble reads what those report. Such a kernel boots some
 // eight times slower in software emulation, so the tests' waits may
-// stretch up to devMaxPace.
+// stretch up to devMaxPace, and the watchdog's firing is left alone.
 const (
 	devKernelEnv = "NCPOS_VM_KERNEL"
 	devMaxPace   = 20.0

@@ -7,6 +7,7 @@
 package vm
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -56,6 +57,11 @@ type Options struct {
 	CPUs     int
 	MemoryMB int
 	DataNICs int // LAN1..LANn at PCI slots 4.. (qemu profile)
+	// WatchdogAction is what QEMU does when the i6300esb fires: "reset"
+	// (the default, as the box's hardware does) or, for a guest too slow
+	// to start its watchdog daemon within the device's first timeout,
+	// "none".
+	WatchdogAction string
 	// DataModels are the QEMU devices of LAN1.. in order ("e1000e" is
 	// the Intel 82574L, "igb" the 82576); virtio-net-pci for those not
 	// given.
@@ -193,7 +199,7 @@ func Args(o Options, varsFile string) []string {
 		"-drive", "file=" + o.Image + ",format=raw,if=ide,index=0,media=disk" + snapshot,
 		"-display", "none",
 		"-device", "i6300esb,id=watchdog,addr=0x10",
-		"-action", "watchdog=reset",
+		"-action", "watchdog=" + cmp.Or(o.WatchdogAction, "reset"),
 	}
 	for i, d := range o.ExtraDisks {
 		args = append(args, "-drive", fmt.Sprintf("file=%s,format=raw,if=ide,index=%d,media=disk", d, i+1))
