@@ -27,6 +27,16 @@ func (s *Server) changes(w http.ResponseWriter) *apply.Manager {
 // takeTimeout bounds how long the daemons may take to take a change.
 const takeTimeout = 2 * time.Minute
 
+// waitForTake lets the answer to a change wait as long as the daemons
+// may take it, and take the version before back if they fail to. The
+// server's WriteTimeout (a minute) is shorter: past it the change was
+// made but its answer lost, and on TLS the connection broken under the
+// client ("bad record MAC").
+func waitForTake(w http.ResponseWriter) {
+	// A writer without deadlines (a test's recorder) has none to pass.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(2*takeTimeout + 30*time.Second))
+}
+
 // confirmWithin reads a request's deadline in seconds: absent, the
 // default.
 func confirmWithin(secs *int) (time.Duration, error) {
@@ -112,6 +122,7 @@ func (s *Server) handleConfigRollback(w http.ResponseWriter, r *http.Request) {
 // answerApplied applies req and answers what was done, or why not. A
 // client that goes away does not stop a change half-way.
 func (s *Server) answerApplied(w http.ResponseWriter, r *http.Request, m *apply.Manager, req apply.Request) {
+	waitForTake(w)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), takeTimeout)
 	defer cancel()
 	res, err := m.Apply(ctx, req)
@@ -149,6 +160,7 @@ func (s *Server) handleConfigConfirm(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleConfigRevert(w http.ResponseWriter, r *http.Request) {
+	waitForTake(w)
 	s.settle(w, r, func(m *apply.Manager, n int, by string) (versions.Version, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), takeTimeout)
 		defer cancel()

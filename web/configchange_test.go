@@ -200,3 +200,34 @@ func jsString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestConfigApplyOutlastsWriteTimeout: a change the daemons take longer
+// to take than the server's WriteTimeout is still answered, over TLS:
+// the answer waits as long as the change may take.
+func TestConfigApplyOutlastsWriteTimeout(t *testing.T) {
+	f, m, _ := changeFixture(t)
+	m.Takers[config.TakerForwarder] = apply.TakerFunc(func(context.Context) error {
+		time.Sleep(700 * time.Millisecond)
+		return nil
+	})
+	ts := httptest.NewUnstartedServer(f.srv.Handler())
+	ts.Config.WriteTimeout = 200 * time.Millisecond
+	ts.StartTLS()
+	defer ts.Close()
+	c := &api.Client{URL: ts.URL + "/", Password: fixturePassword, HTTP: ts.Client()}
+	next := strings.Replace(fixtureConfig, "bypass = \"pair2\"\n", "bypass = \"pair2\"\nmtu = 9000\n", 1)
+	res, err := c.ApplyConfig(context.Background(), api.ConfigApply{Text: next, Comment: "slow to take"})
+	if err != nil {
+		t.Fatalf("an apply taken in 700 ms behind a 200 ms WriteTimeout: %v", err)
+	}
+	if res.Version.Number != 2 {
+		t.Errorf("applied version %d, want 2", res.Version.Number)
+	}
+	v, err := c.RevertConfig(context.Background(), 2)
+	if err != nil {
+		t.Fatalf("a revert taken in 700 ms behind a 200 ms WriteTimeout: %v", err)
+	}
+	if v.State != versions.Reverted {
+		t.Errorf("version 2 after the revert: %s, want reverted", v.State)
+	}
+}
