@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"time"
 
@@ -32,7 +33,7 @@ func (k *kernelGenerator) run(b *Builder, trial uint16, spec TrialSpec) (genResu
 	// port cannot exceed and a veth would.
 	send := xdptraffic.Send{Frame: frame, Frames: uint64(spec.Burst), RatePPS: spec.RatePPS, Timed: spec.Latency}
 	if spec.Burst == 0 {
-		send.Frames = max(uint64(spec.RatePPS*spec.Duration.Seconds()), 1)
+		send.Frames = max(uint64(math.Round(spec.RatePPS*spec.Duration.Seconds())), 1)
 	}
 	tx0, err := k.tx()
 	if err != nil {
@@ -43,13 +44,24 @@ func (k *kernelGenerator) run(b *Builder, trial uint16, spec TrialSpec) (genResu
 		return genResult{}, err
 	}
 	// The port may not have taken every frame the program passed it
-	// (a full transmit ring): what it sent is what counts.
-	time.Sleep(time.Millisecond)
-	tx, err := k.tx()
-	if err != nil {
-		return genResult{}, err
+	// (a full transmit ring): what it sent is what counts. A veth
+	// counts its transmits when its peer's NAPI has run.
+	var tx uint64
+	for deadline := time.Now().Add(100 * time.Millisecond); ; time.Sleep(time.Millisecond) {
+		if tx, err = k.tx(); err != nil {
+			return genResult{}, err
+		}
+		if tx-tx0 >= s.Frames || time.Now().After(deadline) {
+			break
+		}
 	}
-	res := genResult{sent: min(s.Frames, tx-tx0), elapsed: s.Elapsed(), behind: s.MaxLag}
+	// From the first frame to one frame's time after the last, as the
+	// AF_XDP generator counts: on schedule, the rate asked.
+	elapsed := s.Elapsed()
+	if spec.Burst == 0 && spec.RatePPS > 0 {
+		elapsed += time.Duration(float64(time.Second) / spec.RatePPS)
+	}
+	res := genResult{sent: min(s.Frames, tx-tx0), elapsed: elapsed, behind: s.MaxLag}
 	res.txDropped = s.Frames - res.sent
 	return res, nil
 }
@@ -146,11 +158,11 @@ func (s *portStream) probe() error {
 	// veth counts them when its peer's NAPI has run): wait for them, up
 	// to half a second on a loaded machine.
 	var tx uint64
-	for deadline := time.Now().Add(500 * time.Millisecond); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(500 * time.Millisecond); sent.Frames >= probe; time.Sleep(10 * time.Millisecond) {
 		if tx, err = s.txPackets(); err != nil {
 			return err
 		}
-		if sent.Frames >= probe && tx-tx0 >= probe {
+		if tx-tx0 >= probe {
 			return nil
 		}
 		if time.Now().After(deadline) {

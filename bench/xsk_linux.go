@@ -76,7 +76,8 @@ func (g *generator) close() error { return g.xsk.Close() }
 // A paced run sends round(rate × duration) frames, frame k due k/rate
 // after the start, and its elapsed time ends one frame's time after the
 // last was queued: a generator on schedule offers the rate asked to the
-// frame, whatever the rate, and one that fell behind offers less.
+// frame, whatever the rate, and one that fell behind offers less (it
+// gives up once it is a trial's length, or 2 s, late).
 func (g *generator) run(b *Builder, trial uint16, spec TrialSpec) (res genResult, err error) {
 	pps, burst := spec.RatePPS, spec.Burst
 	runtime.LockOSThread()
@@ -107,11 +108,17 @@ func (g *generator) run(b *Builder, trial uint16, spec TrialSpec) (res genResult
 			res.sent += uint64(n)
 		}
 	}
+	// A paced run that cannot keep up (or whose port stopped taking
+	// frames) ends past its time all the same, having offered less.
+	limit := spec.Duration + max(2*time.Second, spec.Duration)
 	for queued < total {
 		complete()
 		due := total - queued
 		if burst == 0 {
 			elapsed, next := time.Since(start), dueAt(queued)
+			if elapsed > limit {
+				break
+			}
 			if elapsed < next {
 				// Sleep until the next frame is due, at most 200 µs;
 				// spin through the last 50 µs, which a sleep overshoots.
