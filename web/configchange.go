@@ -37,6 +37,12 @@ func waitForTake(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(2*takeTimeout + 30*time.Second))
 }
 
+// answerNow gives the answer to a change, whose going back has no
+// deadline of its own, half a minute from now to be written.
+func answerNow(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(30 * time.Second))
+}
+
 // confirmWithin reads a request's deadline in seconds: absent, the
 // default.
 func confirmWithin(secs *int) (time.Duration, error) {
@@ -126,6 +132,7 @@ func (s *Server) answerApplied(w http.ResponseWriter, r *http.Request, m *apply.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), takeTimeout)
 	defer cancel()
 	res, err := m.Apply(ctx, req)
+	answerNow(w)
 	if err != nil {
 		code, reason := http.StatusConflict, api.ConfigRefused
 		switch {
@@ -179,6 +186,7 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request, do func(*apply.M
 		return
 	}
 	v, err := do(m, req.Version, who(r))
+	answerNow(w)
 	switch {
 	case errors.Is(err, apply.ErrNotPending):
 		s.conflict(w, http.StatusConflict, api.ConfigNotFound, err)

@@ -92,7 +92,5 @@ func (s *Server) handleInstall(w http.ResponseWriter, r *http.Request) {
 	}
 	s.event(events.Warning, events.KindControl, []string{"action", "install", "device", req.Device, "by", by},
 		fmt.Sprintf("install to internal disk %s started by %s", req.Device, by))
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusAccepted)
-	ipc.WriteJSON(w, installJob(s.Installer.Job()))
+	ipc.WriteJSONCode(w, http.StatusAccepted, installJob(s.Installer.Job()))
 }

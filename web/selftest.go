@@ -196,7 +196,5 @@ func (s *Server) handleSelfTest(w http.ResponseWriter, r *http.Request) {
 	}
 	s.event(events.Notice, events.KindControl, []string{"action", "selftest", "by", by},
 		fmt.Sprintf("self-test (%s) started by %s", sizes, by))
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusAccepted)
-	ipc.WriteJSON(w, s.SelfTest.Job())
+	ipc.WriteJSONCode(w, http.StatusAccepted, s.SelfTest.Job())
 }
