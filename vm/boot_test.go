@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -78,9 +77,6 @@ func testImage(t *testing.T, name string, cfgText []byte, extra ...image.Program
 		}
 	}
 	cfg := config.Default()
-	if os.Getenv(devKernelEnv) != "" {
-		cfgText = devKernelConfig(t, cfgText)
-	}
 	if cfgText == nil {
 		cfgText = config.DefaultTOML()
 	} else {
@@ -183,11 +179,21 @@ func boot(t *testing.T, img string, uefi bool, opts ...func(*Options)) (*VM, str
 // embedded kernel: the VM tests then run under lockdep and KASAN, and
 // noKernelTrouble reads what those report. Such a kernel boots some
 // eight times slower in software emulation, so the tests' waits may
-// stretch up to devMaxPace, and the watchdog's firing is left alone.
+// stretch up to devMaxPace, and the watchdog's firing is left alone
+// (needWatchdogReset: the tests of the reset itself do not run).
 const (
 	devKernelEnv = "NCPOS_VM_KERNEL"
 	devMaxPace   = 20.0
 )
+
+// needWatchdogReset skips a test that needs the watchdog to reset the
+// box, which it does not under a development kernel.
+func needWatchdogReset(t *testing.T) {
+	t.Helper()
+	if os.Getenv(devKernelEnv) != "" {
+		t.Skipf("%s: the watchdog does not reset the box", devKernelEnv)
+	}
+}
 
 // testKernel is the kernel of the test images.
 func testKernel(t *testing.T) []byte {
@@ -206,22 +212,6 @@ func testKernel(t *testing.T) []byte {
 	}
 	t.Logf("%s: kernel %s from %s; waits may stretch %.0f×", devKernelEnv, release, p, MaxPace)
 	return b
-}
-
-// devKernelConfig gives a test image's configuration (nil: the default)
-// a boot grace of 20 minutes under a development kernel: the daemons
-// start so late that the watchdog would reset the box, rightly for a
-// box in the field, after the default's two.
-func devKernelConfig(t *testing.T, cfgText []byte) []byte {
-	t.Helper()
-	if cfgText == nil {
-		cfgText = config.DefaultTOML()
-	}
-	re := regexp.MustCompile(`(?m)^boot_grace = .*$`)
-	if !re.Match(cfgText) {
-		t.Fatalf("%s: the test image's configuration has no boot_grace to raise", devKernelEnv)
-	}
-	return re.ReplaceAll(cfgText, []byte(`boot_grace = "1200s"`))
 }
 
 // errStalled is a guest that stopped making progress while booting.

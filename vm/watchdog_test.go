@@ -108,6 +108,7 @@ func TestWatchdogHealthyNotReset(t *testing.T) {
 
 func TestWatchdogResetsHungAppliance(t *testing.T) {
 	requireQEMU(t)
+	needWatchdogReset(t)
 	t.Parallel()
 	v, _ := boot(t, wdImage(t), false)
 	waitPastGrace(t, v)
@@ -118,6 +119,7 @@ func TestWatchdogResetsHungAppliance(t *testing.T) {
 // box from afar: a reset mends it.
 func TestWatchdogResetsFrozenStatusd(t *testing.T) {
 	requireQEMU(t)
+	needWatchdogReset(t)
 	t.Parallel()
 	v, _ := boot(t, wdImage(t), false)
 	waitPastGrace(t, v)

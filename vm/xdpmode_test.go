@@ -22,7 +22,7 @@ import (
 // with forwarder.xdp_mode: the e1000e driver of ncpos's kernel moves its
 // receive ring from pages to socket buffers and back while frames arrive.
 // Frames are lost only while a switch is under way (from the apply to two
-// seconds after forwarderd answered it), seg1 ends native, and the guest's
+// seconds after forwarderd answered it), seg1 is native again after them, and the guest's
 // kernel warns of nothing. The guest's CPU time per forwarded frame is
 // printed for both modes, from the same paced stream. Last, seg1's MTU
 // goes to 3000, past what the driver takes natively: seg1 runs generic,
