@@ -44,7 +44,8 @@ type DaemonOptions struct {
 // forwarderd's health on its socket every budget/6 with a budget/3
 // timeout, its transitions journalled.
 func NewDaemon(set Setup, o DaemonOptions) *Supervisor {
-	log.Printf("profile: %s; %d bypass pairs; budget %v, hold-down %v", set.Source, len(set.Pairs), o.Budget, o.Policy.HoldDown)
+	p := o.Policy.withDefaults()
+	log.Printf("profile: %s; %d bypass pairs; budget %v, hold-down %v (at start %v)", set.Source, len(set.Pairs), o.Budget, p.HoldDown, p.StartHoldDown)
 	return NewSupervisor(set.Pairs, Options{
 		Policy:    o.Policy,
 		Budget:    o.Budget,

@@ -366,8 +366,8 @@ func TestLannerThroughBypassd(t *testing.T) {
 	if st := l.sup.pairs[0].applied; st != bypassapi.Bypass {
 		t.Errorf("bypassd starts believing %s in the Just-On phase", st)
 	}
-	l.run(2*time.Second, true)
-	contacts("bypass", "Just-On, within the hold-down")
+	l.run(500*time.Millisecond, true)
+	contacts("bypass", "Just-On, within the start hold-down")
 	l.run(6*time.Second, true)
 	contacts("normal", "taken over from Just-On, forwarder live")
 	if n := l.sup.pairs[0].transitions[bypassapi.Normal]; n != 1 {

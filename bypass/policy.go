@@ -14,6 +14,14 @@ type Policy struct {
 	// HoldDown is how long the forwarder must have been healthy without a
 	// break before a pair goes back to normal (default 5s).
 	HoldDown time.Duration
+	// StartHoldDown is the hold-down of a pair's first return to normal
+	// after bypassd starts with its relay in bypass, as after power-on
+	// (default 1s, never more than HoldDown when left at zero). The pair
+	// has been in bypass since the box went down; no failure of this run
+	// came before it, so there is nothing to damp, and each second of it
+	// is a second of traffic the box does not inspect. A forwarder that
+	// fails after that first return meets the full hold-down.
+	StartHoldDown time.Duration
 	// FlapWindow and MaxHoldDown damp flapping: each health failure within
 	// the last FlapWindow doubles the hold-down, up to MaxHoldDown
 	// (defaults 2m and 2m).
@@ -23,16 +31,20 @@ type Policy struct {
 
 // Policy defaults.
 const (
-	DefaultHoldDown    = 5 * time.Second
-	DefaultFlapWindow  = 2 * time.Minute
-	DefaultMaxHoldDown = 2 * time.Minute
-	DefaultBudget      = 300 * time.Millisecond
-	DefaultLinkSettle  = 3 * time.Second
+	DefaultHoldDown      = 5 * time.Second
+	DefaultStartHoldDown = time.Second
+	DefaultFlapWindow    = 2 * time.Minute
+	DefaultMaxHoldDown   = 2 * time.Minute
+	DefaultBudget        = 300 * time.Millisecond
+	DefaultLinkSettle    = 3 * time.Second
 )
 
 func (p Policy) withDefaults() Policy {
 	if p.HoldDown <= 0 {
 		p.HoldDown = DefaultHoldDown
+	}
+	if p.StartHoldDown <= 0 {
+		p.StartHoldDown = min(DefaultStartHoldDown, p.HoldDown)
 	}
 	if p.FlapWindow <= 0 {
 		p.FlapWindow = DefaultFlapWindow
@@ -63,6 +75,9 @@ type Decider struct {
 	healthySince time.Time // zero while not healthy
 	lastHealth   Health
 	failures     []time.Time // health failures that took the pair out of normal
+	// starting: the pair has not been normal since bypassd started it
+	// in bypass; its hold-down is the start hold-down.
+	starting bool
 
 	override *bypassapi.Override
 	planned  *bypassapi.Planned
@@ -76,7 +91,7 @@ type Decider struct {
 // and the forwarder is healthy right now (bypassd restarted under a working
 // appliance), so the pair stays normal instead of bouncing through bypass;
 // otherwise the pair is in bypass until the forwarder has been healthy for
-// the hold-down, as after power-on.
+// the start hold-down, as after power-on.
 func NewDecider(p Policy, now time.Time, adopt bool) *Decider {
 	d := &Decider{p: p.withDefaults()}
 	if adopt {
@@ -85,13 +100,18 @@ func NewDecider(p Policy, now time.Time, adopt bool) *Decider {
 		d.lastHealth = Health{OK: true}
 	} else {
 		d.auto, d.autoCause = bypassapi.Bypass, "start: bypass until the forwarder is healthy"
+		d.starting = true
 	}
 	d.state, d.cause = d.auto, d.autoCause
 	return d
 }
 
-// HoldDown is the hold-down in force at now, with flap damping.
+// HoldDown is the hold-down in force at now: the start hold-down until the
+// pair's first return to normal, then the hold-down with flap damping.
 func (d *Decider) HoldDown(now time.Time) time.Duration {
+	if d.starting {
+		return d.p.StartHoldDown
+	}
 	d.prune(now)
 	h := d.p.HoldDown
 	for i := 1; i < len(d.failures) && h < d.p.MaxHoldDown; i++ {
@@ -133,8 +153,12 @@ func (d *Decider) advance(now time.Time) {
 	}
 	hd := d.HoldDown(now)
 	if up := now.Sub(d.healthySince); up >= hd {
-		d.auto = bypassapi.Normal
-		d.autoCause = fmt.Sprintf("forwarder healthy for %v (hold-down %v)", up.Round(time.Millisecond), hd)
+		what := "hold-down"
+		if d.starting {
+			what = "start hold-down"
+		}
+		d.auto, d.starting = bypassapi.Normal, false
+		d.autoCause = fmt.Sprintf("forwarder healthy for %v (%s %v)", up.Round(time.Millisecond), what, hd)
 	}
 }
 

@@ -1,10 +1,12 @@
 package bypass
 
 import (
-	"github.com/ncpos/ncpos/bypass/bypassapi"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ncpos/ncpos/bypass/bypassapi"
 )
 
 // clock is a fake clock for driving a Decider.
@@ -49,15 +51,36 @@ func want(t *testing.T, d *Decider, c *clock, state bypassapi.State, causeHas st
 }
 
 func TestPolicyBoot(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		p     Policy
+		start time.Duration // the start hold-down in force
+	}{
+		{"defaults", Policy{}, time.Second},
+		{"set", Policy{StartHoldDown: 3 * time.Second}, 3 * time.Second},
+		{"hold-down shorter than the default start", Policy{HoldDown: 400 * time.Millisecond}, 400 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			testPolicyBoot(t, c.p, c.start)
+		})
+	}
+}
+
+// testPolicyBoot: bypass at boot until the forwarder has been healthy
+// for the start hold-down, then the full hold-down after a failure.
+func testPolicyBoot(t *testing.T, p Policy, startHD time.Duration) {
 	c := newClock()
-	d := NewDecider(Policy{}, c.now(), false)
+	d := NewDecider(p, c.now(), false)
 	want(t, d, c, bypassapi.Bypass, "start: bypass until the forwarder is healthy")
 
 	// Unhealthy at boot (forwarder still loading): stays in bypass.
 	run(t, d, c, unhealthy, 3*time.Second, 50*time.Millisecond)
 	want(t, d, c, bypassapi.Bypass, "start")
+	if got := d.HoldDown(c.now()); got != startHD {
+		t.Errorf("hold-down in force at start %v, want the start hold-down %v", got, startHD)
+	}
 
-	// Healthy: normal only after 5s of continuous health.
+	// Healthy: normal after exactly the start hold-down.
 	d.Observe(c.now(), healthy)
 	start := c.now()
 	for d.state == bypassapi.Bypass || d.auto == bypassapi.Bypass {
@@ -68,10 +91,24 @@ func TestPolicyBoot(t *testing.T) {
 			t.Fatal("never went normal")
 		}
 	}
-	if got := c.now().Sub(start); got != 5*time.Second {
-		t.Errorf("went normal after %v of health, want exactly the 5s hold-down", got)
+	if got := c.now().Sub(start); got != startHD {
+		t.Errorf("went normal after %v of health, want exactly the start hold-down %v", got, startHD)
 	}
-	want(t, d, c, bypassapi.Normal, "forwarder healthy for 5s (hold-down 5s)")
+	want(t, d, c, bypassapi.Normal, fmt.Sprintf("forwarder healthy for %v (start hold-down %v)", startHD, startHD))
+
+	// A failure after that: back only after the full hold-down.
+	full := d.p.HoldDown
+	d.Observe(c.now(), unhealthy)
+	want(t, d, c, bypassapi.Bypass, "forwarder unhealthy")
+	if got := d.HoldDown(c.now()); got != full {
+		t.Errorf("hold-down after the first failure %v, want %v", got, full)
+	}
+	if s := run(t, d, c, healthy, full-50*time.Millisecond, 50*time.Millisecond); s != bypassapi.Bypass {
+		t.Fatalf("%s before the hold-down after a failure", s)
+	}
+	c.advance(50 * time.Millisecond)
+	d.Observe(c.now(), healthy)
+	want(t, d, c, bypassapi.Normal, fmt.Sprintf("(hold-down %v)", full))
 }
 
 func TestPolicyFailureAndRecovery(t *testing.T) {

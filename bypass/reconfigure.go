@@ -53,9 +53,11 @@ func (s *Supervisor) Reconfigure(set Settings) (bypassapi.Reconfigured, error) {
 		s.logf(bypassapi.Entry{Pair: p.Name, Kind: "reconfigure", Cause: fmt.Sprintf("follows segment %q, was %q", seg, p.Segment)})
 		p.Segment, p.TestPorts = seg, test
 		if p.dec != nil {
-			// The new segment proves itself before the relay leaves
-			// bypass; an override or a planned stop stays.
+			// The new segment proves itself for the full hold-down
+			// before the relay leaves bypass; an override or a planned
+			// stop stays.
 			d := NewDecider(policy, now, false)
+			d.starting = false
 			d.override, d.planned, d.failsafe = p.dec.override, p.dec.planned, p.dec.failsafe
 			p.dec = d
 		}

@@ -186,20 +186,21 @@ func TestSupervisorBootFailureRecovery(t *testing.T) {
 		t.Fatal("left bypass, or touched the relay, while the forwarder is not up")
 	}
 
-	// Healthy: normal after exactly the hold-down, set then read back.
+	// Healthy: normal after exactly the start hold-down, set then read
+	// back.
 	r.prober.v = fwOK
-	r.steps(5 * time.Second)
+	r.steps(time.Second)
 	if r.state() != bypassapi.Bypass {
-		t.Fatal("normal before the hold-down")
+		t.Fatal("normal before the start hold-down")
 	}
 	r.steps(100 * time.Millisecond)
 	if r.state() != bypassapi.Normal {
-		t.Fatalf("still %s after the hold-down", r.state())
+		t.Fatalf("still %s after the start hold-down", r.state())
 	}
 	if got := r.relay.take(); len(got) < 2 || got[len(got)-2] != "set normal" || got[len(got)-1] != "get" {
 		t.Errorf("normal was not set and read back: %v", got)
 	}
-	if e := r.lastTransition(t); e.From != bypassapi.Bypass || e.To != bypassapi.Normal || !strings.Contains(e.Cause, "hold-down 5s") {
+	if e := r.lastTransition(t); e.From != bypassapi.Bypass || e.To != bypassapi.Normal || !strings.Contains(e.Cause, "(start hold-down 1s)") {
 		t.Errorf("transition %v", e)
 	}
 
@@ -216,6 +217,17 @@ func TestSupervisorBootFailureRecovery(t *testing.T) {
 	rep := r.sup.Report()
 	if !rep.Live.Live || slices.Contains(kinds(rep, "pair1"), health.RelayMismatch) || !slices.Contains(kinds(rep, "pair1"), health.RelayBypass) {
 		t.Errorf("bypassd while doing its job: live %v, conditions %v; want live, relay_bypass", rep.Live, kinds(rep, "pair1"))
+	}
+
+	// Recovery after a failure: the full hold-down, not the start's.
+	r.prober.v = fwOK
+	r.steps(4900 * time.Millisecond)
+	if r.state() != bypassapi.Bypass {
+		t.Fatal("normal again before the hold-down after a failure")
+	}
+	r.steps(200 * time.Millisecond)
+	if e := r.lastTransition(t); r.state() != bypassapi.Normal || !strings.Contains(e.Cause, "(hold-down 5s)") {
+		t.Errorf("%s after the hold-down, last transition %v", r.state(), e)
 	}
 }
 
@@ -341,10 +353,10 @@ func TestSupervisorLinksDownInBypass(t *testing.T) {
 			got = append(got, string(e.To)+": "+e.Cause)
 		}
 	}
-	// Normal after the hold-down; there the links being down is a real
-	// fault once the ports have had LinkSettle to find their cables, so
-	// back to bypass.
-	if len(got) != 2 || !strings.HasPrefix(got[0], "normal: forwarder healthy for 5s") || !strings.HasPrefix(got[1], "bypass: forwarder unhealthy: link_down") {
+	// Normal after the start hold-down; there the links being down is a
+	// real fault once the ports have had LinkSettle to find their cables,
+	// so back to bypass.
+	if len(got) != 2 || !strings.HasPrefix(got[0], "normal: forwarder healthy for 1s (start hold-down 1s)") || !strings.HasPrefix(got[1], "bypass: forwarder unhealthy: link_down") {
 		t.Fatalf("transitions %q: links down behind a bypassed relay must not count as a fault", got)
 	}
 	// A condition of another segment does not move this pair.

@@ -44,6 +44,10 @@ type Bypass struct {
 	// HoldDown is how long a segment must be healthy before its relay
 	// goes back to normal (doubled by flap damping).
 	HoldDown Duration `toml:"hold_down"`
+	// StartHoldDown is the hold-down of a segment's first return to
+	// normal after power-on: the relay has been in bypass since the box
+	// went down and no failure came before, so there is nothing to damp.
+	StartHoldDown Duration `toml:"start_hold_down"`
 }
 
 // Management is the management port's network setup. Only this port gets an

@@ -181,6 +181,9 @@ func TestDecodeErrors(t *testing.T) {
 			`ncpos.toml:3: status.http_port: -5 is out of range, want 1..65535, or 0 for no plain HTTP redirect`,
 			`ncpos.toml:5: watchdog.timeout: got integer 30, want a duration string such as "30s"`,
 			`ncpos.toml:6: watchdog.interval: "3600s" is too long for timeout "30s", want less than 15s (half the timeout)`}},
+		{"bypass hold-downs out of range", "[bypass]\nhold_down = \"-1s\"\nstart_hold_down = \"0s\"\n" + seg, []string{
+			`ncpos.toml:2: bypass.hold_down: "-1s" is out of range, want between 0s and 1h`,
+			`ncpos.toml:3: bypass.start_hold_down: "0s" is out of range, want more than 0s and at most 1h`}},
 		{"a type error and an unknown key", "[status]\nport = \"x\"\nprot = 1\n" + seg, []string{
 			`ncpos.toml:2: status.port: got string "x", want an integer`,
 			`ncpos.toml:3: status.prot: unknown key, want one of port, http_port, auth_read, password, password_hash, names`}},

@@ -48,8 +48,9 @@ func defaults() *Config {
 			XDPMode:       "auto",
 		},
 		Bypass: Bypass{
-			Budget:   Duration{300 * time.Millisecond},
-			HoldDown: Seconds(5),
+			Budget:        Duration{300 * time.Millisecond},
+			HoldDown:      Seconds(5),
+			StartHoldDown: Seconds(1),
 		},
 		SelfTest: SelfTest{
 			Ports:    []TestCable{}, // no cabling: no self-test

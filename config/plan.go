@@ -89,8 +89,9 @@ var settingPlans = map[string]settingPlan{
 	"forwarder.flow_control":    {EffectReattach, TakerForwarder, ""},
 	"forwarder.xdp_mode":        {EffectReattach, TakerForwarder, ""},
 
-	"bypass.budget":    {EffectInPlace, TakerBypass, ""},
-	"bypass.hold_down": {EffectInPlace, TakerBypass, ""},
+	"bypass.budget":          {EffectInPlace, TakerBypass, ""},
+	"bypass.hold_down":       {EffectInPlace, TakerBypass, ""},
+	"bypass.start_hold_down": {EffectInPlace, TakerBypass, ""},
 
 	// A segment's settings touch that segment alone.
 	"segment.name":   {EffectReattach, TakerForwarder, ""},

@@ -189,6 +189,9 @@ func (c *Config) validateBypass(add addFunc) {
 	if h := c.Bypass.HoldDown; h.Duration < 0 || h.Duration > time.Hour {
 		add("bypass.hold_down", "%q is out of range, want between 0s and 1h", h)
 	}
+	if h := c.Bypass.StartHoldDown; h.Duration <= 0 || h.Duration > time.Hour {
+		add("bypass.start_hold_down", "%q is out of range, want more than 0s and at most 1h", h)
+	}
 }
 
 func (c *Config) validateWatchdog(add addFunc) {

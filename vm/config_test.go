@@ -607,7 +607,7 @@ func TestConfigPowerCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := regexp.MustCompile(`hold_down = "\d+s"`).ReplaceAllString(cur.Text, `hold_down = "11s"`)
+	next := regexp.MustCompile(`(?m)^hold_down = "\d+s"`).ReplaceAllString(cur.Text, `hold_down = "11s"`)
 	within := 600
 	res, err := c.ApplyConfig(ctx, api.ConfigApply{Text: next, Replaces: cur.Version, ConfirmWithin: &within})
 	if err != nil {

@@ -32,6 +32,8 @@
 //	-budget D             forwarder unhealthy -> relays in bypass (300ms);
 //	                      probes every budget/6 with a budget/3 timeout
 //	-hold-down D          continuous health before normal again (5s)
+//	-start-hold-down D    the same before the first normal after start
+//	                      (0: 1s, or the hold-down when that is shorter)
 //	-flap-window D        failures within it double the hold-down (2m)
 //	-max-hold-down D      cap of the damped hold-down (2m)
 //	-readback D           how often settled relays are read back (1s)
@@ -95,6 +97,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.simUnit, "sim-timer-unit", bypass.DefaultSimTimerUnit, "granularity of the sim controller timer")
 	fs.DurationVar(&o.d.Budget, "budget", bypass.DefaultBudget, "time from the forwarder going unhealthy to the relays in bypass")
 	fs.DurationVar(&o.d.Policy.HoldDown, "hold-down", bypass.DefaultHoldDown, "continuous health before a pair returns to normal")
+	fs.DurationVar(&o.d.Policy.StartHoldDown, "start-hold-down", 0, "continuous health before a pair's first return to normal after bypassd starts it in bypass (0: 1s, or the hold-down when that is shorter)")
 	fs.DurationVar(&o.d.Policy.FlapWindow, "flap-window", bypass.DefaultFlapWindow, "health failures within this window double the hold-down")
 	fs.DurationVar(&o.d.Policy.MaxHoldDown, "max-hold-down", bypass.DefaultMaxHoldDown, "cap of the damped hold-down")
 	fs.DurationVar(&o.d.ReadBack, "readback", time.Second, "how often settled relays are read back")
@@ -152,6 +155,9 @@ func load(o options) (bypass.Settings, error) {
 	}
 	if !o.given["hold-down"] {
 		set.Policy.HoldDown = cfg.Bypass.HoldDown.Duration
+	}
+	if !o.given["start-hold-down"] {
+		set.Policy.StartHoldDown = cfg.Bypass.StartHoldDown.Duration
 	}
 	return set, nil
 }

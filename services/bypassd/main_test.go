@@ -98,3 +98,30 @@ state.bypass = [{reg = 0x8e3, mask = 1, value = 0}]
 		}
 	}
 }
+
+// TestLoadHoldDowns: both hold-downs come from the configuration, and a
+// flag given on the command line is in force over it.
+func TestLoadHoldDowns(t *testing.T) {
+	cfgPath := filepath.Join(t.TempDir(), "ncpos.toml")
+	os.WriteFile(cfgPath, []byte("[bypass]\nhold_down = \"7s\"\nstart_hold_down = \"2s\"\n[[segment]]\nname = \"seg1\"\nports = [\"LAN1\", \"LAN2\"]\n"), 0o644)
+	for _, c := range []struct {
+		flags           []string
+		hold, startHold time.Duration
+	}{
+		{nil, 7 * time.Second, 2 * time.Second},
+		{[]string{"-start-hold-down", "300ms"}, 7 * time.Second, 300 * time.Millisecond},
+		{[]string{"-hold-down", "3s"}, 3 * time.Second, 2 * time.Second},
+	} {
+		o, err := parseFlags(append([]string{"-config", cfgPath, "-log", "", "-overrides", ""}, c.flags...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		set, err := load(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if set.Policy.HoldDown != c.hold || set.Policy.StartHoldDown != c.startHold {
+			t.Errorf("flags %q: hold-down %v, at start %v; want %v, %v", c.flags, set.Policy.HoldDown, set.Policy.StartHoldDown, c.hold, c.startHold)
+		}
+	}
+}
