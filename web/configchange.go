@@ -31,7 +31,10 @@ const takeTimeout = 2 * time.Minute
 // may take it, and take the version before back if they fail to. The
 // server's WriteTimeout (a minute) is shorter: past it the change was
 // made but its answer lost, and on TLS the connection broken under the
-// client ("bad record MAC").
+// client ("bad record MAC"). Over HTTP/1.1, which statusd speaks, the
+// deadline answerNow sets before the answer would do alone; over
+// HTTP/2 the server resets the stream when its write timer fires, so the
+// deadline must be moved before the wait, as it is here.
 func waitForTake(w http.ResponseWriter) {
 	// A writer without deadlines (a test's recorder) has none to pass.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(2*takeTimeout + 30*time.Second))
