@@ -168,7 +168,7 @@ func withSeg2(extra string) string {
 func TestConfigInPlace(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
-	img := testImage(t, "config", config.DefaultTOML())
+	img := testImage(t, "default", config.DefaultTOML())
 	cables, wires := newCables(t, 4)
 	v, _ := boot(t, img, false, func(o *Options) { o.Wires = wires })
 	s := waitForwardingNormally(t, v, 5*time.Minute, "seg1")
@@ -509,7 +509,7 @@ func waitSettledOnBox(t *testing.T, c *api.Client, n int, within time.Duration) 
 func TestConfigPowerCut(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
-	img := testImage(t, "config-cut", config.DefaultTOML())
+	img := testImage(t, "default", config.DefaultTOML())
 	disk := filepath.Join(t.TempDir(), "box.img")
 	if err := exec.Command("cp", "--sparse=always", img, disk).Run(); err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ import (
 func TestXDPModeSwitch(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
-	img := testImage(t, "xdpmode", config.DefaultTOML())
+	img := testImage(t, "default", config.DefaultTOML())
 	cables, wires := newCables(t, 4)
 	v, serial := boot(t, img, false, func(o *Options) {
 		o.DataModels = []string{"e1000e", "e1000e", "e1000e", "e1000e"}
