@@ -136,3 +136,14 @@ func TestTakeTrial(t *testing.T) {
 		t.Errorf("a trial that does not load is still there: %v", err)
 	}
 }
+
+// TestFirstProcess: init boots only as pid 1; anywhere else it says why
+// and touches nothing.
+func TestFirstProcess(t *testing.T) {
+	if err := firstProcess(1); err != nil {
+		t.Errorf("pid 1: %v", err)
+	}
+	if err := firstProcess(4242); err == nil || !strings.Contains(err.Error(), "not as pid 4242") {
+		t.Errorf("pid 4242: %v, want a refusal naming the pid", err)
+	}
+}

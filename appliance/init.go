@@ -45,6 +45,9 @@ const (
 // Init runs the appliance's boot sequence and returns once the daemons are
 // supervised; the caller then blocks forever (init must not exit).
 func Init(buildID string) error {
+	if err := firstProcess(os.Getpid()); err != nil {
+		return err
+	}
 	rec := &sysinfo.InitRecord{BuildID: buildID, Started: time.Now()}
 
 	mounted, err := ensureDev("/dev")
@@ -171,6 +174,18 @@ func Init(buildID string) error {
 		log.Printf("writing init record: %v", err)
 	}
 	return gokrazy.SuperviseServices(services)
+}
+
+// firstProcess refuses to boot anywhere but as the box's first process.
+// Started by mistake on another machine (a developer's, a build host),
+// init would claim its watchdog, which resets that machine once init
+// exits, and gokrazy.Boot would mount over its /tmp, /run, /dev/pts,
+// /dev/shm and /proc.
+func firstProcess(pid int) error {
+	if pid != 1 {
+		return fmt.Errorf("runs only as a box's first process (pid 1), not as pid %d: it would take this machine's watchdog and mount over its /tmp and /run", pid)
+	}
+	return nil
 }
 
 // testPrograms supervises a test image's test programs. Only init built
