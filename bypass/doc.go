@@ -26,9 +26,10 @@
 // Decider applies the Policy to one pair, with a fake clock in tests:
 //
 //   - from power-on (or bypassd's start) a pair is in bypass until the
-//     forwarder has been healthy for the hold-down; a bypassd restarted
-//     under a working appliance adopts relays already in normal instead of
-//     bouncing them;
+//     forwarder has been healthy for the start hold-down (default 1s, at
+//     most the hold-down): no failure came before it to damp; a bypassd
+//     restarted under a working appliance adopts relays already in normal
+//     instead of bouncing them;
 //   - one unhealthy verdict puts it in bypass at once: the Supervisor asks
 //     forwarderd's /health (a typed health.Report) every Budget/6 with a
 //     Budget/3 timeout (default budget 300ms: 50ms and 100ms), so a dead
@@ -37,8 +38,8 @@
 //     serves no segment, and a segment condition (link_down, port_absent,
 //     tx_stalled) puts that segment's pair in bypass, by kind, never by
 //     the wording of a message;
-//   - back to normal only after the hold-down (default 5s) of continuous
-//     health; each failure within the flap window (2m) doubles it, up to
+//   - after a failure, back to normal only after the hold-down (default
+//     5s) of continuous health; each failure within the flap window (2m) doubles it, up to
 //     MaxHoldDown (2m);
 //   - links down on ports whose hardware relay is in bypass are expected
 //     (the relay cuts the NICs off) and do not count against the forwarder;

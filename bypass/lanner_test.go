@@ -366,10 +366,10 @@ func TestLannerThroughBypassd(t *testing.T) {
 	if st := l.sup.pairs[0].applied; st != bypassapi.Bypass {
 		t.Errorf("bypassd starts believing %s in the Just-On phase", st)
 	}
-	l.run(500*time.Millisecond, true)
+	l.run(800*time.Millisecond, true)
 	contacts("bypass", "Just-On, within the start hold-down")
-	l.run(6*time.Second, true)
-	contacts("normal", "taken over from Just-On, forwarder live")
+	l.run(400*time.Millisecond, true)
+	contacts("normal", "taken over from Just-On, forwarder live for the start hold-down")
 	if n := l.sup.pairs[0].transitions[bypassapi.Normal]; n != 1 {
 		t.Errorf("%d transitions to normal after the takeover, want 1", n)
 	}

@@ -153,12 +153,8 @@ func (d *Decider) advance(now time.Time) {
 	}
 	hd := d.HoldDown(now)
 	if up := now.Sub(d.healthySince); up >= hd {
-		what := "hold-down"
-		if d.starting {
-			what = "start hold-down"
-		}
+		d.autoCause = fmt.Sprintf("forwarder healthy for %v (%s %v)", up.Round(time.Millisecond), d.holdDownName(), hd)
 		d.auto, d.starting = bypassapi.Normal, false
-		d.autoCause = fmt.Sprintf("forwarder healthy for %v (%s %v)", up.Round(time.Millisecond), what, hd)
 	}
 }
 
@@ -180,6 +176,14 @@ func (d *Decider) Unplan() { d.planned = nil }
 
 // Failsafe pins the pair in bypass for good: the profile was refused.
 func (d *Decider) Failsafe(reason string) { d.failsafe = reason }
+
+// holdDownName names the hold-down in force, for causes and conditions.
+func (d *Decider) holdDownName() string {
+	if d.starting {
+		return "start hold-down"
+	}
+	return "hold-down"
+}
 
 // HealthySince is when the current run of health began (zero if not
 // healthy).

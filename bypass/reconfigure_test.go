@@ -2,11 +2,13 @@ package bypass
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/health"
 )
 
 // TestSupervisorReconfigure: a pair moved to another segment goes to
@@ -65,5 +67,42 @@ func TestSupervisorReconfigure(t *testing.T) {
 	}
 	if _, err := r.sup.Reconfigure(Settings{Config: moved, Budget: time.Millisecond}); err == nil {
 		t.Error("a 1ms budget was taken")
+	}
+}
+
+// TestReconfigureStartHoldDown: a new start hold-down takes effect in
+// place for a pair still waiting for its first normal, and the status
+// reports it; the pair keeps its segment and is not sent back to start.
+func TestReconfigureStartHoldDown(t *testing.T) {
+	r := newRig(t, bypassapi.Bypass, fwDead, 0) // power-on, forwarder loading
+	r.steps(time.Second)
+	same := &config.Config{Segments: []config.Segment{{Name: "seg1", Ports: []string{"LAN1", "LAN2"}, Bypass: "pair1"}}}
+	res, err := r.sup.Reconfigure(Settings{Config: same, Budget: DefaultBudget, Policy: Policy{StartHoldDown: 3 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Policy || len(res.Segments) > 0 || res.Budget {
+		t.Errorf("reconfigured %+v, want the policy alone changed", res)
+	}
+	if st := r.sup.Status(); st.StartHoldDown != bypassapi.Duration(3*time.Second) || st.Pairs[0].HoldDown != bypassapi.Duration(3*time.Second) {
+		t.Errorf("status: start hold-down %v, pair's in force %v; want 3s", st.StartHoldDown, st.Pairs[0].HoldDown)
+	}
+	r.prober.v = fwOK
+	r.steps(2900 * time.Millisecond)
+	if r.state() != bypassapi.Bypass {
+		t.Fatal("normal before the new 3s start hold-down")
+	}
+	var named []string
+	for _, c := range r.sup.Report().Conditions {
+		if c.Kind == health.HoldDown && strings.Contains(c.Detail, "(start hold-down 3s)") {
+			named = append(named, c.Detail)
+		}
+	}
+	if len(named) != 1 {
+		t.Errorf("hold_down conditions naming the start hold-down: %q, want one: %+v", named, r.sup.Report().Conditions)
+	}
+	r.steps(200 * time.Millisecond)
+	if e := r.lastTransition(t); r.state() != bypassapi.Normal || !strings.Contains(e.Cause, "(start hold-down 3s)") {
+		t.Errorf("%s after the new start hold-down, last transition %v", r.state(), e)
 	}
 }

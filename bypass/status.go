@@ -13,7 +13,8 @@ func (s *Supervisor) Status() bypassapi.Status {
 	defer s.mu.Unlock()
 	now := s.opts.Now()
 	st := bypassapi.Status{Failsafe: s.opts.Failsafe, Planned: s.planned, Budget: bypassapi.Duration(s.opts.Budget), HoldDown: bypassapi.Duration(s.opts.Policy.HoldDown),
-		Forwarder: bypassapi.HealthStatus{Healthy: s.verdict.OK(), Reason: s.verdict.Summary(), Checked: s.checkedAt}}
+		StartHoldDown: bypassapi.Duration(s.opts.Policy.StartHoldDown),
+		Forwarder:     bypassapi.HealthStatus{Healthy: s.verdict.OK(), Reason: s.verdict.Summary(), Checked: s.checkedAt}}
 	for _, p := range s.pairs {
 		ps := bypassapi.PairStatus{Name: p.Name, Segment: p.Segment, Ports: p.Ports, Interfaces: p.Ifnames, Backend: p.Kind, Problem: p.Problem,
 			State: p.applied, Desired: p.desired, Cause: p.cause, Since: p.since, Healthy: p.health.OK, Health: p.health.Reason,

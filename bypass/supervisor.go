@@ -624,7 +624,7 @@ func (s *Supervisor) Report() health.Report {
 		if p.dec != nil && p.desired == bypassapi.Bypass && p.health.OK && !p.dec.HealthySince().IsZero() && p.dec.Override() == nil && s.planned == nil {
 			left := p.dec.HoldDown(now) - now.Sub(p.dec.HealthySince())
 			if left > 0 {
-				c.Kind, c.Detail = health.HoldDown, fmt.Sprintf("pair %s back to normal in %v (hold-down %v)", p.Name, left.Round(time.Millisecond), p.dec.HoldDown(now))
+				c.Kind, c.Detail = health.HoldDown, fmt.Sprintf("pair %s back to normal in %v (%s %v)", p.Name, left.Round(time.Millisecond), p.dec.holdDownName(), p.dec.HoldDown(now))
 				conds = append(conds, c)
 			}
 		}

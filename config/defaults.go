@@ -50,7 +50,7 @@ func defaults() *Config {
 		Bypass: Bypass{
 			Budget:        Duration{300 * time.Millisecond},
 			HoldDown:      Seconds(5),
-			StartHoldDown: Seconds(1),
+			StartHoldDown: Duration{DefaultStartHoldDown},
 		},
 		SelfTest: SelfTest{
 			Ports:    []TestCable{}, // no cabling: no self-test
@@ -65,12 +65,19 @@ func defaults() *Config {
 	}
 }
 
+// DefaultStartHoldDown is bypass.start_hold_down's default, unless
+// bypass.hold_down is shorter.
+const DefaultStartHoldDown = time.Second
+
 // fillDependentDefaults sets defaults that depend on other fields:
 //   - management.port defaults to the port the profile marks as management
 //     ("MGMT" if the platform is unknown, which validation then reports);
 //   - a segment's bypass defaults to the profile's pair joining its ports;
 //   - bypass.budget defaults to the profile's bypass_budget where it has
 //     one;
+//   - bypass.start_hold_down defaults to 1s, or bypass.hold_down when
+//     that is shorter, so that a short hold-down is not outlasted at
+//     power-on;
 //   - management.dhcp defaults to false when a static address is given,
 //     because asking for both is never what the writer meant;
 //   - a segment's mtu left out (or 0) is DefaultMTU.
@@ -107,6 +114,12 @@ func (c *Config) fillDependentDefaults(doc document) {
 	if !doc.defines("bypass", "budget") {
 		if p, err := LookupProfile(c.Platform); err == nil && p.BypassBudget.Duration > 0 {
 			c.Bypass.Budget = p.BypassBudget
+		}
+	}
+	if !doc.defines("bypass", "start_hold_down") {
+		c.Bypass.StartHoldDown = Duration{DefaultStartHoldDown}
+		if h := c.Bypass.HoldDown.Duration; h > 0 && h < DefaultStartHoldDown {
+			c.Bypass.StartHoldDown = c.Bypass.HoldDown
 		}
 	}
 	if !doc.defines("management", "dhcp") && c.Management.Address != "" {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // seg is a valid segment appended after the lines under test, so that the
@@ -239,3 +240,27 @@ func TestSegmentBypassDefault(t *testing.T) {
 
 // testCA is a certificate for syslog.example (its key is not kept).
 const testCA = "-----BEGIN CERTIFICATE-----\nMIIBhjCCAS2gAwIBAgIUWzwZFvw9ucR9wVsj4CYEinBQr+swCgYIKoZIzj0EAwIw\nGTEXMBUGA1UEAwwOc3lzbG9nLmV4YW1wbGUwHhcNMjYxMjAyMDUyOTU2WhcNMzYx\nMTI5MDUyOTU2WjAZMRcwFQYDVQQDDA5zeXNsb2cuZXhhbXBsZTBZMBMGByqGSM49\nAgEGCCqGSM49AwEHA0IABAE13S/dSd83xvqEXpdxuOu5QrApLq0cay1p8qHfBTf9\nfAYapb6KK0HHAOufB7o1XbPyj16y7ufxOrUQ0zZ3EiSjUzBRMB0GA1UdDgQWBBQw\nissBpI+lawPNgDQG5nuEvQ26zzAfBgNVHSMEGDAWgBQwissBpI+lawPNgDQG5nuE\nvQ26zzAPBgNVHRMBAf8EBTADAQH/MAoGCCqGSM49BAMCA0cAMEQCICaH4n5VKUc6\nLQ8PVrYw4uOHGpjKYLIMw0tEKVKdZjWmAiBAH2PvzO5OwXIg5II1WG5tTPDso7Aq\nXtvBOmRT3k6q+A==\n-----END CERTIFICATE-----"
+
+// TestStartHoldDownDefault: left out, the start hold-down is 1 s, or the
+// hold-down when that is shorter; given, it is what was given, longer
+// than the hold-down too (a network that needs time after power-on).
+func TestStartHoldDownDefault(t *testing.T) {
+	for _, c := range []struct {
+		bypass string
+		want   time.Duration
+	}{
+		{"", time.Second},
+		{"hold_down = \"30s\"\n", time.Second},
+		{"hold_down = \"400ms\"\n", 400 * time.Millisecond},
+		{"hold_down = \"400ms\"\nstart_hold_down = \"2s\"\n", 2 * time.Second},
+		{"start_hold_down = \"1m\"\n", time.Minute},
+	} {
+		cfg, err := Parse("ncpos.toml", []byte("[bypass]\n"+c.bypass+seg))
+		if err != nil {
+			t.Fatalf("%q: %v", c.bypass, err)
+		}
+		if got := cfg.Bypass.StartHoldDown.Duration; got != c.want {
+			t.Errorf("%q: start hold-down %v, want %v", c.bypass, got, c.want)
+		}
+	}
+}

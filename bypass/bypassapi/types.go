@@ -173,8 +173,11 @@ type Status struct {
 	Forwarder HealthStatus `json:"forwarder"`
 	Budget    Duration     `json:"budget"`
 	HoldDown  Duration     `json:"hold_down"`
-	Pairs     []PairStatus `json:"pairs"`
-	Log       []Entry      `json:"log"`
+	// StartHoldDown is the hold-down of a pair's first return to normal
+	// after bypassd starts it in bypass (power-on).
+	StartHoldDown Duration     `json:"start_hold_down"`
+	Pairs         []PairStatus `json:"pairs"`
+	Log           []Entry      `json:"log"`
 }
 
 // HealthStatus is the last look at the forwarder.
@@ -198,7 +201,7 @@ type PairStatus struct {
 	Since      time.Time        `json:"since"`
 	Healthy    bool             `json:"forwarder_healthy"`
 	Health     string           `json:"health,omitempty"`
-	HoldDown   Duration         `json:"hold_down"`
+	HoldDown   Duration         `json:"hold_down"` // in force: the start hold-down until the first normal
 	HealthyFor Duration         `json:"healthy_for"`
 	Override   *Override        `json:"override,omitempty"`
 	Timer      *TimerStatus     `json:"timer,omitempty"`
@@ -301,7 +304,7 @@ type Reconfigured struct {
 	// Segments are the pairs whose segment changed, by pair name.
 	Segments map[string]SegmentChange `json:"segments"`
 	Budget   bool                     `json:"budget,omitempty"` // the budget changed
-	Policy   bool                     `json:"policy,omitempty"` // the hold-down or its damping changed
+	Policy   bool                     `json:"policy,omitempty"` // a hold-down or its damping changed
 }
 
 // SegmentChange is a pair's segment before and after ("": none).

@@ -158,6 +158,10 @@ func load(o options) (bypass.Settings, error) {
 	}
 	if !o.given["start-hold-down"] {
 		set.Policy.StartHoldDown = cfg.Bypass.StartHoldDown.Duration
+		if o.given["hold-down"] {
+			// A hold-down given alone is not outlasted at start.
+			set.Policy.StartHoldDown = min(set.Policy.StartHoldDown, set.Policy.HoldDown)
+		}
 	}
 	return set, nil
 }

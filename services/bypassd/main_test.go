@@ -111,6 +111,8 @@ func TestLoadHoldDowns(t *testing.T) {
 		{nil, 7 * time.Second, 2 * time.Second},
 		{[]string{"-start-hold-down", "300ms"}, 7 * time.Second, 300 * time.Millisecond},
 		{[]string{"-hold-down", "3s"}, 3 * time.Second, 2 * time.Second},
+		{[]string{"-hold-down", "500ms"}, 500 * time.Millisecond, 500 * time.Millisecond},
+		{[]string{"-hold-down", "500ms", "-start-hold-down", "4s"}, 500 * time.Millisecond, 4 * time.Second},
 	} {
 		o, err := parseFlags(append([]string{"-config", cfgPath, "-log", "", "-overrides", ""}, c.flags...))
 		if err != nil {

@@ -104,7 +104,7 @@ type BypassState struct {
 	Reason   string              `json:"reason"`            // bypassd's cause of the last change
 	Since    time.Time           `json:"since,omitzero"`
 	Problem  string              `json:"problem,omitempty"`   // why bypassd cannot drive the relay
-	HoldDown string              `json:"hold_down,omitempty"` // in force, with flap damping (a Go duration)
+	HoldDown string              `json:"hold_down,omitempty"` // in force: the start hold-down until the first normal, then the hold-down with flap damping (a Go duration)
 	Override *bypassapi.Override `json:"override,omitempty"`
 }
 
