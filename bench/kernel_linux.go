@@ -44,16 +44,10 @@ func (k *kernelGenerator) run(b *Builder, trial uint16, spec TrialSpec) (genResu
 		return genResult{}, err
 	}
 	// The port may not have taken every frame the program passed it
-	// (a full transmit ring): what it sent is what counts. A veth
-	// counts its transmits when its peer's NAPI has run.
-	var tx uint64
-	for deadline := time.Now().Add(100 * time.Millisecond); ; time.Sleep(time.Millisecond) {
-		if tx, err = k.tx(); err != nil {
-			return genResult{}, err
-		}
-		if tx-tx0 >= s.Frames || time.Now().After(deadline) {
-			break
-		}
+	// (a full transmit ring): what it sent is what counts.
+	tx, err := waitSent(k.tx, tx0, s.Frames, 100*time.Millisecond, time.Millisecond)
+	if err != nil {
+		return genResult{}, err
 	}
 	// From the first frame to one frame's time after the last, as the
 	// AF_XDP generator counts: on schedule, the rate asked.
@@ -61,12 +55,30 @@ func (k *kernelGenerator) run(b *Builder, trial uint16, spec TrialSpec) (genResu
 	if spec.Burst == 0 && spec.RatePPS > 0 {
 		elapsed += time.Duration(float64(time.Second) / spec.RatePPS)
 	}
-	res := genResult{sent: min(s.Frames, tx-tx0), elapsed: elapsed, behind: s.MaxLag}
+	res := genResult{sent: min(s.Frames, tx), elapsed: elapsed, behind: s.MaxLag}
 	res.txDropped = s.Frames - res.sent
 	return res, nil
 }
 
 func (k *kernelGenerator) close() error { return k.g.Close() }
+
+// waitSent reads a port's transmit counter until it has moved by want
+// since from, or within has passed, and returns how far it moved: a
+// driver may count its transmits later than it takes them (a veth counts
+// them when its peer's NAPI has run).
+func waitSent(read func() (uint64, error), from, want uint64, within, every time.Duration) (uint64, error) {
+	deadline := time.Now().Add(within)
+	for {
+		tx, err := read()
+		if err != nil {
+			return 0, err
+		}
+		if tx-from >= want || !time.Now().Before(deadline) {
+			return tx - from, nil
+		}
+		time.Sleep(every)
+	}
+}
 
 // kernelAnalyzer reads one stream of an XDP analyzer.
 type kernelAnalyzer struct {
@@ -154,24 +166,22 @@ func (s *portStream) probe() error {
 	if err != nil {
 		return err
 	}
-	// A driver may count its transmits later than it takes them (a
-	// veth counts them when its peer's NAPI has run): wait for them, up
-	// to half a second on a loaded machine.
-	var tx uint64
-	for deadline := time.Now().Add(500 * time.Millisecond); sent.Frames >= probe; time.Sleep(10 * time.Millisecond) {
-		if tx, err = s.txPackets(); err != nil {
-			return err
-		}
-		if tx-tx0 >= probe {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			break
-		}
+	// Up to half a second on a loaded machine; not at all when the
+	// program did not pass the port every probe frame.
+	within := 500 * time.Millisecond
+	if sent.Frames < probe {
+		within = 0
+	}
+	tx, err := waitSent(s.txPackets, tx0, probe, within, 10*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	if sent.Frames >= probe && tx >= probe {
+		return nil
 	}
 	s.gen.close()
 	s.gen = nil
-	s.Why = fmt.Sprintf("%s's driver sent %d of %d XDP frames", s.Sender.Ifname, tx-tx0, sent.Frames)
+	s.Why = fmt.Sprintf("%s's driver sent %d of %d XDP frames", s.Sender.Ifname, tx, sent.Frames)
 	if err := newAFXDPGenerator(s); err != nil {
 		return err
 	}
