@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
+	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/health"
 )
 
@@ -32,7 +33,7 @@ type Policy struct {
 // Policy defaults.
 const (
 	DefaultHoldDown      = 5 * time.Second
-	DefaultStartHoldDown = time.Second
+	DefaultStartHoldDown = config.DefaultStartHoldDown
 	DefaultFlapWindow    = 2 * time.Minute
 	DefaultMaxHoldDown   = 2 * time.Minute
 	DefaultBudget        = 300 * time.Millisecond
