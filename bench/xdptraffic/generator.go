@@ -5,7 +5,9 @@
 // port that counts each stream's frames, sequence gaps, reordering,
 // duplicates and latency in per-CPU maps. Both stamp and read the bench's
 // frame stamp (bench/frame.go) and use the kernel's monotonic clock, so
-// latencies need no clock shared with user space.
+// latencies need no clock shared with user space. On a kernel that does
+// not run live frames (ErrNoLiveFrames) the generator sends the same
+// frames from an AF_XDP socket.
 package xdptraffic
 
 import (
@@ -36,10 +38,14 @@ const CatchUp = 2 * time.Millisecond
 // IPv4 frame, as the bench builds them.
 const StampOffset = 42
 
-// Generator sends one stream out of a port.
+// Generator sends one stream out of a port: with the program in
+// live-frame mode, or where the kernel does not run it so, from an AF_XDP
+// socket (Engine).
 type Generator struct {
 	prog    *ebpf.Program
 	state   *ebpf.Map
+	sock    *socketSender // instead of prog and state
+	why     string        // why the socket sends
 	ifindex int
 	do      func(func() error) error
 	cpu     int
@@ -57,6 +63,9 @@ type GeneratorOptions struct {
 	Do func(fn func() error) error
 	// CPU is the core the generator's threads run on; -1: any.
 	CPU int
+	// Socket sends from an AF_XDP socket even where the kernel runs
+	// live frames, as it does where the kernel does not.
+	Socket bool
 }
 
 // NewGenerator loads the generator.
@@ -67,6 +76,24 @@ func NewGenerator(o GeneratorOptions) (*Generator, error) {
 	flows := max(o.Flows, 1)
 	if flows > 1<<15 {
 		return nil, fmt.Errorf("generator: %d flows, at most %d", flows, 1<<15)
+	}
+	do := o.Do
+	if do == nil {
+		do = func(fn func() error) error { return fn() }
+	}
+	if why := LiveFrames(); o.Socket || why != nil {
+		sock, err := newSocketSender(o, flows)
+		if err != nil {
+			if why != nil {
+				return nil, fmt.Errorf("generator: %w; %w", why, err)
+			}
+			return nil, fmt.Errorf("generator: %w", err)
+		}
+		g := &Generator{sock: sock, why: "asked for", ifindex: o.Ifindex, do: do, cpu: o.CPU}
+		if why != nil {
+			g.why = why.Error()
+		}
+		return g, nil
 	}
 	spec, err := LoadTraffic()
 	if err != nil {
@@ -95,15 +122,25 @@ func NewGenerator(o GeneratorOptions) (*Generator, error) {
 	if err := spec.LoadAndAssign(&objs, nil); err != nil {
 		return nil, fmt.Errorf("generator: loading: %w", err)
 	}
-	do := o.Do
-	if do == nil {
-		do = func(fn func() error) error { return fn() }
-	}
 	return &Generator{prog: objs.Gen, state: objs.State, ifindex: o.Ifindex, do: do, cpu: o.CPU}, nil
 }
 
 // Close unloads the generator.
-func (g *Generator) Close() error { return errors.Join(g.prog.Close(), g.state.Close()) }
+func (g *Generator) Close() error {
+	if g.sock != nil {
+		return g.sock.close()
+	}
+	return errors.Join(g.prog.Close(), g.state.Close())
+}
+
+// Engine is how the generator sends, EngineLiveFrames or EngineSocket,
+// and for a socket why.
+func (g *Generator) Engine() (engine, why string) {
+	if g.sock != nil {
+		return EngineSocket, g.why
+	}
+	return EngineLiveFrames, ""
+}
 
 // Send is one run of a generator.
 type Send struct {
@@ -201,6 +238,14 @@ func (g *Generator) Run(ctx context.Context, s Send) (Sent, error) {
 			s.Frames = math.MaxUint64
 		}
 	}
+	deadline := time.Now().Add(budget)
+	if g.sock != nil {
+		sent, err := g.sock.run(ctx, s, deadline, g.cpu)
+		if err != nil {
+			return sent, err
+		}
+		return sent, ctx.Err()
+	}
 	// Frame 0 is due once the threads have had time to start.
 	st := TrafficGenState{StartNs: uint64(Monotonic() + 5*time.Millisecond), IntervalPs: interval, Limit: s.Frames}
 	if s.Timed {
@@ -209,7 +254,6 @@ func (g *Generator) Run(ctx context.Context, s Send) (Sent, error) {
 	if err := g.state.Put(uint32(0), &st); err != nil {
 		return Sent{}, fmt.Errorf("generator: %w", err)
 	}
-	deadline := time.Now().Add(budget)
 	var (
 		wg   sync.WaitGroup
 		errs = make([]error, threads)
@@ -236,6 +280,9 @@ func (g *Generator) Run(ctx context.Context, s Send) (Sent, error) {
 // Progress returns how many frames the run under way (or the last one)
 // has sent so far.
 func (g *Generator) Progress() (uint64, error) {
+	if g.sock != nil {
+		return g.sock.queued.Load(), nil
+	}
 	var st TrafficGenState
 	if err := g.state.Lookup(uint32(0), &st); err != nil {
 		return 0, fmt.Errorf("generator: %w", err)

@@ -26,6 +26,13 @@ type path struct {
 
 func newPath(t *testing.T, size int, flows int) *path {
 	t.Helper()
+	return newPathOpts(t, size, flows, false)
+}
+
+// newPathOpts is newPath with the generator on an AF_XDP socket (socket)
+// whether or not the kernel runs live frames.
+func newPathOpts(t *testing.T, size int, flows int, socket bool) *path {
+	t.Helper()
 	testenv.NeedRoot(t, testenv.Lab, "the lab")
 	l, err := lab.New(lab.Config{ID: strconv.FormatInt(int64(rand.IntN(36*36*36*36)), 36), Segments: 1})
 	if err != nil {
@@ -38,7 +45,7 @@ func newPath(t *testing.T, size int, flows int) *path {
 	})
 	s := l.Segments[0]
 	p := &path{l: l, port: s.Ports[0], genIface: s.HostIfs[0]}
-	if p.gen, err = xdptraffic.NewGenerator(xdptraffic.GeneratorOptions{Ifindex: s.HostIndex[0], Flows: flows, Do: s.Hosts[0].Do, CPU: 0}); err != nil {
+	if p.gen, err = xdptraffic.NewGenerator(xdptraffic.GeneratorOptions{Ifindex: s.HostIndex[0], Flows: flows, Do: s.Hosts[0].Do, CPU: 0, Socket: socket}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.gen.Close() })
@@ -142,9 +149,23 @@ func (p *path) trial(t *testing.T, trial uint16, frames uint64, pps float64, tim
 }
 
 // TestGeneratorToAnalyzer sends paced and unpaced trials of 64-byte frames
-// through a lab veth and checks every count against the kernel's.
+// through a lab veth and checks every count against the kernel's: with
+// the kernel's live frames where it runs them, and from an AF_XDP socket.
 func TestGeneratorToAnalyzer(t *testing.T) {
-	p := newPath(t, 64, 16)
+	for _, socket := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "socket"}[socket], func(t *testing.T) {
+			p := newPathOpts(t, 64, 16, socket)
+			engine, why := p.gen.Engine()
+			t.Logf("generator: %s %s", engine, why)
+			if live := xdptraffic.LiveFrames() == nil; (engine == xdptraffic.EngineLiveFrames) != (live && !socket) {
+				t.Errorf("engine %s (%s), the kernel running live frames %v, a socket asked for %v", engine, why, live, socket)
+			}
+			generatorToAnalyzer(t, p)
+		})
+	}
+}
+
+func generatorToAnalyzer(t *testing.T, p *path) {
 	sent, st := p.trial(t, 1, 200_000, 200_000, true)
 	if st.Frames == sent.Frames && st.Lost != 0 {
 		t.Errorf("no frame was lost, yet %d gaps counted", st.Lost)
