@@ -124,6 +124,16 @@ func newKernelStream(s *portStream) error {
 	if err != nil {
 		return err
 	}
+	if why := xdptraffic.LiveFrames(); why != nil {
+		// The kernel's analyzer counts what a socket sends as well.
+		if err := newAFXDPGenerator(s); err != nil {
+			an.Close()
+			return fmt.Errorf("%w; %w", why, err)
+		}
+		s.an = &kernelAnalyzer{a: an, stream: s.spec.Stream}
+		s.Engine, s.Why = EngineAFXDPGen, why.Error()
+		return nil
+	}
 	// One core per stream: the frames' way through the kernel (the
 	// receiving veth's NAPI, in the lab) runs on the sender's core too,
 	// and a stream spread over several would feed one queue from each.
