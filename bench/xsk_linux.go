@@ -123,7 +123,7 @@ func (g *generator) run(b *Builder, trial uint16, spec TrialSpec) (res genResult
 				// Sleep until the next frame is due, at most 200 µs;
 				// spin through the last 50 µs, which a sleep overshoots.
 				if wait := next - elapsed; wait > 50*time.Microsecond {
-					nanosleep(min(wait-50*time.Microsecond, 200*time.Microsecond))
+					xdptraffic.Sleep(min(wait-50*time.Microsecond, 200*time.Microsecond))
 				}
 				continue
 			}
@@ -167,18 +167,7 @@ func (g *generator) run(b *Builder, trial uint16, spec TrialSpec) (res genResult
 func (g *generator) kick() {
 	unix.Syscall6(unix.SYS_SENDTO, uintptr(g.xsk.FD()), 0, 0, uintptr(unix.MSG_DONTWAIT), 0, 0)
 	if g.xsk.NumCompleted() == 0 {
-		nanosleep(20 * time.Microsecond)
-	}
-}
-
-// nanosleep sleeps the calling thread for d. Go's time.Sleep wakes a
-// short sleep only at the scheduler's next timer check, up to about a
-// millisecond late when the process is otherwise idle: a millisecond is
-// 160 frames at 1 Gb/s, and a paced generator that oversleeps by it
-// offers less than the rate asked.
-func nanosleep(d time.Duration) {
-	ts := unix.NsecToTimespec(int64(d))
-	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+		xdptraffic.Sleep(20 * time.Microsecond)
 	}
 }
 

@@ -21,9 +21,6 @@ func (r *BenchReport) find(setup string, size int) float64 {
 // is held to on a 2-core lab.
 func (r *BenchReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "ncpos bench -compare: veth lab, %d CPUs, generator on CPU %d, best 0.5 s window of %v, best of %d rounds\n", r.CPUs, r.GenCPU, r.Duration, r.Rounds)
-	if r.Generator != "" {
-		fmt.Fprintf(w, "generator: %s\n", r.Generator)
-	}
 	fmt.Fprintf(w, "(on veth the generator, the datapath and the sink share one core's softirq: ns/frame is the honest figure)\n\n")
 	fmt.Fprintf(w, "%5s  %-36s %8s %9s %10s %9s %9s  %s\n", "bytes", "setup", "Mpps", "ns/frame", "+ns/frame", "x bridge", "x ref", "sink")
 	sizes := r.sizes()

@@ -81,7 +81,7 @@ func (r *BenchReport) printSelfTest(w io.Writer) {
 	if r.find(SetupCeiling, r.firstSize()) == 0 && r.RFC2544 == nil {
 		return
 	}
-	fmt.Fprintln(w, "self-test traffic (bench/xdptraffic, the lab's too: one core, flat out into the ceiling's drop):")
+	fmt.Fprintln(w, "self-test traffic (bench/xdptraffic, the lab's too: BPF_PROG_RUN live frames, one core, flat out into the ceiling's drop):")
 	for _, size := range r.sizes() {
 		pps := r.find(SetupCeiling, size)
 		if pps == 0 {

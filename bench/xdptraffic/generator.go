@@ -151,9 +151,9 @@ type Send struct {
 	Frames  uint64  // how many to send; 0 with For: no limit
 	RatePPS float64 // paced to this rate; 0: as fast as the core can
 	// For ends the run after this long, whatever is left to send; 0:
-	// when Frames are out. A flat-out run that For ends reads the clock
-	// only at its first frame, so its Sent has no span (OfferedPPS 0):
-	// time it with Progress.
+	// when Frames are out. A flat-out run of the program that For ends
+	// reads the clock only at its first frame, so its Sent has no span
+	// (OfferedPPS 0): time it with Progress.
 	For time.Duration
 	// Timed writes the kernel's time into every frame, for the
 	// analyzer's latency; without it the clock is read only when the
@@ -161,7 +161,7 @@ type Send struct {
 	Timed bool
 }
 
-// Sent is what a run transmitted, as the program counted it.
+// Sent is what a run transmitted, as the generator counted it.
 type Sent struct {
 	Frames      uint64
 	First, Last time.Duration // on the kernel's monotonic clock
@@ -229,6 +229,8 @@ func (g *Generator) Run(ctx context.Context, s Send) (Sent, error) {
 	if s.RatePPS > 0 {
 		interval = uint64(1e12 / s.RatePPS)
 		budget += 2 * time.Duration(float64(s.Frames)/s.RatePPS*float64(time.Second))
+	} else if g.sock != nil {
+		budget += time.Duration(s.Frames) * 4 * time.Microsecond // a socket on a loaded core
 	} else {
 		budget += time.Duration(s.Frames) * time.Microsecond // 1 Mpps, the slowest port worth benching
 	}

@@ -161,6 +161,12 @@ func TestGeneratorToAnalyzer(t *testing.T) {
 				t.Errorf("engine %s (%s), the kernel running live frames %v, a socket asked for %v", engine, why, live, socket)
 			}
 			generatorToAnalyzer(t, p)
+			if socket {
+				// Longer than the socket's frames: refused, not cut.
+				if _, err := p.gen.Run(context.Background(), xdptraffic.Send{Frame: make([]byte, 3000), Frames: 1}); err == nil {
+					t.Errorf("a frame of 3000 bytes sent from the socket")
+				}
+			}
 		})
 	}
 }
