@@ -180,8 +180,9 @@ func TestCaptureAcrossReconfigure(t *testing.T) {
 // TestCaptureKeepsUp measures what a capture keeps of paced streams of
 // full-size frames: the rates at which it lost nothing are logged, for
 // the figure, not asserted (the lab shares two cores with the generator).
-// What is asserted is the account: every frame the generator sent was
-// seen at the hook, and what was written and what was left out add up.
+// What is asserted is the account: every frame the generator sent while
+// the capture ran was seen at the hook, and what was written and what was
+// left out add up.
 func TestCaptureKeepsUp(t *testing.T) {
 	l := newLab(t, 1, 1)
 	attachSinks(t, l, false)
@@ -195,18 +196,29 @@ func TestCaptureKeepsUp(t *testing.T) {
 	best := 0
 	for _, rate := range []int{10_000, 20_000, 40_000, 60_000} {
 		const seconds = 2
-		var sent xdptraffic.Sent
+		var (
+			sent xdptraffic.Sent
+			ran  time.Duration
+		)
 		file := capture(t, d, forwarderapi.CaptureRequest{Port: l.Segments[0].Ports[0], Seconds: seconds + 1}, func() {
 			var err error
+			start := time.Now()
 			if sent, err = g.Run(context.Background(), xdptraffic.Send{Frame: frame, Frames: uint64(rate * seconds), RatePPS: float64(rate)}); err != nil {
 				t.Fatal(err)
 			}
+			ran = time.Since(start)
 		})
 		st := lastStats(t, file)
 		seen, kept, lost, written := *st.Received, *st.Accepted, *st.OSDropped, *st.Delivered
 		t.Logf("%6d frames/s of %d bytes: %d sent, %d seen at the hook, %d written, %d left out (rate cap or full ring)",
 			rate, len(frame), sent.Frames, seen, written, lost)
-		if seen < sent.Frames || written+lost > kept {
+		// A generator that fell behind (an AF_XDP socket's thread off
+		// its core) sends its last frames after the capture ended.
+		within := ran < time.Duration(seconds+1)*time.Second-200*time.Millisecond
+		if !within {
+			t.Logf("%d frames/s: the generator took %v, longer than the capture's %d s: frames sent after its end are not counted as unseen", rate, ran.Round(time.Millisecond), seconds+1)
+		}
+		if (within && seen < sent.Frames) || written+lost > kept {
 			t.Errorf("%d frames/s: %d sent, %d seen, %d kept by the filter, %d written and %d left out do not add up", rate, sent.Frames, seen, kept, written, lost)
 		}
 		if lost == 0 && written == seen {
