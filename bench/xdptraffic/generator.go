@@ -165,8 +165,10 @@ type Send struct {
 type Sent struct {
 	Frames      uint64
 	First, Last time.Duration // on the kernel's monotonic clock
-	// Waits are the program's runs that found no frame due yet: a paced
-	// generator with none was not fast enough to keep its schedule.
+	// Waits are the times a paced generator found fewer frames due than
+	// it could send: the program's runs that found none due, the
+	// socket's batches the schedule cut short. A paced generator with
+	// none was not fast enough to keep its schedule.
 	Waits uint64
 	// Slipped is how far a paced generator fell behind its schedule in
 	// all (moved on rather than caught up in a burst), in Slips times.

@@ -185,6 +185,13 @@ func (s *socketSender) run(ctx context.Context, snd Send, deadline time.Time, cp
 				since -= shift
 			}
 			due = min(uint64(since.Seconds()*rate)+1, snd.Frames) - queued
+			// A batch the schedule cuts short waits too: a sendto
+			// can take longer than a frame's time, and then the
+			// sender keeps the rate by sending fewer frames a call
+			// rather than by waiting for the next one.
+			if due < min(txBatch, uint64(s.xsk.NumFreeTxSlots()), snd.Frames-queued) {
+				sent.Waits++
+			}
 		}
 		descs := s.xsk.GetDescs(int(min(due, txBatch, uint64(s.xsk.NumFreeTxSlots()))))
 		if len(descs) == 0 {
