@@ -11,7 +11,7 @@ import (
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 )
 
-// handleCapture serves GET /api/v1/capture: a capture of a segment port at
+// handleCapture serves POST /api/v1/capture: a capture of a segment port at
 // the XDP hook, streamed as pcapng from forwarderd while it runs. Whoever
 // captures reads the traffic, so it takes the password, and it is logged
 // as an event.

@@ -64,9 +64,11 @@ func fakeCaptureFile(t *testing.T, port string) []byte {
 	return b.Bytes()
 }
 
-// TestCaptureAPI: GET /api/v1/capture takes the password, checks its
+// TestCaptureAPI: POST /api/v1/capture takes the password, checks its
 // parameters before it asks forwarderd, passes forwarderd's refusals on
 // with their status, and streams the capture as a pcapng attachment.
+// Another site's page cannot start one with a browser's cached
+// credentials: a GET is refused, and so is a cross-site POST.
 func TestCaptureAPI(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	get := func(query string, auth bool) *httpResult {
@@ -74,7 +76,29 @@ func TestCaptureAPI(t *testing.T) {
 		if auth {
 			h["Authorization"] = goodAuth
 		}
-		return f.do(newRequest(http.MethodGet, "/api/v1/capture?"+query, "", h))
+		return f.do(newRequest(http.MethodPost, "/api/v1/capture?"+query, "", h))
+	}
+	for _, c := range []struct {
+		what, method string
+		h            map[string]string
+		code         int
+		says         string
+	}{
+		{"a GET, as an image or a link on another site's page", http.MethodGet,
+			map[string]string{"Authorization": goodAuth, "Sec-Fetch-Site": "cross-site"}, http.StatusMethodNotAllowed, "POST"},
+		{"a same-origin GET", http.MethodGet, map[string]string{"Authorization": goodAuth}, http.StatusMethodNotAllowed, "POST"},
+		{"a cross-site POST", http.MethodPost,
+			map[string]string{"Authorization": goodAuth, "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden, "cross-site"},
+		{"a POST from another site's page by its Referer", http.MethodPost,
+			map[string]string{"Authorization": goodAuth, "Referer": "http://evil.example/"}, http.StatusForbidden, "cross-site"},
+	} {
+		res := f.do(newRequest(c.method, "/api/v1/capture?port=LAN1&seconds=3600", "", c.h))
+		if res.Code != c.code || !strings.Contains(res.Body, c.says) {
+			t.Errorf("%s: %d %s, want %d saying %q", c.what, res.Code, res.Body, c.code, c.says)
+		}
+	}
+	if len(f.captures) != 0 {
+		t.Fatalf("refused requests started captures: %+v", f.captures)
 	}
 	for _, c := range []struct {
 		query string

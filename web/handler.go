@@ -187,8 +187,14 @@ func (s *Server) Handler() http.Handler {
 	control("POST /api/v1/config/rollback", s.handleConfigRollback)
 	control("GET /api/v1/config/history", s.handleConfigHistory)
 	// A capture shows the traffic itself: the password, as for the
-	// configuration.
-	control("GET /api/v1/capture", s.handleCapture)
+	// configuration. It starts with a POST, so that the cross-site checks
+	// apply: another site's page cannot hold a port's capture with a
+	// browser's cached credentials.
+	control("POST /api/v1/capture", s.handleCapture)
+	mux.HandleFunc("GET /api/v1/capture", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		apiError(w, http.StatusMethodNotAllowed, "a capture starts with POST /api/v1/capture, the parameters in the query")
+	})
 	return s.guarded(mux)
 }
 
@@ -207,7 +213,7 @@ var apiIndex = []string{
 	"POST /api/v1/control/password", "PUT /api/v1/update/{manifest,root,kernel}", "GET /api/v1/update/boot", "POST /api/v1/update/{testboot,switch}", "GET /api/v1/install", "POST /api/v1/control/install", "GET /api/v1/selftest/job",
 	"POST /api/v1/control/selftest", "GET /api/v1/config", "POST /api/v1/config/check", "POST /api/v1/config/plan",
 	"POST /api/v1/config/apply", "POST /api/v1/config/confirm", "POST /api/v1/config/revert", "POST /api/v1/config/rollback",
-	"GET /api/v1/config/history", "GET /api/v1/capture", "GET /metrics",
+	"GET /api/v1/config/history", "POST /api/v1/capture", "GET /metrics",
 }
 
 // status is the latest snapshot with this request's view: the chart

@@ -30,6 +30,9 @@ func TestCaptureCommand(t *testing.T) {
 			http.Error(w, "no", http.StatusUnauthorized)
 			return
 		}
+		if r.Method != http.MethodPost {
+			t.Errorf("the command asked with %s, want POST", r.Method)
+		}
 		req, err := forwarderapi.ParseCaptureRequest(r.URL.Query())
 		if err != nil {
 			t.Errorf("the command sent %v: %v", r.URL.Query(), err)

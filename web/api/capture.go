@@ -8,14 +8,14 @@ import (
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 )
 
-// Capture starts a capture on the box (GET /api/v1/capture) and returns
+// Capture starts a capture on the box (POST /api/v1/capture) and returns
 // its pcapng stream, which ends when the capture does; closing it, or
 // ending ctx, stops the capture. A refusal is a *StatusError: 400 for a
 // bad parameter or a filter that does not compile, 404 for a port that
 // is not a segment port, 409 for a port already being captured.
 func (c *Client) Capture(ctx context.Context, r forwarderapi.CaptureRequest) (io.ReadCloser, error) {
 	path := "api/v1/capture?" + r.Query().Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL+path, nil)
 	if err != nil {
 		return nil, err
 	}

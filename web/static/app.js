@@ -414,7 +414,7 @@ function fillSelect(sel, names) {
   }
 }
 
-// Capture: stream GET /api/v1/capture until the capture ends, Stop or
+// Capture: stream POST /api/v1/capture until the capture ends, Stop or
 // the page's limit, then hand the browser what arrived, trimmed to whole
 // pcapng blocks, as a download.
 const CAPTURE_LIMIT = 512 * 1024 * 1024; // bytes the page holds at most
@@ -445,7 +445,7 @@ async function captureStart() {
 async function captureRun(q, out) {
   let r;
   try {
-    r = await fetch('/api/v1/capture?' + q, { headers: authHeaders(), cache: 'no-store', credentials: 'same-origin' });
+    r = await fetch('/api/v1/capture?' + q, { method: 'POST', headers: authHeaders(), cache: 'no-store', credentials: 'same-origin' });
   } catch (e) { out.textContent = 'failed: ' + e.message; out.className = 'bad'; return; }
   if (!r.ok) {
     const j = await r.json().catch(() => ({}));
