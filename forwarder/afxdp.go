@@ -206,9 +206,9 @@ func newAFXDPEngine(ports []*port, opts *Options, plan *forwarderapi.CorePlan) (
 	}
 	maps := make([]map[string]*ebpf.Map, len(ports))
 	for i := range ports {
-		maps[i] = e.capture.add(map[string]*ebpf.Map{
-			bpf.DatapathMapPortCounts: e.counts, bpf.DatapathMapXsks: e.xsks[i], bpf.DatapathMapLldpFrames: e.lldp.m,
-		})
+		maps[i] = e.capture.add(e.lldp.add(map[string]*ebpf.Map{
+			bpf.DatapathMapPortCounts: e.counts, bpf.DatapathMapXsks: e.xsks[i],
+		}))
 	}
 	if e.progs, err = loadPrograms(len(ports), func(i int) (*ebpf.Program, error) {
 		prog, err := loadPortProgram(spec, bpf.DatapathProgPortXsk, ports[i].slot, ports[i].segment.MTU, maps[i], opts.NoCapture)

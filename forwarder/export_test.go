@@ -61,22 +61,22 @@ func NewProgramTesterOf(name string, noCapture bool, mtu int) (_ *ProgramTester,
 		return nil, err
 	}
 	pt.copies = make(chan []byte, 16)
-	if pt.lldp, err = newLLDPRing(spec, func(ifindex int, frame []byte) {
+	if pt.lldp, err = newLLDPRing(spec, func(ifindex int, frame []byte) []bpf.DatapathLldpSender {
 		select {
 		case pt.copies <- append([]byte(fmt.Sprintf("ifindex %d:", ifindex)), frame...):
 		default: // the test reads no more
 		}
+		return nil
 	}); err != nil {
 		return nil, err
 	}
 	if pt.capture, err = newCaptureMaps(spec); err != nil {
 		return nil, err
 	}
-	pt.prog, err = loadPortProgram(spec, name, 0, mtu, pt.capture.add(map[string]*ebpf.Map{
+	pt.prog, err = loadPortProgram(spec, name, 0, mtu, pt.capture.add(pt.lldp.add(map[string]*ebpf.Map{
 		bpf.DatapathMapEgress: pt.egress, bpf.DatapathMapPortCounts: pt.counts,
 		bpf.DatapathMapFlows: pt.flows.m, bpf.DatapathMapFlowCounts: pt.flows.counts, bpf.DatapathMapFlowClock: pt.flows.clock,
-		bpf.DatapathMapLldpFrames: pt.lldp.m,
-	}), noCapture)
+	})), noCapture)
 	return pt, err
 }
 
@@ -128,6 +128,12 @@ func (pt *ProgramTester) Counted() (frames, bytes uint64, err error) {
 		return 0, 0, err
 	}
 	return c[0].RxPackets, c[0].RxBytes, nil
+}
+
+// KnowLLDPSender marks the sender of mac on interface ifindex as one the
+// neighbour table keeps, as forwarderd does.
+func (pt *ProgramTester) KnowLLDPSender(ifindex int, mac [6]byte) error {
+	return pt.lldp.known.Update(&bpf.DatapathLldpSender{Ifindex: uint32(ifindex), Mac: mac}, uint64(0), ebpf.UpdateAny)
 }
 
 // Copied is the next LLDP frame the program copied for forwarderd,

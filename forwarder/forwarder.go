@@ -57,7 +57,7 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// lldpTake gets the LLDP frames the ports receive, by the interface
 	// they entered (the Forwarder's neighbours); nil: they are not read.
-	lldpTake func(ifindex int, frame []byte)
+	lldpTake lldpTake
 }
 
 func (o *Options) setDefaults() error {

@@ -127,8 +127,10 @@ func TestBPFSplitFrame(t *testing.T) {
 }
 
 // TestBPFCopiesLLDP: the port program hands forwarderd a copy of every
-// untagged LLDP frame to an LLDP group address, whole up to 1518 bytes, at
-// most one per 20 ms, and of nothing else.
+// untagged LLDP frame to an LLDP group address, whole up to 1518 bytes,
+// and of nothing else: of the senders forwarderd keeps as neighbours, one
+// per 100 ms each, whatever the others send; of the others, one per 20 ms
+// on the port.
 func TestBPFCopiesLLDP(t *testing.T) {
 	requireRoot(t)
 	pt, err := forwarder.NewProgramTester()
@@ -140,23 +142,27 @@ func TestBPFCopiesLLDP(t *testing.T) {
 	whole := frames.Ethernet(frames.LLDPGroup, frames.MACB, 0x88cc, bytes.Repeat([]byte{0x0a}, 1500))
 	long := frames.Ethernet(frames.LLDPGroup, frames.MACB, 0x88cc, bytes.Repeat([]byte{0x0a}, 1600))
 	unicast := append(append([]byte{}, frames.MACA[:]...), lldp[6:]...)
+	known := frames.LLDP(frames.MACA, "eth1", "neighbour-k", 120)
+	// BPF_PROG_RUN runs the program as if the frame came in on
+	// loopback, ifindex 1.
+	if err := pt.KnowLLDPSender(1, frames.MACA); err != nil {
+		t.Fatal(err)
+	}
+	lldpPace(t, pt, lldp, known)
 	for _, c := range []struct {
 		name  string
 		frame []byte
 		want  []byte
-		soon  bool // right after the last copy
 	}{
-		{"lldp", lldp, lldp, false},
-		{"lldp again at once", lldp, nil, true},
-		{"tagged lldp", frames.VLAN(lldp, 42), nil, false},
-		{"lldp to a unicast address", unicast, nil, false},
-		{"udp", frames.UDPFrame(64, 1, 2), nil, false},
-		{"lldp of 1514 bytes", whole, whole, false},
-		{"lldp of 1614 bytes", long, long[:1518], false},
+		{"lldp", lldp, lldp},
+		{"a known sender's", known, known},
+		{"tagged lldp", frames.VLAN(lldp, 42), nil},
+		{"lldp to a unicast address", unicast, nil},
+		{"udp", frames.UDPFrame(64, 1, 2), nil},
+		{"lldp of 1514 bytes", whole, whole},
+		{"lldp of 1614 bytes", long, long[:1518]},
 	} {
-		if !c.soon {
-			time.Sleep(25 * time.Millisecond) // past the gap between copies
-		}
+		time.Sleep(150 * time.Millisecond) // past the gaps between copies
 		if _, err := pt.Run(c.frame); err != nil {
 			t.Fatal(err)
 		}
@@ -167,10 +173,68 @@ func TestBPFCopiesLLDP(t *testing.T) {
 			}
 			continue
 		}
-		// BPF_PROG_RUN runs the program as if the frame came in on
-		// loopback, ifindex 1.
 		if want := append([]byte("ifindex 1:"), c.want...); !bytes.Equal(got, want) {
 			t.Errorf("%s: copied %d bytes %.80x…, want %d bytes %.80x…", c.name, len(got), got, len(want), want)
 		}
+	}
+}
+
+// lldpPace sends LLDP frames of an unknown sender (other) and a known one
+// at once and after short waits, and wants copies at each sender's pace:
+// the unknown one's one per 20 ms on the port, the known one's one per
+// 100 ms, whatever the other sends. The program's clock is coarse (a
+// jiffy): a run with a frame too near a gap to tell is run again.
+func lldpPace(t *testing.T, pt *forwarder.ProgramTester, other, known []byte) {
+	t.Helper()
+	const portGap, senderGap, near = 20 * time.Millisecond, 100 * time.Millisecond, 8 * time.Millisecond
+	steps := []struct {
+		frame []byte
+		known bool
+		wait  time.Duration // after the step before
+	}{
+		{other, false, 0}, {other, false, 0}, // the port's gap
+		{known, true, 0}, {known, true, 0}, // the known sender's gap: the port's is spent
+		{known, true, 40 * time.Millisecond}, {other, false, 0}, // past the port's gap, not the sender's
+		{other, false, 0}, {known, true, 80 * time.Millisecond}, // past the sender's gap
+	}
+	for attempt := 1; ; attempt++ {
+		time.Sleep(senderGap + 50*time.Millisecond)
+		var want [][]byte
+		last := map[bool]time.Time{}
+		clear := true
+		for _, s := range steps {
+			time.Sleep(s.wait)
+			now := time.Now()
+			gap := map[bool]time.Duration{false: portGap, true: senderGap}[s.known]
+			copied := true
+			if t, ok := last[s.known]; ok {
+				since := now.Sub(t)
+				copied = since >= gap
+				clear = clear && (since < gap-near || since > gap+near)
+			}
+			if copied {
+				last[s.known] = now
+				want = append(want, s.frame)
+			}
+			if _, err := pt.Run(s.frame); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got [][]byte
+		for c := pt.Copied(); c != nil; c = pt.Copied() {
+			got = append(got, c)
+		}
+		if !clear && attempt < 5 {
+			continue
+		}
+		if len(got) != len(want) {
+			t.Fatalf("copied %d frames, want %d (attempt %d, clear of the gaps: %v)", len(got), len(want), attempt, clear)
+		}
+		for i := range want {
+			if w := append([]byte("ifindex 1:"), want[i]...); !bytes.Equal(got[i], w) {
+				t.Errorf("copy %d: %.60x…, want %.60x…", i, got[i], w)
+			}
+		}
+		return
 	}
 }

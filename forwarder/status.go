@@ -68,7 +68,7 @@ func (f *Forwarder) Status() forwarderapi.Status {
 			break // segments added since the sample: in the next one
 		}
 		pc, ls := s.ports[i], s.links[i]
-		nbs, rejected, why := f.lldp.of(p.label, heard)
+		nbs, rejected, why, dropped := f.lldp.of(p.label, heard)
 		st.Ports = append(st.Ports, forwarderapi.PortStatus{
 			Name: p.label, Interface: p.ifname, Segment: p.segment.Name, Peer: p.peer.label,
 			Attach: eng.attachMode(p), Link: ls.operState,
@@ -79,7 +79,7 @@ func (f *Forwarder) Status() forwarderapi.Status {
 			MTU: p.segment.MTU, MaxFrame: maxFrame(engine, p),
 			XDPFeatures: p.featureNames(), AttachWhy: p.attachWhy,
 			Settings:  p.settings,
-			Neighbors: nbs, LLDPRejected: rejected, LLDPLastError: why,
+			Neighbors: nbs, LLDPRejected: rejected, LLDPLastError: why, LLDPDropped: dropped,
 		})
 	}
 	for i := range segs {

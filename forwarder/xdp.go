@@ -246,8 +246,7 @@ func newXDPEngine(ports []*port, opts *Options) (_ *xdpEngine, err error) {
 		return nil, err
 	}
 	e.noCapture = opts.NoCapture
-	e.maps = e.capture.add(map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts,
-		bpf.DatapathMapLldpFrames: e.lldp.m})
+	e.maps = e.capture.add(e.lldp.add(map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts}))
 	if opts.Mode == ModeService {
 		if e.flows, err = newFlowTable(spec, opts.FlowTableSize, opts.FlowIdle); err != nil {
 			return nil, err

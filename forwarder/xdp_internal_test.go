@@ -122,8 +122,7 @@ func BenchmarkLoadPorts(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer e.capture.close()
-	e.maps = e.capture.add(map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts,
-		bpf.DatapathMapLldpFrames: e.lldp.m})
+	e.maps = e.capture.add(e.lldp.add(map[string]*ebpf.Map{bpf.DatapathMapEgress: e.egress, bpf.DatapathMapPortCounts: e.counts}))
 	seg := &Segment{MTU: config.DefaultMTU}
 	var ports []*port
 	for i := range 6 {

@@ -3,6 +3,7 @@ package lldp
 import (
 	"bytes"
 	"encoding/binary"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -115,9 +116,9 @@ func TestTable(t *testing.T) {
 	a, _ := Decode(lldpdFrame(120))
 	b := a
 	b.ChassisID, b.TTL = "52:54:00:00:00:0b", 30
-	tab.Update("LAN2", a, t0)
-	tab.Update("LAN1", a, t0)
-	tab.Update("LAN1", b, t0)
+	tab.Update("LAN2", a, nil, t0)
+	tab.Update("LAN1", a, nil, t0)
+	tab.Update("LAN1", b, nil, t0)
 	names := func(now time.Time) string {
 		var s []string
 		for _, n := range tab.Neighbors(now) {
@@ -131,7 +132,7 @@ func TestTable(t *testing.T) {
 	if got := names(t0.Add(30 * time.Second)); got != "LAN1 52:54:00:12:34:56, LAN2 52:54:00:12:34:56" {
 		t.Errorf("after b's TTL of 30 s: %s", got)
 	}
-	tab.Update("LAN1", a, t0.Add(100*time.Second)) // refreshed
+	tab.Update("LAN1", a, nil, t0.Add(100*time.Second)) // refreshed
 	if got := names(t0.Add(130 * time.Second)); got != "LAN1 52:54:00:12:34:56" {
 		t.Errorf("after LAN2's neighbour aged out: %s", got)
 	}
@@ -140,31 +141,60 @@ func TestTable(t *testing.T) {
 	}
 	gone := a
 	gone.TTL = 0
-	tab.Update("LAN1", gone, t0.Add(131*time.Second))
+	tab.Update("LAN1", gone, nil, t0.Add(131*time.Second))
 	if got := names(t0.Add(131 * time.Second)); got != "" {
 		t.Errorf("after a shutdown LLDPDU: %q", got)
 	}
 
-	// A full port drops the neighbours that expire first: the newest,
-	// heard with longer TTLs, stay, and keep their indexes.
+	// A full port keeps the neighbours it has, with their indexes, and
+	// drops the newcomers, counting them: frames forged to fill it
+	// cannot push out the real neighbour (a, heard first, with the
+	// shortest TTL), however many and however long their TTLs.
+	real := a
+	real.ChassisID, real.TTL = "real", 30
+	src := net.HardwareAddr{0x52, 0x54, 0, 0, 0, 0x01}
+	if !tab.Update("LAN3", real, src, t0) {
+		t.Fatal("the first neighbour of an empty port was not kept")
+	}
 	for i := range MaxPerPort + 3 {
 		n := a
 		n.ChassisID, n.TTL = string(rune('a'+i)), 100+i
-		tab.Update("LAN3", n, t0)
+		kept := tab.Update("LAN3", n, net.HardwareAddr{0x02, 0, 0, 0, 0, byte(i)}, t0.Add(time.Duration(i)*time.Millisecond))
+		if kept != (i < MaxPerPort-1) {
+			t.Errorf("newcomer %d of a port with %d neighbours kept: %v", i, i+1, kept)
+		}
 	}
-	kept := tab.Neighbors(t0)
-	if len(kept) != MaxPerPort || tab.Drops() != 3 || kept[0].ChassisID != "d" || kept[0].Index != 4 || kept[MaxPerPort-1].ChassisID != "s" {
-		t.Errorf("a port hearing %d neighbours keeps %d (first %+v) and dropped %d, want %d from d (index 4) to s, and 3", MaxPerPort+3, len(kept), kept[0], tab.Drops(), MaxPerPort)
+	kept := tab.Neighbors(t0.Add(time.Second))
+	if len(kept) != MaxPerPort || tab.Drops("LAN3") != 4 || tab.Drops("LAN1") != 0 || kept[0].ChassisID != "real" || kept[0].Index != 1 ||
+		kept[MaxPerPort-1].ChassisID != "o" || kept[MaxPerPort-1].Index != MaxPerPort || !bytes.Equal(kept[0].Source, src) {
+		t.Errorf("a port hearing %d neighbours keeps %d (first %+v, last %+v) and dropped %d, want %d from real (index 1) to o, and 4",
+			MaxPerPort+4, len(kept), kept[0], kept[len(kept)-1], tab.Drops("LAN3"), MaxPerPort)
+	}
+	// The real neighbour refreshes while the port is full.
+	if !tab.Update("LAN3", real, src, t0.Add(20*time.Second)) {
+		t.Errorf("a neighbour the full port keeps was not refreshed")
+	}
+	// Once one ages out, a newcomer takes its place, numbered anew.
+	if kept := tab.Neighbors(t0.Add(51 * time.Second)); len(kept) != MaxPerPort-1 || kept[0].ChassisID != "a" {
+		t.Errorf("after real's TTL: %+v", kept)
+	}
+	late := a
+	late.ChassisID = "late"
+	if !tab.Update("LAN3", late, src, t0.Add(51*time.Second)) {
+		t.Errorf("a newcomer was not kept once the port had room")
+	}
+	if kept := tab.Neighbors(t0.Add(51 * time.Second)); kept[len(kept)-1].ChassisID != "late" || kept[len(kept)-1].Index != MaxPerPort+1 {
+		t.Errorf("the newcomer after an ageout: %+v", kept[len(kept)-1])
 	}
 	tab.Forget(func(port string) bool { return port == "LAN3" })
-	if got := tab.Neighbors(t0); len(got) != 0 {
-		t.Errorf("after LAN3 was forgotten: %+v", got)
+	if got := tab.Neighbors(t0); len(got) != 0 || tab.Drops("LAN3") != 0 {
+		t.Errorf("after LAN3 was forgotten: %+v, %d dropped", got, tab.Drops("LAN3"))
 	}
 	// Another subtype is another identity, though it reads the same.
 	c := a
 	c.ChassisIDSubtype = 7
-	tab.Update("LAN4", a, t0)
-	tab.Update("LAN4", c, t0)
+	tab.Update("LAN4", a, nil, t0)
+	tab.Update("LAN4", c, nil, t0)
 	if got := tab.Neighbors(t0); len(got) != 2 || got[0].Index != 1 || got[1].Index != 2 {
 		t.Errorf("two subtypes of one ID: %+v", got)
 	}

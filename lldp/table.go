@@ -1,16 +1,19 @@
 package lldp
 
 import (
+	"net"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 )
 
-// MaxPerPort bounds the neighbours kept per port: a port that hears more
-// (a hub, or frames made up to fill the box) makes room by dropping the
-// one that would expire first, and counts it, as 802.1AB's
-// lldpStatsRemTablesDrops does.
+// MaxPerPort bounds the neighbours kept per port. A port that hears more
+// (a hub, or frames made up to fill the box) keeps those it has and
+// drops the newcomer, counting it, as IEEE 802.1AB-2005 10.3.4 does
+// (lldpStatsRemTablesDrops): frames forged to fill a port's table cannot
+// push a real neighbour out, or renumber the table (lldpRemIndex), and
+// the labels of what the box exports stay bounded.
 const MaxPerPort = 16
 
 // Seen is a neighbour as last heard on a port.
@@ -22,6 +25,9 @@ type Seen struct {
 	Neighbor
 	LastSeen time.Time `json:"last_seen"`
 	Expires  time.Time `json:"expires"` // LastSeen + TTL: aged out after
+	// Source is the Ethernet source address of its last frame: how the
+	// datapath knows the senders the table keeps.
+	Source net.HardwareAddr `json:"-"`
 }
 
 // Table is every port's neighbours, each kept until its TTL runs out
@@ -30,8 +36,8 @@ type Seen struct {
 type Table struct {
 	mu    sync.Mutex
 	seen  map[key]Seen
-	next  map[string]int // the next Index, by port
-	drops uint64
+	next  map[string]int    // the next Index, by port
+	drops map[string]uint64 // newcomers a full port's table dropped, by port
 }
 
 // key is a neighbour on a port: its chassis and port IDs with their
@@ -44,32 +50,32 @@ type key struct {
 	portID         string
 }
 
-// Update takes a frame's neighbour heard on port at now: new or
-// refreshed, or gone when its TTL is 0.
-func (t *Table) Update(port string, n Neighbor, now time.Time) {
+// Update takes a frame's neighbour heard on port at now, from source:
+// new or refreshed, or gone when its TTL is 0. A newcomer to a full
+// port is dropped and counted; Update says whether the table keeps n.
+func (t *Table) Update(port string, n Neighbor, source net.HardwareAddr, now time.Time) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.expire(now)
 	k := key{port, n.ChassisIDSubtype, n.ChassisID, n.PortIDSubtype, n.PortID}
 	if n.TTL == 0 {
 		delete(t.seen, k)
-		return
+		return false
 	}
 	s, ok := t.seen[k]
 	if !ok {
-		var first key
 		count := 0
-		for other, o := range t.seen {
+		for other := range t.seen {
 			if other.port == port {
-				if count == 0 || o.Expires.Before(t.seen[first].Expires) {
-					first = other
-				}
 				count++
 			}
 		}
 		if count >= MaxPerPort {
-			delete(t.seen, first)
-			t.drops++
+			if t.drops == nil {
+				t.drops = map[string]uint64{}
+			}
+			t.drops[port]++
+			return false
 		}
 		if t.seen == nil {
 			t.seen, t.next = map[key]Seen{}, map[string]int{}
@@ -77,7 +83,9 @@ func (t *Table) Update(port string, n Neighbor, now time.Time) {
 		t.next[port]++
 		s.Index = t.next[port]
 	}
-	t.seen[k] = Seen{Port: port, Index: s.Index, Neighbor: n, LastSeen: now, Expires: now.Add(time.Duration(n.TTL) * time.Second)}
+	t.seen[k] = Seen{Port: port, Index: s.Index, Neighbor: n, LastSeen: now, Expires: now.Add(time.Duration(n.TTL) * time.Second),
+		Source: slices.Clone(source)}
+	return true
 }
 
 // Forget drops every neighbour of the ports gone says are gone.
@@ -92,6 +100,11 @@ func (t *Table) Forget(gone func(port string) bool) {
 	for port := range t.next {
 		if gone(port) {
 			delete(t.next, port)
+		}
+	}
+	for port := range t.drops {
+		if gone(port) {
+			delete(t.drops, port)
 		}
 	}
 }
@@ -124,9 +137,9 @@ func (t *Table) Neighbors(now time.Time) []Seen {
 	return out
 }
 
-// Drops is how many neighbours a full port's table dropped to make room.
-func (t *Table) Drops() uint64 {
+// Drops is how many newcomers port's full table dropped.
+func (t *Table) Drops(port string) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.drops
+	return t.drops[port]
 }

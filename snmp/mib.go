@@ -18,8 +18,11 @@ var (
 	// lldpRemEntry, indexed by lldpRemTimeMark, lldpRemLocalPortNum and
 	// lldpRemIndex.
 	LldpRemEntry = MustOID("1.0.8802.1.1.2.1.4.1.1")
-	LinkDownTrap = MustOID("1.3.6.1.6.3.1.1.5.3")
-	LinkUpTrap   = MustOID("1.3.6.1.6.3.1.1.5.4")
+	// lldpStatsRemTablesDrops.0: the new neighbours a full table dropped
+	// (a ZeroBasedCounter32, a Gauge32 on the wire).
+	LldpStatsRemTablesDrops = MustOID("1.0.8802.1.1.2.1.2.4.0")
+	LinkDownTrap            = MustOID("1.3.6.1.6.3.1.1.5.3")
+	LinkUpTrap              = MustOID("1.3.6.1.6.3.1.1.5.4")
 
 	NcposMIB          = MustOID("1.3.6.1.4.1.32473")
 	NcposAppliance    = NcposMIB.Append(3, 1)

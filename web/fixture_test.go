@@ -312,7 +312,7 @@ const fakeForwarderStatus = `{"engine":"xdp","mode":"forward","live":{"live":tru
  "ports":[{"name":"LAN1","interface":"eth1","segment":"seg1","peer":"LAN2","attach":"native","link":"up","mtu":1522,"max_frame":1540,"settings":[],
   "lldp_neighbors":[{"port":"LAN1","index":1,"chassis_id":"52:54:00:12:34:56","chassis_id_subtype":4,"port_id":"eth1","port_id_subtype":5,"ttl_seconds":120,
    "system_name":"sw-core-1","management_address":"192.0.2.7","last_seen":"2026-01-01T00:00:00Z","expires":"2026-01-01T00:02:00Z"}],
-  "lldp_rejected":2,"lldp_last_error":"lldp: TLV 1 (type 85) at byte 14: length 170 runs past the frame's end (44 bytes left)"}]}`
+  "lldp_rejected":2,"lldp_last_error":"lldp: TLV 1 (type 85) at byte 14: length 170 runs past the frame's end (44 bytes left)","lldp_dropped":5}]}`
 
 const fakeForwarderMetrics = `# HELP ncpos_forwarder_live 1 while the forwarder is live (loop, maps, engine, programs)
 # TYPE ncpos_forwarder_live gauge

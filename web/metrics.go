@@ -98,6 +98,7 @@ var (
 	mLLDPNeighbor = desc("ncpos_lldp_neighbor_info", "An LLDP neighbour a segment port hears, until its TTL runs out; always 1.",
 		"port", "chassis_id", "port_id", "system_name", "management_address")
 	mLLDPRejected = desc("ncpos_lldp_rejected_total", "LLDP frames a segment port received and could not read (forwarded all the same).", "port")
+	mLLDPDropped  = desc("ncpos_lldp_table_drops_total", "New LLDP neighbours a segment port's full table dropped (LLDP-MIB's lldpStatsRemTablesDrops).", "port")
 	mPortSpeed    = desc("ncpos_port_speed_bytes", "Link speed in bytes per second.", "port")
 	mRxPackets    = desc("ncpos_port_receive_packets_total", "Packets the port received (kernel counter).", "port")
 	mTxPackets    = desc("ncpos_port_transmit_packets_total", "Packets the port sent (kernel counter).", "port")
@@ -199,6 +200,7 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 				gauge(mLLDPNeighbor, 1, p.Name, clip(n.ChassisID), clip(n.PortID), clip(n.SystemName), clip(n.ManagementAddress))
 			}
 			counter(mLLDPRejected, l.Rejected, p.Name)
+			counter(mLLDPDropped, l.Dropped, p.Name)
 		}
 		if p.SpeedMbps > 0 {
 			gauge(mPortSpeed, float64(p.SpeedMbps)*125000, p.Name)

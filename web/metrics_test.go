@@ -46,6 +46,7 @@ func TestMetrics(t *testing.T) {
 		{"ncpos_port_up", []string{"port", "LAN4"}, 0, dto.MetricType_GAUGE},
 		{"ncpos_lldp_neighbor_info", []string{"port", "LAN1", "chassis_id", "52:54:00:12:34:56", "port_id", "eth1", "system_name", "sw-core-1", "management_address", "192.0.2.7"}, 1, dto.MetricType_GAUGE},
 		{"ncpos_lldp_rejected_total", []string{"port", "LAN1"}, 2, dto.MetricType_COUNTER},
+		{"ncpos_lldp_table_drops_total", []string{"port", "LAN1"}, 5, dto.MetricType_COUNTER},
 		{"ncpos_port_up", []string{"port", "LAN1"}, 1, dto.MetricType_GAUGE},
 		{"ncpos_port_speed_bytes", []string{"port", "LAN1"}, 10000 * 125000, dto.MetricType_GAUGE},
 		{"ncpos_port_info", []string{"port", "LAN3", "interface", "eth3", "role", "data", "segment", "seg2"}, 1, dto.MetricType_GAUGE},

@@ -133,6 +133,13 @@ func BuildSNMPView(snap *api.Snapshot, cfg config.SNMP, start time.Time) (*snmp.
 	// LLDP-MIB's remote systems: lldpRemLocalPortNum is the port's
 	// ifIndex, lldpRemTimeMark 0 (every entry), lldpRemIndex the
 	// neighbour's, which it keeps while it stays.
+	var drops uint64
+	for _, p := range snap.Ports {
+		if p.LLDP != nil {
+			drops += p.LLDP.Dropped
+		}
+	}
+	g32(snmp.LldpStatsRemTablesDrops, drops)
 	for i, p := range snap.Ports {
 		if p.LLDP == nil {
 			continue

@@ -99,6 +99,15 @@ func TestSNMPAgreesWithMetrics(t *testing.T) {
 	if len(w) != 7 {
 		t.Errorf("lldpRemTable has %d objects, want LAN1's one neighbour's 7:\n%s", len(w), out)
 	}
+	// lldpStatsRemTablesDrops: the newcomers every port's full table
+	// dropped.
+	out, err = snmptest.Tool(t, "snmpget", "-v2c", "-c", "noc-read-7", "udp:"+pc.LocalAddr().String(), "1.0.8802.1.1.2.1.2.4.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w = snmptest.Walk(out); w[".1.0.8802.1.1.2.1.2.4.0"] != "Gauge32: 5" {
+		t.Errorf("lldpStatsRemTablesDrops: %s", out)
+	}
 }
 
 func TestNotifications(t *testing.T) {

@@ -84,6 +84,13 @@ type DatapathFlowKey struct {
 	Dst    [4]uint32
 }
 
+type DatapathLldpSender struct {
+	_       structs.HostLayout
+	Ifindex uint32
+	Mac     [6]uint8
+	Pad     uint16
+}
+
 type DatapathPortStats struct {
 	_         structs.HostLayout
 	RxPackets uint64
@@ -110,6 +117,7 @@ const (
 	DatapathMapFlowCounts       = "flow_counts"
 	DatapathMapFlows            = "flows"
 	DatapathMapLldpFrames       = "lldp_frames"
+	DatapathMapLldpKnown        = "lldp_known"
 	DatapathMapPortCounts       = "port_counts"
 	DatapathMapProgSlots        = "prog_slots"
 	DatapathMapXsks             = "xsks"
@@ -192,6 +200,7 @@ type DatapathMapSpecs struct {
 	FlowCounts      *ebpf.MapSpec `ebpf:"flow_counts"`
 	Flows           *ebpf.MapSpec `ebpf:"flows"`
 	LldpFrames      *ebpf.MapSpec `ebpf:"lldp_frames"`
+	LldpKnown       *ebpf.MapSpec `ebpf:"lldp_known"`
 	PortCounts      *ebpf.MapSpec `ebpf:"port_counts"`
 	ProgSlots       *ebpf.MapSpec `ebpf:"prog_slots"`
 	Xsks            *ebpf.MapSpec `ebpf:"xsks"`
@@ -242,6 +251,7 @@ type DatapathMaps struct {
 	FlowCounts      *ebpf.Map `ebpf:"flow_counts"`
 	Flows           *ebpf.Map `ebpf:"flows"`
 	LldpFrames      *ebpf.Map `ebpf:"lldp_frames"`
+	LldpKnown       *ebpf.Map `ebpf:"lldp_known"`
 	PortCounts      *ebpf.Map `ebpf:"port_counts"`
 	ProgSlots       *ebpf.Map `ebpf:"prog_slots"`
 	Xsks            *ebpf.Map `ebpf:"xsks"`
@@ -261,6 +271,7 @@ func (m *DatapathMaps) Close() error {
 		m.FlowCounts,
 		m.Flows,
 		m.LldpFrames,
+		m.LldpKnown,
 		m.PortCounts,
 		m.ProgSlots,
 		m.Xsks,

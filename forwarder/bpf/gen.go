@@ -6,4 +6,4 @@
 //	go generate ./forwarder/bpf
 package bpf
 
-//go:generate go tool bpf2go -cc clang -target bpfel -type port_stats -type flow_key -type flow -type flow_counters -type capture_hdr -type capture_state Datapath port.c -- -O2 -mcpu=v3 -I/usr/include/x86_64-linux-gnu
+//go:generate go tool bpf2go -cc clang -target bpfel -type port_stats -type flow_key -type flow -type flow_counters -type capture_hdr -type capture_state -type lldp_sender Datapath port.c -- -O2 -mcpu=v3 -I/usr/include/x86_64-linux-gnu

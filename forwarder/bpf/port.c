@@ -29,10 +29,13 @@
 // freplace: kernels that refuse trampolines still run them.
 //
 // An untagged LLDP frame (IEEE 802.1AB) to one of LLDP's group addresses
-// is forwarded like any other, and copied (LLDP_MAX bytes at most, one
-// every LLDP_GAP_NS per port) to the lldp_frames ring for forwarderd,
-// which shows each port's neighbour: the box reads LLDP and never sends
-// it.
+// is forwarded like any other, and copied (LLDP_MAX bytes at most) to the
+// lldp_frames ring for forwarderd, which shows each port's neighbour: the
+// box reads LLDP and never sends it. A sender forwarderd keeps as a
+// neighbour (lldp_known) is copied at most once every LLDP_SENDER_GAP_NS;
+// the others share one copy every LLDP_GAP_NS per port, so a flood costs
+// little, and no sender, however many frames it makes up, crowds out the
+// neighbours the port already has.
 //
 // All three are frags-aware (xdp.frags): a jumbo frame
 // arrives in several buffers, of which only the first is parsed (headers
@@ -78,7 +81,9 @@
 #define MAX_IPV6_EXT 4   /* extension headers walked before giving up */
 #define MIN_FRAME 60     /* Ethernet minimum without FCS */
 #define LLDP_MAX 1518    /* bytes of an LLDP frame copied: a whole LLDPDU under a tag */
-#define LLDP_GAP_NS 20000000ULL /* at most one copy per 20 ms per port: a flood costs little */
+#define LLDP_GAP_NS 20000000ULL /* unknown senders: one copy per 20 ms per port */
+#define LLDP_SENDER_GAP_NS 100000000ULL /* a known sender: one copy per 100 ms (802.1AB sends at most one a second) */
+#define LLDP_SENDERS (MAX_PORTS * 16) /* lldp.MaxPerPort neighbours on each port */
 #define CAPTURE_MAX 16384 /* bytes of a frame a capture keeps at most: a jumbo frame whole */
 
 enum malformed {
@@ -212,6 +217,22 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);
 } lldp_frames SEC(".maps");
+
+/* The senders of the neighbours forwarderd keeps, by the interface their
+ * frames enter and their source address; the value is when one was last
+ * copied. */
+struct lldp_sender {
+	__u32 ifindex;
+	__u8 mac[6];
+	__u16 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, LLDP_SENDERS);
+	__type(key, struct lldp_sender);
+	__type(value, __u64);
+} lldp_known SEC(".maps");
 
 /* Which port slots a capture watches, and the capture's program for each. */
 struct {
@@ -577,13 +598,24 @@ static __always_inline void parse(struct xdp_md *ctx, __u64 *len, struct flow_ke
 	 * nothing (no addresses we know how to read). */
 }
 
-/* copy_lldp hands a copy of an LLDP frame to forwarderd. */
+/* copy_lldp hands a copy of an LLDP frame to forwarderd: a known
+ * sender's at its own pace, the others' within the port's budget. */
 static __always_inline void copy_lldp(struct xdp_md *ctx, __u64 len)
 {
 	__u64 now = bpf_ktime_get_coarse_ns();
-	if (now - lldp_last_ns < LLDP_GAP_NS)
+	struct lldp_sender who = { .ifindex = ctx->ingress_ifindex };
+	if (bpf_xdp_load_bytes(ctx, 6, who.mac, sizeof(who.mac)) < 0)
 		return;
-	lldp_last_ns = now;
+	__u64 *last = bpf_map_lookup_elem(&lldp_known, &who);
+	if (last) {
+		if (now - *last < LLDP_SENDER_GAP_NS)
+			return;
+		*last = now;
+	} else {
+		if (now - lldp_last_ns < LLDP_GAP_NS)
+			return;
+		lldp_last_ns = now;
+	}
 	struct lldp_copy *c = bpf_ringbuf_reserve(&lldp_frames, sizeof(*c), 0);
 	if (!c)
 		return;

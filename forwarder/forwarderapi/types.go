@@ -61,10 +61,13 @@ type PortStatus struct {
 	Settings []PortSetting `json:"settings"`
 	// Neighbors are the stations whose LLDP frames the port received,
 	// until their TTL runs out; LLDPRejected counts the LLDP frames it
-	// could not read, LLDPLastError says why the last was not.
+	// could not read, LLDPLastError says why the last was not, and
+	// LLDPDropped counts the newcomers its full table dropped
+	// (lldp.MaxPerPort; LLDP-MIB's lldpStatsRemTablesDrops).
 	Neighbors     []lldp.Seen `json:"lldp_neighbors,omitempty"`
 	LLDPRejected  uint64      `json:"lldp_rejected,omitempty"`
 	LLDPLastError string      `json:"lldp_last_error,omitempty"`
+	LLDPDropped   uint64      `json:"lldp_dropped,omitempty"`
 }
 
 // PortSetting is one NIC setting ncpos makes on a segment port and what

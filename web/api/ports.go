@@ -31,12 +31,14 @@ type Port struct {
 	LLDP *PortLLDP `json:"lldp,omitempty"`
 }
 
-// PortLLDP is a port's LLDP neighbours, each until its TTL runs out, and
-// the LLDP frames it could not read.
+// PortLLDP is a port's LLDP neighbours, each until its TTL runs out, the
+// LLDP frames it could not read, and the newcomers its full table
+// dropped (lldp.MaxPerPort; lldpStatsRemTablesDrops).
 type PortLLDP struct {
 	Neighbors []lldp.Seen `json:"neighbors"`
 	Rejected  uint64      `json:"rejected"`
 	LastError string      `json:"last_error,omitempty"`
+	Dropped   uint64      `json:"dropped"`
 }
 
 // PortCounters are the kernel's interface counters

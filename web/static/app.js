@@ -182,6 +182,7 @@ function neighbourCell(l) {
   }
   if (!l.neighbors.length) td.append(h('span', { class: 'muted' }, '—'));
   if (l.rejected) td.append(h('br'), h('small', { class: 'bad', title: l.last_error || '' }, `${l.rejected} unreadable`));
+  if (l.dropped) td.append(h('br'), h('small', { class: 'bad', title: 'new neighbours the full table left out' }, `${l.dropped} dropped`));
   return td;
 }
 
