@@ -24,6 +24,11 @@ const (
 	// one, runs on the very same configuration, whatever happens to the
 	// files on /perm meanwhile.
 	BootConfig = "/run/ncpos/config.toml"
+	// SettledConfig keeps, beside BootConfig, the configuration a change
+	// in place replaced, until the change is confirmed or undone
+	// (package config/apply): a statusd started again in the same boot
+	// knows what to go back to.
+	SettledConfig = "/run/ncpos/config-settled.toml"
 	// TrialConfig is a configuration the box boots on once, next: a
 	// change that needs a reboot, waiting for its confirmation (package
 	// config/apply). Init removes it as it boots on it, so that a box

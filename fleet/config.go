@@ -193,7 +193,7 @@ func (a *Asker) watchAndConfirm(ctx context.Context, wave []Box, results []Confi
 			switch {
 			case err != nil:
 				r.Reason = "not answering after the change: " + err.Error()
-			case v.State == versions.Reverted:
+			case v.State.Undone():
 				r.State, r.Reason = string(v.State), v.Reason
 				failed = true
 			default:

@@ -117,6 +117,10 @@ const (
 	WatchdogUnpetted Kind = "watchdog_unpetted"
 	// PlannedStop: a planned shutdown, reboot or update holds the relays.
 	PlannedStop Kind = "planned_stop"
+	// ConfigRevertOwed: a configuration change is being undone and a
+	// daemon has not taken the version before yet; the box tries again,
+	// and reboots onto the version it boots on if that keeps failing.
+	ConfigRevertOwed Kind = "config_revert_owed"
 )
 
 // classes is the class of every known kind.
@@ -128,7 +132,7 @@ var classes = map[Kind]Class{
 	RelayBypass: ClassSegment, RelayNotDrivable: ClassSegment, RelayMismatch: ClassSegment, HoldDown: ClassSegment,
 
 	ConfigRejected: ClassBox, PermDegraded: ClassBox, ProfileIncomplete: ClassBox, ProfileRefused: ClassBox,
-	ClockNotSet: ClassBox, WatchdogUnpetted: ClassBox, PlannedStop: ClassBox,
+	ClockNotSet: ClassBox, WatchdogUnpetted: ClassBox, PlannedStop: ClassBox, ConfigRevertOwed: ClassBox,
 }
 
 // Class returns the class of k and whether k is known.

@@ -30,6 +30,7 @@ var (
 	NcposSegmentEntry = NcposMIB.Append(1, 2, 1)
 	NcposBypassChange = NcposMIB.Append(0, 1)
 	NcposReset        = NcposMIB.Append(0, 2)
+	NcposCritical     = NcposMIB.Append(0, 3)
 )
 
 // Columns of ifEntry and ifXEntry, and NCPOS-MIB's objects.
@@ -46,6 +47,7 @@ const (
 	LldpRemPortDesc, LldpRemSysName, LldpRemSysDesc                                = 8, 9, 10
 
 	NcposBuild, NcposHealth, NcposProblems, NcposLastReset, NcposLastResetDetail, NcposWatchdogPets, NcposWatchdogDevice = 1, 2, 3, 4, 5, 6, 7
+	NcposEventText                                                                                                       = 8
 
 	NcposSegmentName, NcposSegmentPorts, NcposSegmentForwarding, NcposSegmentBypassState = 2, 3, 4, 5
 	NcposSegmentBypassReason, NcposSegmentBypassOverride                                 = 6, 7

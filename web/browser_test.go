@@ -180,6 +180,9 @@ func checkDashboard(t *testing.T, doc *html.Node, s *api.Snapshot) {
 			if p.LLDP.Rejected > 0 {
 				want += fmt.Sprintf("%d unreadable", p.LLDP.Rejected)
 			}
+			if p.LLDP.Dropped > 0 {
+				want += fmt.Sprintf("%d dropped", p.LLDP.Dropped)
+			}
 			expect(p.Name+" LLDP neighbour", text(field(row, "lldp")), want)
 		}
 		if n := count(row, func(n *html.Node) bool { return n.Data == "polyline" }); n != 2 {

@@ -35,6 +35,10 @@ type Monitor struct {
 	HistoryLen   int           // chart points per port, default 120
 	LastGood     *LastGood     // nil: the configuration is not kept as last good
 	Now          func() time.Time
+	// BoxConditions are statusd's conditions from beyond the monitor
+	// (a configuration revert the box owes); nil: none. It must not
+	// wait for the monitor.
+	BoxConditions func() []health.Condition
 
 	cfgMu  sync.Mutex     // guards cfg
 	cfg    *config.Config // set by SetConfig; nil: Config

@@ -158,7 +158,7 @@ func BuildSNMPView(snap *api.Snapshot, cfg config.SNMP, start time.Time) (*snmp.
 
 	ns := func(c uint32) snmp.OID { return snmp.NcposSystem.Append(c, 0) }
 	str(ns(snmp.NcposBuild), sys.BuildID)
-	integer(ns(snmp.NcposHealth), map[string]int{"ok": 1, "bypass": 2, "degraded": 3}[snap.Summary.State])
+	integer(ns(snmp.NcposHealth), healthValue(snap.Summary.State))
 	str(ns(snmp.NcposProblems), limit255(strings.Join(snap.Summary.Problems, "; ")))
 	kind, detail, pets, device := 1, "", uint64(0), ""
 	if p := sys.Watchdog.Petter; p != nil {
@@ -199,7 +199,8 @@ func BuildSNMPView(snap *api.Snapshot, cfg config.SNMP, start time.Time) (*snmp.
 
 // Notification turns an event into an SNMP notification: a relay's
 // change into ncposBypassChange, a port's link into IF-MIB's linkUp or
-// linkDown, the decision why the box started into ncposReset. Other
+// linkDown, the decision why the box started into ncposReset, and any
+// other event at critical severity (or worse) into ncposCritical. Other
 // events send nothing.
 func Notification(e events.Event, snap *api.Snapshot) (snmp.OID, []snmp.Var, bool) {
 	switch e.Kind {
@@ -243,6 +244,13 @@ func Notification(e events.Event, snap *api.Snapshot) (snmp.OID, []snmp.Var, boo
 		return snmp.NcposReset, []snmp.Var{
 			{OID: ns(snmp.NcposLastReset), Type: gosnmp.Integer, Value: resetKind(e.Fields["kind"])},
 			{OID: ns(snmp.NcposLastResetDetail), Type: gosnmp.OctetString, Value: limit255(detail)},
+		}, true
+	}
+	if e.Severity <= events.Critical {
+		ns := func(c uint32) snmp.OID { return snmp.NcposSystem.Append(c, 0) }
+		return snmp.NcposCritical, []snmp.Var{
+			{OID: ns(snmp.NcposHealth), Type: gosnmp.Integer, Value: healthValue(snap.Summary.State)},
+			{OID: ns(snmp.NcposEventText), Type: gosnmp.OctetString, Value: limit255(e.Message)},
 		}, true
 	}
 	return nil, nil, false
@@ -309,4 +317,9 @@ func limit(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "")
+}
+
+// healthValue is ncposHealth of a summary's state.
+func healthValue(state string) int {
+	return map[string]int{"ok": 1, "bypass": 2, "degraded": 3}[state]
 }

@@ -125,8 +125,23 @@ func TestNotifications(t *testing.T) {
 	if !ok || trap.String() != ".1.3.6.1.6.3.1.1.5.3" {
 		t.Errorf("link down: %v %v", trap, ok)
 	}
-	if _, _, ok := Notification(events.Event{Kind: events.KindLogin}, snap); ok {
+	if _, _, ok := Notification(events.Event{Kind: events.KindLogin, Severity: events.Warning}, snap); ok {
 		t.Error("a failed login became a notification")
+	}
+	// A critical event: what it says, with the box's health.
+	owed := events.Event{Kind: events.KindConfig, Severity: events.Critical, Message: "configuration version 2: going back to version 1 failed: forwarderd: device busy"}
+	trap, vars, ok = Notification(owed, snap)
+	if !ok || trap.String() != ".1.3.6.1.4.1.32473.0.3" || len(vars) != 2 || vars[0].OID.String() != ".1.3.6.1.4.1.32473.1.1.2.0" ||
+		vars[1].OID.String() != ".1.3.6.1.4.1.32473.1.1.8.0" || vars[1].Value != owed.Message {
+		t.Errorf("a critical event: %v %v %v", trap, vars, ok)
+	}
+	owed.Severity = events.Warning
+	if _, _, ok := Notification(owed, snap); ok {
+		t.Error("a configuration warning became a notification")
+	}
+	// A watchdog reset stays ncposReset, critical as it is.
+	if trap, _, _ := Notification(events.Event{Kind: events.KindWatchdog, Severity: events.Critical, Fields: map[string]string{"kind": "watchdog"}}, snap); trap.String() != ".1.3.6.1.4.1.32473.0.2" {
+		t.Errorf("a watchdog reset: %v", trap)
 	}
 	if got := limit255(strings.Repeat("é", 200)); len(got) > 255 || !strings.HasPrefix(strings.Repeat("é", 200), got) {
 		t.Errorf("limit255 cut to %d bytes", len(got))

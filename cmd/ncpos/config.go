@@ -214,7 +214,7 @@ func (o *configOpts) settle(ctx context.Context, res *api.ConfigApplied) error {
 		var h *api.ConfigHistory
 		if h, last = c.ConfigHistory(ctx); last == nil {
 			for _, hv := range h.Versions {
-				if hv.Number == v.Number && hv.State == versions.Reverted {
+				if hv.Number == v.Number && hv.State.Undone() {
 					return fmt.Errorf("the box reverted version %d: %s", v.Number, hv.Reason)
 				}
 			}
@@ -246,7 +246,7 @@ func waitBooted(ctx context.Context, c *api.Client, v versions.Version) error {
 		if cur.Version != v.Number {
 			if h, err := c.ConfigHistory(ctx); err == nil {
 				for _, hv := range h.Versions {
-					if hv.Number == v.Number && hv.State == versions.Reverted {
+					if hv.Number == v.Number && hv.State.Undone() {
 						return fmt.Errorf("the box reverted version %d: %s", v.Number, hv.Reason)
 					}
 				}

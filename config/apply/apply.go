@@ -7,6 +7,16 @@
 // that forwarded before stop forwarding (package verdict). Only a
 // confirmed version is written where the box boots from, so a box that
 // restarts while a change is unconfirmed comes up on the version before.
+//
+// Going back is owed until every daemon has taken the version before: a
+// revert a daemon fails to take is tried again every tick, and after
+// RevertAttempts or RevertWithin the box reboots onto the version it
+// boots on.
+//
+// apply.go applies a change; pending.go watches, confirms and reverts
+// it; owed.go keeps a revert that failed; resume.go picks a change up
+// again when statusd restarts; reboot.go takes and undoes a change by a
+// reboot.
 package apply
 
 import (
@@ -23,6 +33,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/verdict"
 	"github.com/ncpos/ncpos/web/api"
@@ -57,6 +68,12 @@ type Manager struct {
 	Store *versions.Store
 	// RunConfig is the file every daemon runs on (appliance.BootConfig).
 	RunConfig string
+	// SettledFile keeps, beside RunConfig, the text a change in place
+	// replaced until the change is confirmed or undone
+	// (appliance.SettledConfig), so that statusd, started again, knows
+	// the box runs a change and goes back from one whose record does
+	// not read rather than leave it unwatched. "": kept in memory only.
+	SettledFile string
 	// PermConfig is the file the box boots on (appliance.PermConfig),
 	// and LastGood the one it falls back to (appliance.LastGoodConfig):
 	// both are written when a version is confirmed.
@@ -76,7 +93,8 @@ type Manager struct {
 	// change that needs a reboot (appliance.TrialConfig): init removes it
 	// as it boots on it, so that a box that restarts again before the
 	// change is confirmed comes up on PermConfig, the version before.
-	// Reboot restarts the box. Without both, such a change is refused.
+	// Reboot restarts the box. Without both, such a change is refused;
+	// without Reboot, a revert that keeps failing is only tried again.
 	TrialConfig string
 	Reboot      func(ctx context.Context, reason string) error
 	Events      *events.Log // nil: none
@@ -84,50 +102,33 @@ type Manager struct {
 	// forwarded before may stay not forwarding, after a change before
 	// the box reverts it (15 s when 0).
 	Grace time.Duration
-	// Tick is how often the deadline and the health are checked (1 s
-	// when 0).
+	// Tick is how often the deadline and the health are checked, and a
+	// revert that failed is tried again (1 s when 0).
 	Tick time.Duration
 	// BootWindow is how long a change the box restarted under (a change
 	// taken by a reboot, or statusd started again) has to run well once
 	// before its health counts against it, the daemons and segments
 	// starting meanwhile (2 min when 0).
 	BootWindow time.Duration
+	// RevertAttempts and RevertWithin bound a revert that fails: after
+	// that many failed attempts (5 when 0), or that long since the first
+	// (1 min when 0), the box reboots onto the version it boots on.
+	RevertAttempts int
+	RevertWithin   time.Duration
 
 	mu      sync.Mutex
 	pending *change // set with setPending
-	// parent is the pending change's parent text, for Settled, which the
-	// monitor calls while the manager may wait for the monitor (Health).
+	owed    *owed   // a revert the box owes; set with setOwed
+	// parent is the text of the configuration the box last settled on
+	// while a change is pending or being undone, for Settled, which
+	// the monitor calls while the manager may wait for the monitor
+	// (Health).
 	parent atomic.Pointer[[]byte]
+	// cond is the owed revert as a condition, for the monitor.
+	cond atomic.Pointer[health.Condition]
 	// reattach is what the last re-attach took forwarderd, in
 	// nanoseconds (0: none yet), for the plan's estimate.
 	reattach atomic.Int64
-	// owed is why the box owes a reboot back onto a version before, one
-	// that failed: it is tried again every tick ("" when none).
-	owed string
-}
-
-// setPending makes p the change waiting for its confirmation (m.mu held).
-func (m *Manager) setPending(p *change) {
-	m.pending = p
-	if p == nil {
-		m.parent.Store(nil)
-	} else {
-		m.parent.Store(&p.parent)
-	}
-}
-
-// change is the version waiting for its confirmation.
-type change struct {
-	version versions.Version
-	parent  []byte           // the text it replaced
-	takers  []string         // who took it
-	held    []string         // the segments re-attached (Hold)
-	before  verdict.Baseline // the segments before it, those it keeps
-	badFrom time.Time        // since when the verdict refuses it; zero while it accepts
-	reboot  bool             // taken by a reboot: it goes back by one
-	// booting: the box restarted under it; the health counts once it
-	// ran well, or once the boot window, until then, has passed.
-	booting time.Time
 }
 
 // DefaultReattach is what the plan says a re-attach takes before the box
@@ -181,7 +182,8 @@ type Applied struct {
 var (
 	// ErrStale: the caller's version is not the one in force.
 	ErrStale = errors.New("the configuration in force is not the version the change replaces")
-	// ErrBusy: another change waits for its confirmation.
+	// ErrBusy: another change waits for its confirmation, or is being
+	// undone.
 	ErrBusy = errors.New("a change waits for its confirmation")
 	// ErrRefused: the change needs a reboot, or a taker this box lacks.
 	ErrRefused = errors.New("the box cannot take this change in place")
@@ -190,7 +192,7 @@ var (
 	// ErrNotPending: no such version waits for its confirmation.
 	ErrNotPending = errors.New("no such version waits for its confirmation")
 	// ErrNotTaken: a taker failed; the box went back to the version in
-	// force before.
+	// force before, or owes going back (versions.Reverting).
 	ErrNotTaken = errors.New("the change was not taken and was reverted")
 )
 
@@ -208,8 +210,9 @@ func (m *Manager) InForce() ([]byte, int, error) {
 }
 
 // Settled is the configuration the box last settled on: the one in
-// force, or while a change waits for its confirmation, the one it
-// replaced. It is what the box may keep as its last good configuration.
+// force, or while a change waits for its confirmation or is being
+// undone, the one it replaced. It is what the box may keep as its last
+// good configuration. It takes no lock.
 func (m *Manager) Settled() ([]byte, error) {
 	if p := m.parent.Load(); p != nil {
 		return *p, nil
@@ -237,29 +240,10 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.pending != nil {
-		return Applied{}, fmt.Errorf("%w: version %d, until %s; confirm it or revert it first", ErrBusy,
-			m.pending.version.Number, m.pending.version.Deadline.Format(time.RFC3339))
-	}
-	if req.ConfirmWithin < 0 || req.ConfirmWithin > MaxConfirmWithin {
-		return Applied{}, fmt.Errorf("%w: a confirm deadline of %v, want 0 to %v", ErrRefused, req.ConfirmWithin, MaxConfirmWithin)
-	}
-	text, number, err := m.InForce()
+	cur, text, number, changes, err := m.check(req)
 	if err != nil {
 		return Applied{}, err
 	}
-	if req.Replaces != number {
-		return Applied{}, fmt.Errorf("%w: version %d is in force, the change replaces %d", ErrStale, number, req.Replaces)
-	}
-	cur, err := config.Parse("configuration in force", text)
-	if err != nil {
-		return Applied{}, fmt.Errorf("the configuration in force does not parse: %w", err)
-	}
-	changes := config.Plan(cur, req.Next)
-	if len(changes) == 0 {
-		return Applied{}, ErrUnchanged
-	}
-	config.Estimate(cur, req.Next, changes, m.Reattach())
 	boot := req.Reboot && config.Disturbs(changes) == config.EffectReboot
 	var takers []string
 	if boot {
@@ -273,21 +257,8 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 	} else if takers, err = m.takersOf(changes); err != nil {
 		return Applied{}, err
 	}
-	if number == 0 {
-		// The configuration the box booted on becomes a version, so
-		// that the history starts with it and a rollback can reach it.
-		v, err := m.Store.Add(text, versions.Version{By: "box", Source: m.Source, State: versions.Confirmed,
-			Comment: "the configuration the box booted on"})
-		if err != nil {
-			return Applied{}, err
-		}
-		number = v.Number
-	}
-	v := versions.Version{Parent: number, By: req.By, From: req.From, Comment: req.Comment, State: versions.Pending, Reboot: boot}
-	if req.ConfirmWithin > 0 {
-		v.Deadline = time.Now().Add(req.ConfirmWithin).UTC()
-	}
-	if v, err = m.Store.Add(req.Text, v); err != nil {
+	v, due, err := m.record(req, text, number, boot)
+	if err != nil {
 		return Applied{}, err
 	}
 	res := Applied{Version: v, Changes: changes}
@@ -296,21 +267,25 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 		what = fmt.Sprintf("configuration version %d (a rollback to version %d) applied by %s from %s (%s)", v.Number, req.Rollback, req.By, req.From, summary(changes))
 	}
 	if boot {
-		return m.rebootInto(ctx, res, req.Text, text, what)
+		return m.rebootInto(ctx, res, req.Text, text, due, what)
 	}
-	held := reattached(cur, changes)
-	if res.Took, err = m.takeHeld(ctx, req.Text, takers, held); err != nil {
-		why := err.Error()
-		if _, rerr := m.takeHeld(context.WithoutCancel(ctx), text, takers, held); rerr != nil {
+	p := &change{version: v, due: due, parent: text, takers: takers, held: reattached(cur, changes), before: before}
+	// Who runs what from here on is known beyond this process: a
+	// statusd started again goes back rather than leave it unwatched.
+	if err := m.markSettled(text); err != nil {
+		m.Store.Settle(v.Number, versions.Reverted, "not taken: "+err.Error())
+		return res, fmt.Errorf("%w: %v", ErrNotTaken, err)
+	}
+	if res.Took, err = m.takeHeld(ctx, req.Text, takers, p.held); err != nil {
+		why := "not taken: " + err.Error()
+		rv, rerr := m.revert(context.WithoutCancel(ctx), p, why)
+		res.Version = rv
+		if rerr != nil {
 			why += "; going back: " + rerr.Error()
 		}
-		if v, serr := m.Store.Settle(v.Number, versions.Reverted, "not taken: "+why); serr == nil {
-			res.Version = v
-		}
-		m.event(events.Warning, v.Number, "configuration version %d by %s not taken, back on version %d: %s", v.Number, req.By, number, why)
 		return res, fmt.Errorf("%w: %s", ErrNotTaken, why)
 	}
-	if ms := res.Took[config.TakerForwarder]; len(held) > 0 && ms > 0 {
+	if ms := res.Took[config.TakerForwarder]; len(p.held) > 0 && ms > 0 {
 		m.reattach.Store(int64(ms * float64(time.Millisecond)))
 	}
 	if req.ConfirmWithin == 0 {
@@ -318,63 +293,75 @@ func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
 		if res.Version, cerr = m.confirm(v, req.Text, "applied without a confirm deadline"); cerr != nil {
 			// Not kept where the box boots from: it goes back, there
 			// too, rather than run a version it would not boot on.
-			m.setPending(&change{version: v, parent: text, takers: takers, held: held, before: before})
 			m.restore(text)
-			if rv, err := m.revert(ctx, "could not be kept where the box boots from: "+cerr.Error()); err == nil {
+			if rv, err := m.revert(ctx, p, "could not be kept where the box boots from: "+cerr.Error()); err == nil || rv.State.Undone() {
 				res.Version = rv
 			}
 			return res, fmt.Errorf("%w: keeping it where the box boots from: %v", ErrNotTaken, cerr)
 		}
+		m.clearSettled()
 		m.event(events.Notice, v.Number, "%s, confirmed", what)
 		return res, nil
 	}
-	m.setPending(&change{version: v, parent: text, takers: takers, held: held, before: before})
+	m.setPending(p)
 	m.event(events.Notice, v.Number, "%s; it reverts by itself unless confirmed by %s", what, v.Deadline.Format(time.RFC3339))
 	return res, nil
 }
 
-// rebootInto has the box take res.Version, whose text is text, by a
-// reboot (m.mu held): for good when it is confirmed at once, else once,
-// as its trial (TrialConfig), waiting for its confirmation when the box is
-// up again. parent is the text in force.
-func (m *Manager) rebootInto(ctx context.Context, res Applied, text, parent []byte, what string) (Applied, error) {
-	v := res.Version
-	fail := func(why string, undo func()) (Applied, error) {
-		undo()
-		if sv, err := m.Store.Settle(v.Number, versions.Reverted, "not taken: "+why); err == nil {
-			res.Version = sv
-		}
-		m.event(events.Warning, v.Number, "configuration version %d not taken, the box stays on version %d: %s", v.Number, v.Parent, why)
-		return res, fmt.Errorf("%w: %s", ErrNotTaken, why)
+// check refuses a request the box cannot take now (m.mu held), and
+// otherwise returns the configuration in force, its text and version,
+// and what the request changes.
+func (m *Manager) check(req Request) (cur *config.Config, text []byte, number int, changes []config.Change, err error) {
+	if m.pending != nil {
+		return nil, nil, 0, nil, fmt.Errorf("%w: version %d, until %s; confirm it or revert it first", ErrBusy,
+			m.pending.version.Number, m.pending.version.Deadline.Format(time.RFC3339))
 	}
-	var undo func()
-	if v.Deadline.IsZero() {
-		undo = func() { m.restore(parent) }
-		// Confirmed once the reboot is under way; should the box go
-		// down before it records that, it does so as it starts again.
-		if err := m.keep(v.Number, text); err != nil {
-			return fail(err.Error(), undo)
-		}
-	} else {
-		undo = func() { durable.Remove(m.TrialConfig) }
-		if err := durable.WriteFile(m.TrialConfig, text, 0o600); err != nil {
-			return fail(fmt.Sprintf("writing %s: %v", m.TrialConfig, err), undo)
-		}
-		m.setPending(&change{version: v, parent: parent, reboot: true})
-		m.event(events.Notice, v.Number, "%s; the box reboots to take it, and reboots back unless it is confirmed by %s", what, v.Deadline.Format(time.RFC3339))
+	if m.owed != nil {
+		return nil, nil, 0, nil, fmt.Errorf("%w: the box is going back from version %d to version %d: %s", ErrBusy,
+			m.owed.version.Number, m.owed.version.Parent, m.owed.failed)
 	}
-	if err := m.Reboot(ctx, fmt.Sprintf("configuration version %d", v.Number)); err != nil {
-		m.setPending(nil)
-		return fail("rebooting: "+err.Error(), undo)
+	if req.ConfirmWithin < 0 || req.ConfirmWithin > MaxConfirmWithin {
+		return nil, nil, 0, nil, fmt.Errorf("%w: a confirm deadline of %v, want 0 to %v", ErrRefused, req.ConfirmWithin, MaxConfirmWithin)
 	}
-	res.Rebooting = true
-	if v.Deadline.IsZero() {
-		if cv, err := m.Store.Settle(v.Number, versions.Confirmed, "applied without a confirm deadline, by a reboot"); err == nil {
-			res.Version = cv
+	if text, number, err = m.InForce(); err != nil {
+		return nil, nil, 0, nil, err
+	}
+	if req.Replaces != number {
+		return nil, nil, 0, nil, fmt.Errorf("%w: version %d is in force, the change replaces %d", ErrStale, number, req.Replaces)
+	}
+	if cur, err = config.Parse("configuration in force", text); err != nil {
+		return nil, nil, 0, nil, fmt.Errorf("the configuration in force does not parse: %w", err)
+	}
+	if changes = config.Plan(cur, req.Next); len(changes) == 0 {
+		return nil, nil, 0, nil, ErrUnchanged
+	}
+	config.Estimate(cur, req.Next, changes, m.Reattach())
+	return cur, text, number, changes, nil
+}
+
+// record adds the request's version to the store, replacing version
+// number, whose text (in force) is text: pending, with its deadline on
+// the wall clock in the record and on the monotonic clock in due.
+func (m *Manager) record(req Request, text []byte, number int, boot bool) (v versions.Version, due time.Time, err error) {
+	if number == 0 {
+		// The configuration the box booted on becomes a version, so
+		// that the history starts with it and a rollback can reach it.
+		boot, err := m.Store.Add(text, versions.Version{By: "box", Source: m.Source, State: versions.Confirmed,
+			Comment: "the configuration the box booted on"})
+		if err != nil {
+			return v, due, err
 		}
-		m.event(events.Notice, v.Number, "%s, confirmed; the box reboots to take it", what)
+		number = boot.Number
 	}
-	return res, nil
+	v = versions.Version{Parent: number, By: req.By, From: req.From, Comment: req.Comment, State: versions.Pending, Reboot: boot}
+	if req.ConfirmWithin > 0 {
+		// due keeps its monotonic reading: a step of the wall clock
+		// moves the record's deadline, never when the box goes back.
+		due = time.Now().Add(req.ConfirmWithin)
+		v.Deadline = due.UTC()
+	}
+	v, err = m.Store.Add(req.Text, v)
+	return v, due, err
 }
 
 // summary names the settings a change touches.
@@ -492,6 +479,28 @@ func (m *Manager) take(ctx context.Context, text []byte, takers []string) (map[s
 	return took, nil
 }
 
+// markSettled keeps text, the configuration a change in place replaces,
+// in SettledFile and for Settled, until the change is settled.
+func (m *Manager) markSettled(text []byte) error {
+	m.parent.Store(&text)
+	if m.SettledFile == "" {
+		return nil
+	}
+	if err := durable.WriteFile(m.SettledFile, text, 0o600); err != nil {
+		m.parent.Store(nil)
+		return fmt.Errorf("keeping the configuration in force in %s: %w", m.SettledFile, err)
+	}
+	return nil
+}
+
+// clearSettled says the box runs a settled configuration again.
+func (m *Manager) clearSettled() {
+	m.parent.Store(nil)
+	if m.SettledFile != "" {
+		durable.Remove(m.SettledFile)
+	}
+}
+
 // baseline reads the segments before a change, less those next removes:
 // a segment removed is meant to stop forwarding.
 func (m *Manager) baseline(ctx context.Context, next *config.Config) (verdict.Baseline, error) {
@@ -509,260 +518,6 @@ func (m *Manager) baseline(ctx context.Context, next *config.Config) (verdict.Ba
 		}
 	}
 	return b, nil
-}
-
-// Confirm confirms the pending version n.
-func (m *Manager) Confirm(n int, by string) (versions.Version, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p := m.pending
-	if p == nil || p.version.Number != n {
-		return versions.Version{}, fmt.Errorf("%w: version %d", ErrNotPending, n)
-	}
-	_, text, err := m.Store.Get(n)
-	if err != nil {
-		return versions.Version{}, err
-	}
-	if p.reboot {
-		if run, err := os.ReadFile(m.RunConfig); err != nil || versions.Sum(run) != p.version.SHA256 {
-			return versions.Version{}, fmt.Errorf("%w: version %d is taken by a reboot, and the box has not booted on it yet", ErrNotPending, n)
-		}
-	}
-	v, err := m.confirm(p.version, text, "confirmed by "+by)
-	if err != nil {
-		return v, err
-	}
-	m.setPending(nil)
-	m.event(events.Notice, n, "configuration version %d confirmed by %s", n, by)
-	return v, nil
-}
-
-// confirm makes v the version the box boots on and its last good one.
-func (m *Manager) confirm(v versions.Version, text []byte, reason string) (versions.Version, error) {
-	if err := m.keep(v.Number, text); err != nil {
-		return v, err
-	}
-	return m.Store.Settle(v.Number, versions.Confirmed, reason)
-}
-
-// restore puts text back where the box boots from and as its last good
-// configuration, as well as it can: it undoes a keep that went wrong.
-func (m *Manager) restore(text []byte) {
-	for _, path := range []string{m.PermConfig, m.LastGood} {
-		if path != "" {
-			durable.WriteFile(path, text, 0o600)
-		}
-	}
-}
-
-// keep writes the text of version n where the box boots from and as its
-// last good configuration.
-func (m *Manager) keep(n int, text []byte) error {
-	for _, path := range []string{m.PermConfig, m.LastGood} {
-		if path == "" {
-			continue
-		}
-		if err := durable.WriteFile(path, text, 0o600); err != nil {
-			return fmt.Errorf("keeping version %d in %s: %w", n, path, err)
-		}
-	}
-	return nil
-}
-
-// Revert goes back from the pending version n to the version it replaced,
-// in place, saying why.
-func (m *Manager) Revert(ctx context.Context, n int, why string) (versions.Version, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.pending == nil || m.pending.version.Number != n {
-		return versions.Version{}, fmt.Errorf("%w: version %d", ErrNotPending, n)
-	}
-	return m.revert(ctx, why)
-}
-
-// revert undoes the pending change (m.mu held).
-func (m *Manager) revert(ctx context.Context, why string) (versions.Version, error) {
-	p := m.pending
-	m.setPending(nil)
-	if p.reboot {
-		return m.rebootBack(ctx, p, why)
-	}
-	start := time.Now()
-	_, err := m.takeHeld(ctx, p.parent, p.takers, p.held)
-	if err != nil {
-		why += "; going back: " + err.Error()
-	}
-	v, serr := m.Store.Settle(p.version.Number, versions.Reverted, why)
-	m.event(events.Warning, p.version.Number, "configuration version %d reverted to version %d in %v: %s",
-		p.version.Number, p.version.Parent, time.Since(start).Round(time.Millisecond), why)
-	return v, errors.Join(err, serr)
-}
-
-// rebootBack undoes a change taken by a reboot: the box boots on the
-// version before, which PermConfig still holds.
-func (m *Manager) rebootBack(ctx context.Context, p *change, why string) (versions.Version, error) {
-	v, serr := m.Store.Settle(p.version.Number, versions.Reverted, why)
-	m.event(events.Warning, p.version.Number, "configuration version %d reverted to version %d: %s; the box reboots to go back",
-		p.version.Number, p.version.Parent, why)
-	reason := fmt.Sprintf("configuration version %d reverted", p.version.Number)
-	err := durable.Remove(m.TrialConfig)
-	if err == nil {
-		err = m.Reboot(ctx, reason)
-	}
-	if err != nil {
-		// Tried again every tick: the box must not stay on it.
-		m.owed = reason
-		err = fmt.Errorf("going back to version %d by a reboot: %w", p.version.Parent, err)
-		m.event(events.Warning, p.version.Number, "%v; trying again", err)
-	}
-	return v, errors.Join(err, serr)
-}
-
-// Run watches the pending change until ctx ends: it reverts it when its
-// deadline passes, or when the verdict has refused it for Grace. A
-// version the store holds as pending at start is the one the box ran on
-// before statusd restarted, and is watched again; or the box restarted
-// meanwhile and booted on the version before, and it is marked reverted.
-func (m *Manager) Run(ctx context.Context) {
-	m.resume(ctx)
-	tick := m.Tick
-	if tick <= 0 {
-		tick = time.Second
-	}
-	t := time.NewTicker(tick)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			m.watch(ctx)
-		}
-	}
-}
-
-// resume picks up the versions the store holds as pending.
-func (m *Manager) resume(ctx context.Context) {
-	// Under the lock from the start: a change applied meanwhile is
-	// pending in the store and in force.
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	text, err := os.ReadFile(m.RunConfig)
-	if err != nil {
-		return
-	}
-	all, _ := m.Store.List()
-	for _, v := range all {
-		if v.State != versions.Pending {
-			continue
-		}
-		if m.pending != nil && m.pending.version.Number == v.Number {
-			continue
-		}
-		runs := v.SHA256 == versions.Sum(text)
-		if v.Deadline.IsZero() {
-			// Applied to be confirmed at once, and cut off before that
-			// was recorded: the box runs it when it was kept where the
-			// box boots from.
-			state, why := versions.Reverted, "the box restarted while it was applied and booted on the version before"
-			if runs {
-				state, why = versions.Confirmed, "applied without a deadline; the box restarted before it recorded its confirmation"
-			}
-			m.Store.Settle(v.Number, state, why)
-			continue
-		}
-		if kept, err := os.ReadFile(m.PermConfig); runs && err == nil && versions.Sum(kept) == v.SHA256 {
-			// Confirmed, and cut off before the record said so.
-			m.Store.Settle(v.Number, versions.Confirmed, "confirmed; the box restarted before it recorded that")
-			continue
-		}
-		if !runs || m.pending != nil {
-			m.Store.Settle(v.Number, versions.Reverted, "the box restarted before it was confirmed and booted on the version before")
-			m.event(events.Warning, v.Number, "configuration version %d was not confirmed before the box restarted: reverted", v.Number)
-			continue
-		}
-		_, parent, err := m.Store.Get(v.Parent)
-		if err != nil {
-			if m.keep(v.Number, text) == nil {
-				m.Store.Settle(v.Number, versions.Confirmed, "kept: the version it replaced is no longer readable")
-			}
-			continue
-		}
-		// Held to the daemons alone until the segments are read, after
-		// the lock (Health may wait for the monitor, which asks Settled).
-		m.setPending(&change{version: v, parent: parent, takers: takerOrder, before: verdict.Baseline{}, reboot: v.Reboot, booting: time.Now()})
-	}
-	p := m.pending
-	if p == nil {
-		return
-	}
-	m.mu.Unlock()
-	next, perr := config.Parse("pending version", text)
-	var before verdict.Baseline
-	if perr == nil {
-		before, _ = m.baseline(ctx, next)
-	}
-	m.mu.Lock()
-	if m.pending == p && before != nil {
-		p.before = before
-	}
-}
-
-// watch checks the pending change once.
-func (m *Manager) watch(ctx context.Context) {
-	m.mu.Lock()
-	if m.owed != "" {
-		if err := m.Reboot(ctx, m.owed); err == nil {
-			m.owed = ""
-		}
-		m.mu.Unlock()
-		return
-	}
-	p := m.pending
-	if p != nil && !p.version.Deadline.IsZero() && time.Now().After(p.version.Deadline) {
-		m.revert(ctx, "not confirmed by its deadline, "+p.version.Deadline.Format(time.RFC3339))
-		p = nil
-	}
-	m.mu.Unlock()
-	if p == nil || m.Health == nil {
-		return
-	}
-	// Outside the lock: Health may wait for the monitor, which asks
-	// Settled.
-	segs, daemons, err := m.Health(ctx)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.pending != p {
-		return // confirmed or reverted meanwhile
-	}
-	now := time.Now()
-	if err == nil {
-		err = verdict.Accept(p.before, daemons, verdict.BaselineOf(segs))
-	}
-	if err == nil {
-		p.badFrom, p.booting = time.Time{}, time.Time{}
-		return
-	}
-	if !p.booting.IsZero() {
-		window := m.BootWindow
-		if window <= 0 {
-			window = 2 * time.Minute
-		}
-		if now.Sub(p.booting) >= window {
-			m.revert(ctx, fmt.Sprintf("the box did not run well on it within %v of its start: %v", window, err))
-		}
-		return
-	}
-	if p.badFrom.IsZero() {
-		p.badFrom = now
-	}
-	grace := m.Grace
-	if grace <= 0 {
-		grace = 15 * time.Second
-	}
-	if now.Sub(p.badFrom) >= grace {
-		m.revert(ctx, fmt.Sprintf("the box did not run well on it for %v: %v", grace, err))
-	}
 }
 
 // event records an event of the configuration's, which also goes to

@@ -33,9 +33,11 @@ ports = ["LAN3", "LAN4"]
 type box struct {
 	m *Manager
 	// taken counts each taker's calls and what the file said then.
-	mu      sync.Mutex
-	taken   map[string][]string
-	fail    map[string]error
+	mu    sync.Mutex
+	taken map[string][]string
+	fail  map[string]error
+	// failIf fails a taker by what the file in force says (nil: fail).
+	failIf  func(taker, text string) error
 	healthy map[string]bool // segment -> forwarding
 	down    bool            // forwarderd not live
 	evlog   *events.Log
@@ -58,6 +60,11 @@ func newBox(t *testing.T) *box {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			b.taken[name] = append(b.taken[name], string(text))
+			if b.failIf != nil {
+				if err := b.failIf(name, string(text)); err != nil {
+					return err
+				}
+			}
 			return b.fail[name]
 		})
 	}
@@ -226,7 +233,12 @@ func TestRevertOnHealth(t *testing.T) {
 
 func TestNotTaken(t *testing.T) {
 	b := newBox(t)
-	b.fail[config.TakerForwarder] = errors.New("no such port")
+	b.failIf = func(taker, text string) error {
+		if taker == config.TakerForwarder && text == withSeg2 {
+			return errors.New("no such port")
+		}
+		return nil
+	}
 	res, err := b.apply(t, withSeg2, 0, time.Minute)
 	if !errors.Is(err, ErrNotTaken) || !strings.Contains(err.Error(), "no such port") {
 		t.Fatalf("a taker failing: %v, want ErrNotTaken with its reason", err)

@@ -42,9 +42,17 @@ const (
 	// Confirmed: applied and confirmed (or applied without a deadline);
 	// the box boots on the newest confirmed version.
 	Confirmed State = "confirmed"
+	// Reverting: being undone, and not yet taken back by every daemon
+	// (one failed to take the version before): the box tries again, and
+	// reboots onto the version it boots on if that keeps failing.
+	Reverting State = "reverting"
 	// Reverted: applied, and then undone before it was confirmed.
 	Reverted State = "reverted"
 )
+
+// Undone says the version was undone, or is being undone: it was not
+// confirmed and the box goes back from it.
+func (s State) Undone() bool { return s == Reverting || s == Reverted }
 
 // Version is the record of one configuration version.
 type Version struct {
@@ -185,7 +193,7 @@ func (s *Store) VersionOf(text []byte) (Version, error) {
 	all, err := s.List()
 	sum := Sum(text)
 	for _, v := range all {
-		if v.SHA256 == sum && v.State != Reverted {
+		if v.SHA256 == sum && !v.State.Undone() {
 			return v, err
 		}
 	}
@@ -239,15 +247,34 @@ func (s *Store) write(v Version) error {
 	return nil
 }
 
-// Settle moves version n out of Pending into state (Confirmed or
-// Reverted), saying why. A version that is not pending is refused: a
-// change is confirmed or reverted once.
+// Settle moves version n out of Pending into state (Confirmed, Reverting
+// or Reverted), or out of Reverting into Reverted, saying why. Any other
+// move is refused: a change is confirmed or reverted once.
 func (s *Store) Settle(n int, state State, reason string) (Version, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if state != Confirmed && state != Reverted {
-		return Version{}, fmt.Errorf("versions: settling version %d as %q", n, state)
+	v, err := s.read(n)
+	if err != nil {
+		return v, err
 	}
+	switch {
+	case v.State == Pending && (state == Confirmed || state == Reverting || state == Reverted):
+	case v.State == Reverting && state == Reverted:
+	default:
+		return v, fmt.Errorf("versions: version %d is %s, and cannot be settled as %s", n, v.State, state)
+	}
+	v.State, v.Reason, v.Deadline = state, reason, time.Time{}
+	if state != Reverting {
+		v.Done = time.Now().UTC()
+	}
+	return v, s.write(v)
+}
+
+// Redeadline moves the deadline of pending version n to deadline: the
+// box bounds a deadline it finds too far away as it starts.
+func (s *Store) Redeadline(n int, deadline time.Time) (Version, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	v, err := s.read(n)
 	if err != nil {
 		return v, err
@@ -255,7 +282,7 @@ func (s *Store) Settle(n int, state State, reason string) (Version, error) {
 	if v.State != Pending {
 		return v, fmt.Errorf("versions: version %d is %s, not pending", n, v.State)
 	}
-	v.State, v.Reason, v.Deadline, v.Done = state, reason, time.Time{}, time.Now().UTC()
+	v.Deadline = deadline.UTC()
 	return v, s.write(v)
 }
 

@@ -51,14 +51,42 @@ func TestAddGetSettle(t *testing.T) {
 	if err != nil || settled.State != Reverted || settled.Reason != "the deadline passed" || !settled.Deadline.IsZero() || settled.Done.IsZero() {
 		t.Errorf("Settle = %+v, %v", settled, err)
 	}
-	if _, err := s.Settle(2, Confirmed, ""); err == nil || !strings.Contains(err.Error(), "version 2 is reverted, not pending") {
+	if _, err := s.Settle(2, Confirmed, ""); err == nil || !strings.Contains(err.Error(), "version 2 is reverted, and cannot be settled as confirmed") {
 		t.Errorf("settling twice: %v", err)
 	}
 	if _, err := s.Settle(1, Pending, ""); err == nil {
 		t.Error("settling as pending was taken")
 	}
+	// A revert the box owes: reverting, not done, until it is taken;
+	// then reverted. Neither is the version in force of its text.
+	v3, err := s.Add([]byte("hostname = \"c\"\n"), Version{State: Pending, Deadline: deadline})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if moved, err := s.Redeadline(3, deadline.Add(-time.Hour)); err != nil || !moved.Deadline.Equal(deadline.Add(-time.Hour)) {
+		t.Errorf("Redeadline = %+v, %v", moved, err)
+	}
+	owed, err := s.Settle(3, Reverting, "forwarderd: device busy")
+	if err != nil || owed.State != Reverting || !owed.Done.IsZero() || !owed.State.Undone() {
+		t.Errorf("Settle(Reverting) = %+v, %v", owed, err)
+	}
+	if _, err := s.Redeadline(3, deadline); err == nil {
+		t.Error("a deadline moved on a version that is not pending")
+	}
+	if _, err := s.Settle(3, Confirmed, ""); err == nil {
+		t.Error("a version being reverted was confirmed")
+	}
+	if in, _ := s.VersionOf([]byte("hostname = \"c\"\n")); in.Number != 0 {
+		t.Errorf("a version being reverted is the version in force of its text: %+v", in)
+	}
+	if done, err := s.Settle(3, Reverted, "taken on the second attempt"); err != nil || done.State != Reverted || done.Done.IsZero() {
+		t.Errorf("Settle(Reverted) after Reverting = %+v, %v", done, err)
+	}
+	if v3.Number != 3 {
+		t.Errorf("version %d, want 3", v3.Number)
+	}
 	list, err := s.List()
-	if err != nil || len(list) != 2 || list[0].Number != 2 || list[0].State != Reverted || list[1].Number != 1 {
+	if err != nil || len(list) != 3 || list[1].Number != 2 || list[1].State != Reverted || list[2].Number != 1 {
 		t.Errorf("List = %+v, %v", list, err)
 	}
 }

@@ -107,7 +107,7 @@ func changes(cfg *config.Config, srv *web.Server, out *outputs, mon *web.Monitor
 		return out.take(next)
 	})
 	return &apply.Manager{
-		Store: srv.Configs.Versions, RunConfig: appliance.BootConfig, PermConfig: appliance.PermConfig,
+		Store: srv.Configs.Versions, RunConfig: appliance.BootConfig, SettledFile: appliance.SettledConfig, PermConfig: appliance.PermConfig,
 		LastGood: appliance.LastGoodConfig, Source: srv.Configs.Source, Takers: takers, Events: evlog,
 		Hold:        apply.BypassHold(ipc.Dir(), cfg.Services, 30*time.Second),
 		TrialConfig: appliance.TrialConfig, Reboot: srv.Rebooter.Reboot,
@@ -188,6 +188,7 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		if srv.Configs.Versions != nil {
 			srv.Configs.Changes = changes(cfg, srv, out, mon, evlog)
 			settled = srv.Configs.Changes.Settled
+			mon.BoxConditions = srv.Configs.Changes.Conditions
 		}
 		mon.LastGood = &web.LastGood{After: 2 * time.Minute, Keep: func() (bool, error) {
 			text, err := settled()

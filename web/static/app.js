@@ -664,7 +664,7 @@ async function cfgHistory() {
   body.textContent = '';
   for (const v of r.j.versions) {
     body.append(h('tr', { 'data-version': v.version },
-      h('td', {}, v.version), h('td', { 'data-field': 'state', class: v.state === 'reverted' ? 'warn' : '' }, v.state),
+      h('td', {}, v.version), h('td', { 'data-field': 'state', class: { reverted: 'warn', reverting: 'bad' }[v.state] || '' }, v.state),
       h('td', {}, utc(v.time)), h('td', {}, v.by + (v.from ? ' from ' + v.from : '')),
       h('td', {}, v.comment || ''), h('td', {}, v.reason || '')));
   }
