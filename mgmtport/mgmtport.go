@@ -49,7 +49,11 @@ type Port struct {
 
 	mu     sync.Mutex
 	client *client
-	set    *config.Management // what was set last
+	// set is what the port holds: what was last set whole, nil while
+	// that is not known (before the first Set, and after one that failed
+	// part way), so that the next Set, a revert among them, sets every
+	// part again.
+	set *config.Management
 }
 
 // State is what the port was last set to.
@@ -61,13 +65,16 @@ type State struct {
 }
 
 // Set gives the port the address m asks for; it does nothing when m is
-// what was set last.
+// what the port holds, set whole by the last Set. A Set that fails part
+// way (the DHCP client stopped, an address given up, no route) leaves
+// the port's state unknown: the next Set does every part again.
 func (p *Port) Set(m config.Management) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.set != nil && *p.set == m {
 		return nil
 	}
+	p.set = nil
 	link, err := netlink.LinkByName(p.Ifname)
 	if err != nil {
 		return fmt.Errorf("management port %s: %w", p.Ifname, err)
@@ -195,12 +202,8 @@ func (p *Port) sysctl(name, value string) {
 // State reads the port's addresses and its default route as they are.
 func (p *Port) State() (State, error) {
 	p.mu.Lock()
-	set := p.set
+	st := State{Interface: p.Ifname, Addresses: []string{}, DHCP: p.client != nil}
 	p.mu.Unlock()
-	st := State{Interface: p.Ifname, Addresses: []string{}}
-	if set != nil {
-		st.DHCP = set.DHCP
-	}
 	link, err := netlink.LinkByName(p.Ifname)
 	if err != nil {
 		return st, fmt.Errorf("management port %s: %w", p.Ifname, err)

@@ -151,3 +151,58 @@ func wantState(t *testing.T, p *Port, addrs []string, gateway string) {
 	}
 	t.Fatalf("management port: %+v, want addresses %v and gateway %q", st, addrs, gateway)
 }
+
+// TestPortRevertsHalfChange: a change that fails part way (a gateway
+// off the new subnet, after the DHCP client stopped and the address
+// before began to linger) is undone whole by setting the port back: the
+// address before stays past its linger, with its route, and the DHCP
+// client runs again.
+func TestPortRevertsHalfChange(t *testing.T) {
+	if testenv.InNetNS(t) {
+		portRevertsHalfChange(t)
+	}
+}
+
+func portRevertsHalfChange(t *testing.T) {
+	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: "ncpt-peer"}); err != nil {
+		t.Fatal(err)
+	}
+	peer, _ := netlink.LinkByName("ncpt-peer")
+	netlink.LinkSetUp(peer)
+	pidFile := filepath.Join(t.TempDir(), "dhcp.pid")
+	p := &Port{Ifname: port, DHCP: []string{os.Args[0]}, Linger: time.Second}
+	t.Setenv(dhcpEnv, pidFile)
+	defer p.Close()
+	broken := config.Management{Address: "198.51.100.10/24", Gateway: "203.0.113.1"} // a gateway the port cannot reach
+
+	static := config.Management{Address: "192.0.2.10/24", Gateway: "192.0.2.1"}
+	if err := p.Set(static); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Set(broken); err == nil || !strings.Contains(err.Error(), "203.0.113.1") {
+		t.Fatalf("a gateway off the subnet: %v, want an error naming it", err)
+	}
+	if err := p.Set(static); err != nil {
+		t.Fatalf("setting the port back: %v", err)
+	}
+	time.Sleep(p.Linger + time.Second) // past the linger of what the change gave up
+	wantState(t, p, []string{"192.0.2.10/24"}, "192.0.2.1")
+
+	if err := p.Set(config.Management{DHCP: true}); err != nil {
+		t.Fatal(err)
+	}
+	dhcp := waitPid(t, pidFile, 0)
+	wantState(t, p, []string{lease}, leaseGW)
+	if err := p.Set(broken); err == nil {
+		t.Fatal("a gateway off the subnet was taken")
+	}
+	if err := syscall.Kill(dhcp, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("the DHCP client (pid %d) still runs after a change to a static address: %v", dhcp, err)
+	}
+	if err := p.Set(config.Management{DHCP: true}); err != nil {
+		t.Fatalf("setting the port back to DHCP: %v", err)
+	}
+	waitPid(t, pidFile, dhcp)
+	time.Sleep(p.Linger + time.Second)
+	wantState(t, p, []string{lease}, leaseGW)
+}
