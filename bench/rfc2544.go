@@ -273,6 +273,15 @@ func (r *Runner) throughputTrial(ctx context.Context, sr *SizeResult, spec Trial
 	}
 }
 
+// floorShare is the share of what a generator offered in a spoiled trial
+// at which the throughput search tries next: below it enough that the
+// generator, whose reach varies from trial to trial, offers what is
+// asked. floorTries bounds such tries in one search.
+const (
+	floorShare = 0.9
+	floorTries = 3
+)
+
 // retryWithin is how near the rate asked a spoiled trial's generator
 // must have come for the trial to be run again: a stall of 100 ms in a
 // trial of 2 s costs 5 %.
@@ -370,11 +379,17 @@ func (r *Runner) rateAsked(sr *SizeResult) float64 {
 // tester spoiled (see spoiled), even when run again, bounds the search
 // as a loss would: the search goes on below it, so that the result comes
 // from a trial that offered what was asked, and is marked
-// generator-limited when such a trial was its upper bound.
+// generator-limited when such a trial was its upper bound. After a
+// spoiled trial the search tries a little below what the generator
+// offered there first (floorShare of it, up to floorTries times), so
+// that a generator far slower than the line still gives the highest
+// rate it verified: a floor of the device's capacity, however small a
+// share of the line.
 func (r *Runner) throughput(ctx context.Context, sr *SizeResult) error {
 	line := sr.LinePPS
 	lo, hi := 0.0, r.O.MaxRate
 	lastSpoiled := false // the last trial tried was spoiled
+	var reach float64    // what the generator offered in it, in % of line
 	try := func(pct float64) (bool, error) {
 		spec := TrialSpec{Size: sr.Size, RatePPS: line * pct / 100, Duration: r.O.Trial}
 		res, rec, err := r.throughputTrial(ctx, sr, spec)
@@ -384,6 +399,7 @@ func (r *Runner) throughput(ctx context.Context, sr *SizeResult) error {
 		lastSpoiled = r.spoiled(rec, spec.RatePPS)
 		if lastSpoiled {
 			sr.GeneratorPPS = rec.OfferedPPS
+			reach = 100 * rec.OfferedPPS / line
 			return false, nil
 		}
 		if rec.Passed && rec.OfferedPPS >= sr.ThroughputPPS {
@@ -399,24 +415,39 @@ func (r *Runner) throughput(ctx context.Context, sr *SizeResult) error {
 		}
 		return rec.Passed, nil
 	}
+	limited := false // hi was a rate the tester could not offer
+	fail := func(pct float64) { hi, limited = pct, lastSpoiled }
 	ok, err := try(hi)
 	if err != nil {
 		return err
 	}
 	if ok {
 		lo = hi
+	} else {
+		fail(hi)
 	}
-	limited := lastSpoiled // hi was a rate the tester could not offer
-	for hi-lo > r.O.Resolution {
-		mid := (lo + hi) / 2
-		ok, err := try(mid)
+	for floors := 0; ; {
+		var pct float64
+		switch floor := reach * floorShare; {
+		case lastSpoiled && floors < floorTries && floor > lo:
+			pct = floor
+			floors++
+		case hi-lo > r.O.Resolution:
+			pct = (lo + hi) / 2
+		default:
+			pct = -1
+		}
+		if pct < 0 {
+			break
+		}
+		ok, err := try(pct)
 		if err != nil {
 			return err
 		}
 		if ok {
-			lo = mid
+			lo = pct
 		} else {
-			hi, limited = mid, lastSpoiled
+			fail(pct)
 		}
 	}
 	sr.GeneratorLimited = limited

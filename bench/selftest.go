@@ -140,7 +140,9 @@ func selfTestRow(segment, direction string, s *SizeResult, k int, expect Expect)
 		// the figure is a floor, and says nothing against the device.
 		row.Verdict = api.VerdictInconclusive
 		row.Note = fmt.Sprintf("the test port could offer no more than %.0f frames/s, below the %.0f expected", s.GeneratorPPS, want)
-		if s.ThroughputPPS == 0 {
+		if s.ThroughputPPS > 0 {
+			row.Note = fmt.Sprintf("at least %.0f frames/s, lost nothing; ", s.ThroughputPPS) + row.Note
+		} else {
 			row.Note += "; no rate tried was offered as asked"
 		}
 	default:

@@ -102,6 +102,24 @@ func TestRunSelfTest(t *testing.T) {
 	if err != nil || st.Passed || st.Results[0].Verdict != api.VerdictInconclusive || !strings.Contains(st.Results[0].Note, "test port could offer no more than 400000 frames/s") {
 		t.Errorf("generator-limited: %+v, %v", st, err)
 	}
+	// A test port far slower than the line (an emulated one, an Atom
+	// making 64-byte frames): the search goes below what it offers, and
+	// the row gives the highest rate verified as a floor, inconclusive
+	// still.
+	for _, gen := range []float64{8774, 400000} {
+		slowGen = &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 1e7, GeneratorPPS: gen}
+		st, err = RunSelfTest(context.Background(), SelfTestPlan{Segments: []SelfTestSegment{{Name: "wan", T: slowGen}},
+			Sizes: []int{64}, Trial: 100 * time.Millisecond, Path: path, Expect: lineShare(95)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := st.Results[0]
+		t.Logf("a test port that offers %.0f frames/s: %s, %.0f frames/s: %s", gen, row.Verdict, row.ThroughputPPS, row.Note)
+		floor := fmt.Sprintf("at least %.0f frames/s, lost nothing; the test port could offer no more than ", row.ThroughputPPS)
+		if st.Passed || row.Verdict != api.VerdictInconclusive || row.ThroughputPPS < 0.85*gen || row.ThroughputPPS > gen || !strings.HasPrefix(row.Note, floor) {
+			t.Errorf("a test port that offers %.0f frames/s: %s %.0f fps, %q", gen, row.Verdict, row.ThroughputPPS, row.Note)
+		}
+	}
 
 	// A run that ends early still leaves a report, failed, saying why.
 	ctx, cancel := context.WithCancel(context.Background())
