@@ -26,12 +26,12 @@ const (
 	BootConfig = "/run/ncpos/config.toml"
 	// SettledConfig keeps, beside BootConfig, the configuration a change
 	// in place replaced, until the change is confirmed or undone
-	// (package config/apply): a statusd started again in the same boot
+	// (package web/change): a statusd started again in the same boot
 	// knows what to go back to.
 	SettledConfig = "/run/ncpos/config-settled.toml"
 	// TrialConfig is a configuration the box boots on once, next: a
 	// change that needs a reboot, waiting for its confirmation (package
-	// config/apply). Init removes it as it boots on it, so that a box
+	// web/change). Init removes it as it boots on it, so that a box
 	// that restarts again before the change is confirmed comes up on
 	// PermConfig, the version before.
 	TrialConfig = "/perm/ncpos/trial.toml"

@@ -3,6 +3,7 @@ package bypass
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,5 +83,13 @@ func TestBuildQemu(t *testing.T) {
 	set = Build(cfg2, "", sys, open)
 	if len(got) != 0 || set.Failsafe != "" || len(set.Pairs) != 2 || !strings.Contains(set.Pairs[0].Problem, "superio register map of this platform is not public") {
 		t.Errorf("iec-516p: opened %v, %+v", got, set.Pairs[0])
+	}
+}
+
+// TestRelayStatesAgree: the states profiles may name (config) are
+// bypassd's states, in their order.
+func TestRelayStatesAgree(t *testing.T) {
+	if got := bypassapi.StateNames(bypassapi.States); !slices.Equal(got, config.RelayStates) {
+		t.Errorf("bypassd's states %q, the configuration's %q", got, config.RelayStates)
 	}
 }

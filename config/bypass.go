@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/lanner"
 )
 
@@ -19,10 +18,15 @@ import (
 // have is ever written, and that every state a profile names is spelled
 // right.
 
+// RelayStates are the states of a bypass relay as profiles spell them:
+// bypassd's states (bypassapi.States, which a test of package bypass
+// holds them to).
+var RelayStates = []string{"normal", "bypass", "disconnect"}
+
 // Bypass relay states and the events that have a hardware default, as
 // profiles spell them.
 var (
-	bypassStates = bypassapi.StateNames(bypassapi.States)
+	bypassStates = RelayStates
 	bypassEvents = []string{"power_off", "power_up", "timer_expiry"}
 	// registerMaps says where a pair's register map (or command set) came
 	// from; "missing" means the vendor has not published it and the

@@ -6,8 +6,6 @@ import (
 
 	"github.com/safchain/ethtool"
 	"golang.org/x/sys/unix"
-
-	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 )
 
 // Want is what Configure asks of a port.
@@ -54,20 +52,39 @@ type nic interface {
 	UpdatePrivFlags(intf string, config map[string]bool) error
 }
 
+// Setting is one setting of a data port, as its driver read it back:
+// what forwarderd reports of the port (forwarderapi.PortSetting has the
+// same fields).
+type Setting struct {
+	Name   string `json:"name"` // ethtool's name: rx-vlan-hw-parse, pause, disable-fw-lldp, …
+	Want   string `json:"want"` // "off" or "on"
+	Got    string `json:"got"`  // as read back; "" when the driver does not offer it
+	Result string `json:"result"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// The results of a Setting.
+const (
+	SettingSet        = "set"         // changed, and read back as wanted
+	SettingAlready    = "already"     // was as wanted
+	SettingNotOffered = "not_offered" // the driver has no such thing: nothing to change
+	SettingRefused    = "refused"     // the driver keeps it otherwise (fixed, or the change failed)
+)
+
 // Configure makes the settings on ifname and returns each as read back.
 // It does not fail: a driver that refuses a setting is reported, and
 // Strips tells whether the port would alter frames because of it.
-func Configure(ifname string, w Want) []forwarderapi.PortSetting {
+func Configure(ifname string, w Want) []Setting {
 	e, err := ethtool.NewEthtool()
 	if err != nil {
-		return []forwarderapi.PortSetting{{Name: "ethtool", Result: forwarderapi.SettingRefused, Detail: fmt.Sprintf("ethtool socket: %v", err)}}
+		return []Setting{{Name: "ethtool", Result: SettingRefused, Detail: fmt.Sprintf("ethtool socket: %v", err)}}
 	}
 	defer e.Close()
 	return configure(e, ifname, w)
 }
 
-func configure(e nic, ifname string, w Want) []forwarderapi.PortSetting {
-	var out []forwarderapi.PortSetting
+func configure(e nic, ifname string, w Want) []Setting {
+	var out []Setting
 	out = append(out, features(e, ifname)...)
 	out = append(out, pause(e, ifname, w.FlowControl))
 	out = append(out, lldp(e, ifname)...)
@@ -76,10 +93,10 @@ func configure(e nic, ifname string, w Want) []forwarderapi.PortSetting {
 
 // Strips reports the settings whose refusal makes the port alter frames
 // (a VLAN tag stripped that XDP never sees).
-func Strips(settings []forwarderapi.PortSetting) []string {
+func Strips(settings []Setting) []string {
 	var out []string
 	for _, s := range settings {
-		if s.Result == forwarderapi.SettingRefused && stripping[s.Name] {
+		if s.Result == SettingRefused && stripping[s.Name] {
 			out = append(out, s.Name)
 		}
 	}
@@ -93,35 +110,35 @@ func onOff(b bool) string {
 	return "off"
 }
 
-func features(e nic, ifname string) []forwarderapi.PortSetting {
-	var out []forwarderapi.PortSetting
+func features(e nic, ifname string) []Setting {
+	var out []Setting
 	for _, name := range offFeatures {
-		st := forwarderapi.PortSetting{Name: name, Want: "off"}
+		st := Setting{Name: name, Want: "off"}
 		fs, err := e.FeaturesWithState(ifname)
 		f, ok := fs[name]
 		switch {
 		case err != nil:
-			st.Result, st.Detail = forwarderapi.SettingRefused, fmt.Sprintf("reading features: %v", err)
+			st.Result, st.Detail = SettingRefused, fmt.Sprintf("reading features: %v", err)
 		case !ok || (!f.Available && !f.Active):
-			st.Result = forwarderapi.SettingNotOffered
+			st.Result = SettingNotOffered
 		case !f.Active:
-			st.Got, st.Result = "off", forwarderapi.SettingAlready
+			st.Got, st.Result = "off", SettingAlready
 		case !f.Available:
-			st.Got, st.Result, st.Detail = "on", forwarderapi.SettingRefused, "fixed on by the driver"
+			st.Got, st.Result, st.Detail = "on", SettingRefused, "fixed on by the driver"
 		default:
 			err := e.Change(ifname, map[string]bool{name: false})
 			fs, rerr := e.FeaturesWithState(ifname)
 			st.Got = onOff(fs[name].Active)
 			switch {
 			case rerr != nil:
-				st.Got, st.Result, st.Detail = "", forwarderapi.SettingRefused, fmt.Sprintf("reading back: %v", rerr)
+				st.Got, st.Result, st.Detail = "", SettingRefused, fmt.Sprintf("reading back: %v", rerr)
 			case fs[name].Active:
-				st.Result, st.Detail = forwarderapi.SettingRefused, "still on after the change"
+				st.Result, st.Detail = SettingRefused, "still on after the change"
 				if err != nil {
 					st.Detail = err.Error()
 				}
 			default:
-				st.Result = forwarderapi.SettingSet
+				st.Result = SettingSet
 			}
 		}
 		out = append(out, st)
@@ -129,15 +146,15 @@ func features(e nic, ifname string) []forwarderapi.PortSetting {
 	return out
 }
 
-func pause(e nic, ifname string, want bool) forwarderapi.PortSetting {
-	st := forwarderapi.PortSetting{Name: "pause", Want: onOff(want)}
+func pause(e nic, ifname string, want bool) Setting {
+	st := Setting{Name: "pause", Want: onOff(want)}
 	p, err := e.GetPause(ifname)
 	if errors.Is(err, unix.EOPNOTSUPP) {
-		st.Result = forwarderapi.SettingNotOffered
+		st.Result = SettingNotOffered
 		return st
 	}
 	if err != nil {
-		st.Result, st.Detail = forwarderapi.SettingRefused, fmt.Sprintf("reading flow control: %v", err)
+		st.Result, st.Detail = SettingRefused, fmt.Sprintf("reading flow control: %v", err)
 		return st
 	}
 	describe := func(p ethtool.Pause) string {
@@ -146,43 +163,43 @@ func pause(e nic, ifname string, want bool) forwarderapi.PortSetting {
 	on := func(p ethtool.Pause) bool { return p.RxPause != 0 || p.TxPause != 0 }
 	if want {
 		// Left as the driver and the link partner negotiated it.
-		st.Got, st.Result, st.Detail = onOff(on(p)), forwarderapi.SettingAlready, describe(p)
+		st.Got, st.Result, st.Detail = onOff(on(p)), SettingAlready, describe(p)
 		return st
 	}
 	if !on(p) && p.Autoneg == 0 {
-		st.Got, st.Result, st.Detail = "off", forwarderapi.SettingAlready, describe(p)
+		st.Got, st.Result, st.Detail = "off", SettingAlready, describe(p)
 		return st
 	}
 	_, serr := e.SetPause(ifname, ethtool.Pause{})
 	p, err = e.GetPause(ifname)
 	switch {
 	case err != nil:
-		st.Result, st.Detail = forwarderapi.SettingRefused, fmt.Sprintf("reading back flow control: %v", err)
+		st.Result, st.Detail = SettingRefused, fmt.Sprintf("reading back flow control: %v", err)
 	case on(p):
-		st.Got, st.Result, st.Detail = "on", forwarderapi.SettingRefused, describe(p)
+		st.Got, st.Result, st.Detail = "on", SettingRefused, describe(p)
 		if serr != nil {
 			st.Detail += ": " + serr.Error()
 		}
 	default:
-		st.Got, st.Result, st.Detail = "off", forwarderapi.SettingSet, describe(p)
+		st.Got, st.Result, st.Detail = "off", SettingSet, describe(p)
 	}
 	return st
 }
 
-func lldp(e nic, ifname string) []forwarderapi.PortSetting {
+func lldp(e nic, ifname string) []Setting {
 	flags, err := e.PrivFlags(ifname)
 	if err != nil && !errors.Is(err, unix.EOPNOTSUPP) {
-		return []forwarderapi.PortSetting{{Name: "fw-lldp", Want: "off", Result: forwarderapi.SettingRefused, Detail: fmt.Sprintf("reading private flags: %v", err)}}
+		return []Setting{{Name: "fw-lldp", Want: "off", Result: SettingRefused, Detail: fmt.Sprintf("reading private flags: %v", err)}}
 	}
-	var out []forwarderapi.PortSetting
+	var out []Setting
 	for _, f := range lldpFlags {
 		cur, ok := flags[f.name]
 		if !ok {
 			continue
 		}
-		st := forwarderapi.PortSetting{Name: f.name, Want: onOff(f.off)}
+		st := Setting{Name: f.name, Want: onOff(f.off)}
 		if cur == f.off {
-			st.Got, st.Result = onOff(cur), forwarderapi.SettingAlready
+			st.Got, st.Result = onOff(cur), SettingAlready
 			out = append(out, st)
 			continue
 		}
@@ -190,19 +207,19 @@ func lldp(e nic, ifname string) []forwarderapi.PortSetting {
 		now, err := e.PrivFlags(ifname)
 		switch {
 		case err != nil:
-			st.Result, st.Detail = forwarderapi.SettingRefused, fmt.Sprintf("reading back: %v", err)
+			st.Result, st.Detail = SettingRefused, fmt.Sprintf("reading back: %v", err)
 		case now[f.name] != f.off:
-			st.Got, st.Result = onOff(now[f.name]), forwarderapi.SettingRefused
+			st.Got, st.Result = onOff(now[f.name]), SettingRefused
 			if uerr != nil {
 				st.Detail = uerr.Error()
 			}
 		default:
-			st.Got, st.Result = onOff(now[f.name]), forwarderapi.SettingSet
+			st.Got, st.Result = onOff(now[f.name]), SettingSet
 		}
 		out = append(out, st)
 	}
 	if len(out) == 0 {
-		out = append(out, forwarderapi.PortSetting{Name: "fw-lldp", Want: "off", Result: forwarderapi.SettingNotOffered})
+		out = append(out, Setting{Name: "fw-lldp", Want: "off", Result: SettingNotOffered})
 	}
 	return out
 }

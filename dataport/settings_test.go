@@ -6,8 +6,6 @@ import (
 
 	"github.com/safchain/ethtool"
 	"golang.org/x/sys/unix"
-
-	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 )
 
 // fakeNIC is a driver: features it lets change, features fixed, pause and
@@ -77,7 +75,7 @@ func (f *fakeNIC) UpdatePrivFlags(_ string, c map[string]bool) error {
 	return nil
 }
 
-func results(ss []forwarderapi.PortSetting) map[string]string {
+func results(ss []Setting) map[string]string {
 	out := map[string]string{}
 	for _, s := range ss {
 		out[s.Name] = s.Result + "/" + s.Got
@@ -157,7 +155,7 @@ func TestConfigure(t *testing.T) {
 			}
 			// What Configure said it set, the driver now has.
 			for _, s := range got {
-				if s.Result == forwarderapi.SettingSet && s.Got != s.Want {
+				if s.Result == SettingSet && s.Got != s.Want {
 					t.Errorf("%s reported set but reads back %q", s.Name, s.Got)
 				}
 			}

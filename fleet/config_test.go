@@ -16,9 +16,9 @@ import (
 
 	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/config/apply"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/change"
 )
 
 func TestWaves(t *testing.T) {
@@ -45,7 +45,7 @@ func TestWaves(t *testing.T) {
 }
 
 // changeBox is a box serving the configuration API with the box's own
-// code: statusd's server and a config/apply manager whose forwarderd
+// code: statusd's server and a web/change manager whose forwarderd
 // fails when fail is set.
 func changeBox(t *testing.T, name, hash string, fail *bool) Box {
 	t.Helper()
@@ -67,14 +67,14 @@ func changeBox(t *testing.T, name, hash string, fail *bool) Box {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &apply.Manager{Store: store, RunConfig: run, Takers: map[string]apply.Taker{
-		config.TakerForwarder: apply.TakerFunc(func(context.Context) error {
+	m := &change.Manager{Store: store, RunConfig: run, Takers: map[string]change.Taker{
+		config.TakerForwarder: change.TakerFunc(func(context.Context) error {
 			if *fail {
 				return errors.New("port LAN3 not found")
 			}
 			return nil
 		}),
-		config.TakerBypass: apply.TakerFunc(func(context.Context) error { return nil }),
+		config.TakerBypass: change.TakerFunc(func(context.Context) error { return nil }),
 	}}
 	srv := &web.Server{Monitor: &web.Monitor{Collector: &web.Collector{Root: dir, RunDir: dir}, Config: cfg}, Auth: web.Auth{Password: pw},
 		Configs: &web.Configs{InForce: func() ([]byte, error) { return os.ReadFile(run) }, Versions: store, Changes: m}}

@@ -131,7 +131,7 @@ type port struct {
 	ifindex int
 	peer    *port
 
-	settings  []forwarderapi.PortSetting // as the driver read them back
+	settings  []dataport.Setting // as the driver read them back
 	features  XDPFeatures
 	known     bool   // features were read
 	plan      string // the attach mode planned: XDPNative, XDPGeneric or XDPAuto
@@ -345,7 +345,7 @@ func preparePort(p *port, opts *Options) error {
 	}
 	p.settings = dataport.Configure(p.ifname, dataport.Want{FlowControl: opts.FlowControl})
 	for _, s := range p.settings {
-		if s.Result == forwarderapi.SettingRefused {
+		if s.Result == dataport.SettingRefused {
 			opts.Logf("port %s (%s): %s wanted %s, the driver keeps it %s: %s", p.label, p.ifname, s.Name, s.Want, s.Got, s.Detail)
 		}
 	}

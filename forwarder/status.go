@@ -78,7 +78,7 @@ func (f *Forwarder) Status() forwarderapi.Status {
 			Malformed: pc.Malformed, MalformedReasons: reasonMap(MalformedReasons, pc.Reasons[:]),
 			MTU: p.segment.MTU, MaxFrame: maxFrame(engine, p),
 			XDPFeatures: p.featureNames(), AttachWhy: p.attachWhy,
-			Settings:  p.settings,
+			Settings:  portSettings(p.settings),
 			Neighbors: nbs, LLDPRejected: rejected, LLDPLastError: why, LLDPDropped: dropped,
 		})
 	}
@@ -273,4 +273,16 @@ func stallEvidence(s *sample, i int) int64 {
 		n += int64(s.links[i].rxDropped)
 	}
 	return n
+}
+
+// portSettings are a port's settings as forwarderd reports them.
+func portSettings(ss []dataport.Setting) []forwarderapi.PortSetting {
+	if ss == nil {
+		return nil
+	}
+	out := make([]forwarderapi.PortSetting, len(ss))
+	for i, s := range ss {
+		out[i] = forwarderapi.PortSetting(s)
+	}
+	return out
 }

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
-	"github.com/ncpos/ncpos/verdict"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/verdict"
 )
 
 // overrideBox is a statusd that records the bypass overrides it is asked

@@ -12,8 +12,8 @@ import (
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/health"
-	"github.com/ncpos/ncpos/verdict"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/verdict"
 )
 
 func fwd(name string, healthy bool, kinds ...health.Kind) api.Segment {

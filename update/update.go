@@ -14,8 +14,8 @@ import (
 	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/partition"
 	"github.com/ncpos/ncpos/signature"
-	"github.com/ncpos/ncpos/verdict"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/verdict"
 )
 
 // Options tunes an update.

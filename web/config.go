@@ -6,10 +6,10 @@ import (
 	"net/http"
 
 	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/config/apply"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/change"
 )
 
 // Configs is what statusd knows of the box's configuration: the text
@@ -26,7 +26,7 @@ type Configs struct {
 	// Changes applies, confirms and reverts versions in place; nil when
 	// the box takes none (POST /api/v1/config/apply and the others
 	// answer 503).
-	Changes *apply.Manager
+	Changes *change.Manager
 }
 
 // inForce reads the configuration in force and finds its version.
@@ -129,7 +129,7 @@ func (s *Server) handleConfigPlan(w http.ResponseWriter, r *http.Request) {
 	if changes == nil {
 		changes = []config.Change{}
 	}
-	reattach := apply.DefaultReattach
+	reattach := change.DefaultReattach
 	if s.Configs.Changes != nil {
 		reattach = s.Configs.Changes.Reattach()
 	}

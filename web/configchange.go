@@ -8,15 +8,15 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/ncpos/ncpos/config/apply"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/change"
 )
 
 // changes is the box's manager of configuration changes, or why there is
 // none (answered with 503).
-func (s *Server) changes(w http.ResponseWriter) *apply.Manager {
+func (s *Server) changes(w http.ResponseWriter) *change.Manager {
 	if s.Configs == nil || s.Configs.Changes == nil {
 		apiError(w, http.StatusServiceUnavailable, "this box does not change its configuration in place")
 		return nil
@@ -50,11 +50,11 @@ func answerNow(w http.ResponseWriter) {
 // default.
 func confirmWithin(secs *int) (time.Duration, error) {
 	if secs == nil {
-		return apply.DefaultConfirmWithin, nil
+		return change.DefaultConfirmWithin, nil
 	}
 	d := time.Duration(*secs) * time.Second
-	if *secs < 0 || d > apply.MaxConfirmWithin {
-		return 0, fmt.Errorf("confirm_within %d: want 0 (no confirmation) to %d seconds", *secs, int(apply.MaxConfirmWithin/time.Second))
+	if *secs < 0 || d > change.MaxConfirmWithin {
+		return 0, fmt.Errorf("confirm_within %d: want 0 (no confirmation) to %d seconds", *secs, int(change.MaxConfirmWithin/time.Second))
 	}
 	return d, nil
 }
@@ -90,7 +90,7 @@ func (s *Server) handleConfigApply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	by, from := origin(r)
-	s.answerApplied(w, r, m, apply.Request{Text: []byte(req.Text), Next: next, Replaces: req.Replaces,
+	s.answerApplied(w, r, m, change.Request{Text: []byte(req.Text), Next: next, Replaces: req.Replaces,
 		ConfirmWithin: within, Comment: req.Comment, By: by, From: from, Reboot: req.Reboot})
 }
 
@@ -124,13 +124,13 @@ func (s *Server) handleConfigRollback(w http.ResponseWriter, r *http.Request) {
 	if comment == "" {
 		comment = fmt.Sprintf("rollback to version %d", req.Version)
 	}
-	s.answerApplied(w, r, m, apply.Request{Text: text, Next: next, Replaces: req.Replaces, ConfirmWithin: within,
+	s.answerApplied(w, r, m, change.Request{Text: text, Next: next, Replaces: req.Replaces, ConfirmWithin: within,
 		Comment: comment, By: by, From: from, Rollback: req.Version, Reboot: req.Reboot})
 }
 
 // answerApplied applies req and answers what was done, or why not. A
 // client that goes away does not stop a change half-way.
-func (s *Server) answerApplied(w http.ResponseWriter, r *http.Request, m *apply.Manager, req apply.Request) {
+func (s *Server) answerApplied(w http.ResponseWriter, r *http.Request, m *change.Manager, req change.Request) {
 	waitForTake(w)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), takeTimeout)
 	defer cancel()
@@ -139,15 +139,15 @@ func (s *Server) answerApplied(w http.ResponseWriter, r *http.Request, m *apply.
 	if err != nil {
 		code, reason := http.StatusConflict, api.ConfigRefused
 		switch {
-		case errors.Is(err, apply.ErrStale):
+		case errors.Is(err, change.ErrStale):
 			reason = api.ConfigStale
-		case errors.Is(err, apply.ErrBusy):
+		case errors.Is(err, change.ErrBusy):
 			reason = api.ConfigBusy
-		case errors.Is(err, apply.ErrUnchanged):
+		case errors.Is(err, change.ErrUnchanged):
 			reason = api.ConfigUnchanged
-		case errors.Is(err, apply.ErrNotTaken):
+		case errors.Is(err, change.ErrNotTaken):
 			code, reason = http.StatusInternalServerError, api.ConfigNotTaken
-		case errors.Is(err, apply.ErrRefused):
+		case errors.Is(err, change.ErrRefused):
 		default:
 			apiError(w, http.StatusInternalServerError, err.Error())
 			return
@@ -166,12 +166,12 @@ func (s *Server) conflict(w http.ResponseWriter, code int, reason string, err er
 }
 
 func (s *Server) handleConfigConfirm(w http.ResponseWriter, r *http.Request) {
-	s.settle(w, r, func(m *apply.Manager, n int, by string) (versions.Version, error) { return m.Confirm(n, by) })
+	s.settle(w, r, func(m *change.Manager, n int, by string) (versions.Version, error) { return m.Confirm(n, by) })
 }
 
 func (s *Server) handleConfigRevert(w http.ResponseWriter, r *http.Request) {
 	waitForTake(w)
-	s.settle(w, r, func(m *apply.Manager, n int, by string) (versions.Version, error) {
+	s.settle(w, r, func(m *change.Manager, n int, by string) (versions.Version, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), takeTimeout)
 		defer cancel()
 		return m.Revert(ctx, n, "reverted by "+by)
@@ -179,7 +179,7 @@ func (s *Server) handleConfigRevert(w http.ResponseWriter, r *http.Request) {
 }
 
 // settle confirms or reverts the version a request names.
-func (s *Server) settle(w http.ResponseWriter, r *http.Request, do func(*apply.Manager, int, string) (versions.Version, error)) {
+func (s *Server) settle(w http.ResponseWriter, r *http.Request, do func(*change.Manager, int, string) (versions.Version, error)) {
 	m := s.changes(w)
 	if m == nil {
 		return
@@ -191,7 +191,7 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request, do func(*apply.M
 	v, err := do(m, req.Version, who(r))
 	answerNow(w)
 	switch {
-	case errors.Is(err, apply.ErrNotPending):
+	case errors.Is(err, change.ErrNotPending):
 		s.conflict(w, http.StatusConflict, api.ConfigNotFound, err)
 	case err != nil:
 		apiError(w, http.StatusInternalServerError, err.Error())

@@ -12,15 +12,15 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/config/apply"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/change"
 )
 
 // changeFixture serves fixtureConfig from a file that changes take, with
 // forwarderd's part taken by a function that counts and bypassd's by one
 // that does nothing.
-func changeFixture(t *testing.T) (*fixture, *apply.Manager, *int) {
+func changeFixture(t *testing.T) (*fixture, *change.Manager, *int) {
 	f := newFixture(t, fixtureOpts{noDaemons: true})
 	dir := t.TempDir()
 	store, err := versions.Open(filepath.Join(dir, "versions"), versions.DefaultKeep)
@@ -32,9 +32,9 @@ func changeFixture(t *testing.T) (*fixture, *apply.Manager, *int) {
 		t.Fatal(err)
 	}
 	taken := new(int)
-	m := &apply.Manager{Store: store, RunConfig: run, PermConfig: filepath.Join(dir, "ncpos.toml"), Source: "/etc/ncpos/ncpos.toml",
-		Takers: map[string]apply.Taker{config.TakerForwarder: apply.TakerFunc(func(context.Context) error { *taken++; return nil }),
-			config.TakerBypass: apply.TakerFunc(func(context.Context) error { return nil })},
+	m := &change.Manager{Store: store, RunConfig: run, PermConfig: filepath.Join(dir, "ncpos.toml"), Source: "/etc/ncpos/ncpos.toml",
+		Takers: map[string]change.Taker{config.TakerForwarder: change.TakerFunc(func(context.Context) error { *taken++; return nil }),
+			config.TakerBypass: change.TakerFunc(func(context.Context) error { return nil })},
 		TrialConfig: filepath.Join(dir, "trial.toml"), Reboot: f.srv.Rebooter.Reboot}
 	f.srv.Configs = &Configs{InForce: func() ([]byte, error) { return os.ReadFile(run) }, Versions: store, Changes: m}
 	return f, m, taken
@@ -52,8 +52,8 @@ func TestConfigApplyConfirmRollback(t *testing.T) {
 		res.Version.Comment != "jumbo on seg2" || *taken != 1 || len(res.Changes) != 1 {
 		t.Fatalf("apply = %d %s (taken %d times)", r.Code, r.Body, *taken)
 	}
-	if d := res.Version.Deadline.Sub(res.Version.Time); d < apply.DefaultConfirmWithin-5e9 || d > apply.DefaultConfirmWithin+5e9 {
-		t.Errorf("deadline %v after the apply, want the default %v", d, apply.DefaultConfirmWithin)
+	if d := res.Version.Deadline.Sub(res.Version.Time); d < change.DefaultConfirmWithin-5e9 || d > change.DefaultConfirmWithin+5e9 {
+		t.Errorf("deadline %v after the apply, want the default %v", d, change.DefaultConfirmWithin)
 	}
 	cur := decode[api.ConfigInForce](t, f.configCall("GET", "/api/v1/config", nil, goodAuth))
 	if cur.Version != 2 || cur.Text != next {
@@ -206,7 +206,7 @@ func jsString(s string) string {
 // the answer waits as long as the change may take.
 func TestConfigApplyOutlastsWriteTimeout(t *testing.T) {
 	f, m, _ := changeFixture(t)
-	m.Takers[config.TakerForwarder] = apply.TakerFunc(func(context.Context) error {
+	m.Takers[config.TakerForwarder] = change.TakerFunc(func(context.Context) error {
 		time.Sleep(700 * time.Millisecond)
 		return nil
 	})

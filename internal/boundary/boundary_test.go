@@ -42,9 +42,11 @@ var applianceOnly = []string{
 }
 
 // hostShared are packages under an applianceOnly prefix that the host may
-// link: the API types it decodes, and the daemons' contracts they carry.
+// link: the API types it decodes, the daemons' contracts they carry, and
+// the verdict on a box's health that an update holds a build to.
 var hostShared = []string{
 	module + "/web/api",
+	module + "/web/verdict",
 	module + "/watchdog/watchdogapi",
 }
 

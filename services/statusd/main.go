@@ -26,7 +26,6 @@ import (
 	"github.com/ncpos/ncpos/appliance"
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/config/apply"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/health"
@@ -38,6 +37,7 @@ import (
 	"github.com/ncpos/ncpos/watchdog"
 	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/change"
 )
 
 func main() {
@@ -94,9 +94,9 @@ func configs() *web.Configs {
 // parts over their sockets, init the box's hostname and management
 // address over its own, statusd its own settings here, and a change is
 // held to the monitor's view of the segments and daemons until confirmed.
-func changes(cfg *config.Config, srv *web.Server, out *outputs, mon *web.Monitor, evlog *events.Log) *apply.Manager {
-	takers := apply.DaemonTakers(ipc.Dir(), cfg.Services, time.Minute)
-	takers[config.TakerStatus] = apply.TakerFunc(func(context.Context) error {
+func changes(cfg *config.Config, srv *web.Server, out *outputs, mon *web.Monitor, evlog *events.Log) *change.Manager {
+	takers := change.DaemonTakers(ipc.Dir(), cfg.Services, time.Minute)
+	takers[config.TakerStatus] = change.TakerFunc(func(context.Context) error {
 		next, err := config.Load(appliance.BootConfig)
 		if err != nil {
 			return err
@@ -106,10 +106,10 @@ func changes(cfg *config.Config, srv *web.Server, out *outputs, mon *web.Monitor
 		}
 		return out.take(next)
 	})
-	return &apply.Manager{
+	return &change.Manager{
 		Store: srv.Configs.Versions, RunConfig: appliance.BootConfig, SettledFile: appliance.SettledConfig, PermConfig: appliance.PermConfig,
 		LastGood: appliance.LastGoodConfig, Source: srv.Configs.Source, Takers: takers, Events: evlog,
-		Hold:        apply.BypassHold(ipc.Dir(), cfg.Services, 30*time.Second),
+		Hold:        change.BypassHold(ipc.Dir(), cfg.Services, 30*time.Second),
 		TrialConfig: appliance.TrialConfig, Reboot: srv.Rebooter.Reboot,
 		Health: func(ctx context.Context) ([]api.Segment, []api.Daemon, error) {
 			snap := mon.Latest(ctx)

@@ -1,4 +1,4 @@
-package apply
+package change
 
 import (
 	"context"
@@ -307,7 +307,8 @@ func TestResume(t *testing.T) {
 	}
 }
 
-// waitSettled waits for version n to leave Pending.
+// waitSettled waits for version n to be confirmed or reverted: out of
+// Pending, and out of Reverting, which a revert passes through.
 func waitSettled(t *testing.T, b *box, n int) versions.Version {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -316,7 +317,7 @@ func waitSettled(t *testing.T, b *box, n int) versions.Version {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.State != versions.Pending {
+		if v.State != versions.Pending && v.State != versions.Reverting {
 			return v
 		}
 		if time.Now().After(deadline) {

@@ -17,7 +17,7 @@
 // it; owed.go keeps a revert that failed; resume.go picks a change up
 // again when statusd restarts; reboot.go takes and undoes a change by a
 // reboot.
-package apply
+package change
 
 import (
 	"context"
@@ -35,8 +35,8 @@ import (
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/internal/durable"
-	"github.com/ncpos/ncpos/verdict"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/verdict"
 )
 
 // Taker is a daemon (or the box itself) that takes its part of a

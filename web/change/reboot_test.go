@@ -1,4 +1,4 @@
-package apply
+package change
 
 import (
 	"context"
@@ -149,7 +149,7 @@ func TestApplyByReboot(t *testing.T) {
 	r.fail = errors.New("gokrazy does not answer")
 	r.mu.Unlock()
 	b.m = boot(b)
-	waitSettled(t, b, res.Version.Number)
+	waitState(t, b, res.Version.Number, versions.Reverting)
 	for deadline := time.Now().Add(2 * time.Second); r.count() < 4; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d reboots asked, want the failed one to be asked again", r.count())

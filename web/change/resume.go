@@ -1,4 +1,4 @@
-package apply
+package change
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/events"
-	"github.com/ncpos/ncpos/verdict"
+	"github.com/ncpos/ncpos/web/verdict"
 )
 
 // resume picks up, as statusd starts, the versions the store holds as

@@ -1,4 +1,4 @@
-package apply
+package change
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/internal/durable"
-	"github.com/ncpos/ncpos/verdict"
+	"github.com/ncpos/ncpos/web/verdict"
 )
 
 // change is the version waiting for its confirmation.
