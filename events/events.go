@@ -8,6 +8,7 @@ package events
 
 import (
 	"fmt"
+	"log"
 	"sync"
 	"time"
 )
@@ -146,6 +147,16 @@ func (l *Log) Addf(sev Severity, kind string, fields []string, format string, ar
 		}
 	}
 	return l.Add(e)
+}
+
+// Note logs an event built from its parts, as Addf does, and writes a
+// line of it to the process's log too (log.Printf); on a nil Log it only
+// writes the line.
+func (l *Log) Note(sev Severity, kind string, fields []string, msg string) {
+	log.Printf("event: %s %s: %s", sev, kind, msg)
+	if l != nil {
+		l.Addf(sev, kind, fields, "%s", msg)
+	}
 }
 
 // Recent returns up to n events, newest first (n <= 0: all kept).

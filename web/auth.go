@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/ncpos/ncpos/web/reply"
 )
 
 // User is the one user statusd accepts. gokrazy's user and password
@@ -64,7 +66,7 @@ func (a *Auth) ok(r *http.Request) bool {
 
 func unauthorized(w http.ResponseWriter, why string) {
 	w.Header().Set("WWW-Authenticate", `Basic realm="ncpos", charset="UTF-8"`)
-	apiError(w, http.StatusUnauthorized, why)
+	reply.Error(w, http.StatusUnauthorized, why)
 }
 
 // requireRead guards what only reads: open unless AuthRead is set.
@@ -103,7 +105,7 @@ func (a *Auth) require(h http.Handler) http.Handler {
 				release()
 				secs := int(math.Ceil(wait.Seconds()))
 				w.Header().Set("Retry-After", strconv.Itoa(secs))
-				apiError(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins from %s: no login is checked for another %d s", client, secs))
+				reply.Error(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins from %s: no login is checked for another %d s", client, secs))
 				return
 			}
 			if good = a.ok(r); good {
@@ -129,11 +131,11 @@ func (a *Auth) require(h http.Handler) http.Handler {
 func sameOrigin(h http.Handler) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		apiError(w, http.StatusForbidden, "cross-site request refused")
+		reply.Error(w, http.StatusForbidden, "cross-site request refused")
 	}))
 	return cop.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := refererCheck(r); err != nil {
-			apiError(w, http.StatusForbidden, err.Error())
+			reply.Error(w, http.StatusForbidden, err.Error())
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
+	"github.com/ncpos/ncpos/web/reply"
 )
 
 // handleCapture serves POST /api/v1/capture: a capture of a segment port at
@@ -63,8 +64,8 @@ func (s *Server) handleCapture(w http.ResponseWriter, r *http.Request) {
 // for.
 func captureError(w http.ResponseWriter, err error) {
 	if ce, ok := forwarderapi.AsCaptureError(err); ok {
-		apiError(w, ce.HTTPStatus(), ce.Message)
+		reply.Error(w, ce.HTTPStatus(), ce.Message)
 		return
 	}
-	apiError(w, http.StatusServiceUnavailable, "capture: "+err.Error())
+	reply.Error(w, http.StatusServiceUnavailable, "capture: "+err.Error())
 }

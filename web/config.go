@@ -10,6 +10,7 @@ import (
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/change"
+	"github.com/ncpos/ncpos/web/reply"
 )
 
 // Configs is what statusd knows of the box's configuration: the text
@@ -80,12 +81,12 @@ func inForceLabel(version int) string {
 
 func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 	if s.Configs == nil {
-		apiError(w, http.StatusServiceUnavailable, "this box does not serve its configuration")
+		reply.Error(w, http.StatusServiceUnavailable, "this box does not serve its configuration")
 		return
 	}
 	cur, err := s.Configs.inForce()
 	if err != nil {
-		apiError(w, http.StatusInternalServerError, err.Error())
+		reply.Error(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	ipc.WriteJSON(w, cur)
@@ -93,7 +94,7 @@ func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleConfigCheck(w http.ResponseWriter, r *http.Request) {
 	var req api.ConfigCandidate
-	if !decodeJSONUpTo(w, r, &req, MaxConfigBytes) {
+	if !reply.DecodeJSON(w, r, &req, MaxConfigBytes) {
 		return
 	}
 	_, res := check(req.Text)
@@ -102,11 +103,11 @@ func (s *Server) handleConfigCheck(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleConfigPlan(w http.ResponseWriter, r *http.Request) {
 	if s.Configs == nil {
-		apiError(w, http.StatusServiceUnavailable, "this box does not serve its configuration")
+		reply.Error(w, http.StatusServiceUnavailable, "this box does not serve its configuration")
 		return
 	}
 	var req api.ConfigCandidate
-	if !decodeJSONUpTo(w, r, &req, MaxConfigBytes) {
+	if !reply.DecodeJSON(w, r, &req, MaxConfigBytes) {
 		return
 	}
 	next, res := check(req.Text)
@@ -117,12 +118,12 @@ func (s *Server) handleConfigPlan(w http.ResponseWriter, r *http.Request) {
 	}
 	cur, err := s.Configs.inForce()
 	if err != nil {
-		apiError(w, http.StatusInternalServerError, err.Error())
+		reply.Error(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	running, err := config.Parse("configuration in force", []byte(cur.Text))
 	if err != nil {
-		apiError(w, http.StatusInternalServerError, fmt.Sprintf("the configuration in force does not parse: %v", err))
+		reply.Error(w, http.StatusInternalServerError, fmt.Sprintf("the configuration in force does not parse: %v", err))
 		return
 	}
 	changes := config.Plan(running, next)

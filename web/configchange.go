@@ -12,13 +12,14 @@ import (
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/change"
+	"github.com/ncpos/ncpos/web/reply"
 )
 
 // changes is the box's manager of configuration changes, or why there is
 // none (answered with 503).
 func (s *Server) changes(w http.ResponseWriter) *change.Manager {
 	if s.Configs == nil || s.Configs.Changes == nil {
-		apiError(w, http.StatusServiceUnavailable, "this box does not change its configuration in place")
+		reply.Error(w, http.StatusServiceUnavailable, "this box does not change its configuration in place")
 		return nil
 	}
 	return s.Configs.Changes
@@ -75,12 +76,12 @@ func (s *Server) handleConfigApply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req api.ConfigApply
-	if !decodeJSONUpTo(w, r, &req, MaxConfigBytes) {
+	if !reply.DecodeJSON(w, r, &req, MaxConfigBytes) {
 		return
 	}
 	within, err := confirmWithin(req.ConfirmWithin)
 	if err != nil {
-		apiError(w, http.StatusBadRequest, err.Error())
+		reply.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	next, res := check(req.Text)
@@ -100,12 +101,12 @@ func (s *Server) handleConfigRollback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req api.ConfigRollback
-	if !decodeJSONUpTo(w, r, &req, 64<<10) {
+	if !reply.DecodeJSON(w, r, &req, 64<<10) {
 		return
 	}
 	within, err := confirmWithin(req.ConfirmWithin)
 	if err != nil {
-		apiError(w, http.StatusBadRequest, err.Error())
+		reply.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	_, text, err := s.Configs.Versions.Get(req.Version)
@@ -149,7 +150,7 @@ func (s *Server) answerApplied(w http.ResponseWriter, r *http.Request, m *change
 			code, reason = http.StatusInternalServerError, api.ConfigNotTaken
 		case errors.Is(err, change.ErrRefused):
 		default:
-			apiError(w, http.StatusInternalServerError, err.Error())
+			reply.Error(w, http.StatusInternalServerError, err.Error())
 			return
 		}
 		s.conflict(w, code, reason, err)
@@ -185,7 +186,7 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request, do func(*change.
 		return
 	}
 	var req api.ConfigVersionRef
-	if !decodeJSONUpTo(w, r, &req, 4<<10) {
+	if !reply.DecodeJSON(w, r, &req, 4<<10) {
 		return
 	}
 	v, err := do(m, req.Version, who(r))
@@ -194,7 +195,7 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request, do func(*change.
 	case errors.Is(err, change.ErrNotPending):
 		s.conflict(w, http.StatusConflict, api.ConfigNotFound, err)
 	case err != nil:
-		apiError(w, http.StatusInternalServerError, err.Error())
+		reply.Error(w, http.StatusInternalServerError, err.Error())
 	default:
 		ipc.WriteJSON(w, v)
 	}
@@ -202,7 +203,7 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request, do func(*change.
 
 func (s *Server) handleConfigHistory(w http.ResponseWriter, r *http.Request) {
 	if s.Configs == nil || s.Configs.Versions == nil {
-		apiError(w, http.StatusServiceUnavailable, "this box keeps no configuration history")
+		reply.Error(w, http.StatusServiceUnavailable, "this box keeps no configuration history")
 		return
 	}
 	all, err := s.Configs.Versions.List()

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ncpos/ncpos/web/reply"
 )
 
 // serveLoopback serves f's handler on a loopback port with the server's
@@ -250,7 +252,7 @@ func TestOversizedAndMalformedRequests(t *testing.T) {
 		{"garbage", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http\r\n\r\n", "HTTP/1.1 400"},
 		{"wrong host", "GET /api/v1/status HTTP/1.1\r\nHost: evil.example\r\n\r\n", "HTTP/1.1 421"},
 		{"body over the limit", fmt.Sprintf("POST /api/v1/control/reboot HTTP/1.1\r\nHost: appliance.test\r\nAuthorization: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"reason\":\"%s\"}",
-			goodAuth, MaxBodyBytes+100, strings.Repeat("x", MaxBodyBytes+86)), "HTTP/1.1 413"},
+			goodAuth, reply.MaxBodyBytes+100, strings.Repeat("x", reply.MaxBodyBytes+86)), "HTTP/1.1 413"},
 	} {
 		if got := raw(tc.req); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s: answered %q, want %s", tc.name, got, tc.want)

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log"
-	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -17,10 +15,9 @@ import (
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/monitor"
+	"github.com/ncpos/ncpos/web/reply"
 )
-
-// MaxBodyBytes bounds a control request's body; more is refused with 413.
-const MaxBodyBytes = 64 << 10
 
 // BypassOverride is an override as statusd hands it to bypassd.
 type BypassOverride struct {
@@ -64,48 +61,11 @@ func (b bypassdOverrides) Override(ctx context.Context, o BypassOverride) (*api.
 	if err != nil {
 		return nil, err
 	}
-	bs, ok := pairOf(&st, o.Segment, o.Pair)
+	bs, ok := monitor.BypassPair(&st, o.Segment, o.Pair)
 	if !ok {
 		return nil, fmt.Errorf("bypassd does not report pair %s of segment %s", o.Pair, o.Segment)
 	}
 	return bs, nil
-}
-
-// decodeJSON reads a control request's body into v, answering the error
-// itself: 415 for another content type, 413 past MaxBodyBytes, 400 for
-// anything that is not one JSON object of v's fields.
-func decodeJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	return decodeJSONUpTo(w, r, v, MaxBodyBytes)
-}
-
-// decodeJSONUpTo is decodeJSON with a limit of its own.
-func decodeJSONUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) bool {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			apiError(w, http.StatusUnsupportedMediaType, "want Content-Type: application/json")
-			return false
-		}
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("more than one JSON value")
-	}
-	if err == nil {
-		_, err = io.Copy(io.Discard, dec.Buffered())
-	}
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", limit))
-		return false
-	case err != nil:
-		apiError(w, http.StatusBadRequest, "bad JSON: "+err.Error())
-		return false
-	}
-	return true
 }
 
 // overrideStates are what a BypassRequest may ask for: a relay state, or
@@ -117,35 +77,35 @@ const MaxOverride = 7 * 24 * time.Hour
 
 func (s *Server) handleBypass(w http.ResponseWriter, r *http.Request) {
 	var req api.BypassRequest
-	if !decodeJSON(w, r, &req) {
+	if !reply.DecodeJSON(w, r, &req, 0) {
 		return
 	}
 	req.Reason = strings.TrimSpace(req.Reason)
 	switch {
 	case !slices.Contains(overrideStates, req.State):
-		apiError(w, http.StatusBadRequest, fmt.Sprintf("state %q: want one of %s", req.State, strings.Join(overrideStates, ", ")))
+		reply.Error(w, http.StatusBadRequest, fmt.Sprintf("state %q: want one of %s", req.State, strings.Join(overrideStates, ", ")))
 		return
 	case req.State != api.OverrideAuto && req.Reason == "":
-		apiError(w, http.StatusBadRequest, "reason is required: say why, it is logged")
+		reply.Error(w, http.StatusBadRequest, "reason is required: say why, it is logged")
 		return
 	case len(req.Reason) > 256:
-		apiError(w, http.StatusBadRequest, "reason longer than 256 bytes")
+		reply.Error(w, http.StatusBadRequest, "reason longer than 256 bytes")
 		return
 	}
 	pair, ok := s.segmentPair(req.Segment)
 	switch {
 	case !ok:
-		apiError(w, http.StatusNotFound, fmt.Sprintf("no segment %q in the configuration", req.Segment))
+		reply.Error(w, http.StatusNotFound, fmt.Sprintf("no segment %q in the configuration", req.Segment))
 		return
 	case pair == "":
-		apiError(w, http.StatusConflict, fmt.Sprintf("segment %q has no bypass relay pair", req.Segment))
+		reply.Error(w, http.StatusConflict, fmt.Sprintf("segment %q has no bypass relay pair", req.Segment))
 		return
 	}
 	o := BypassOverride{Segment: req.Segment, Pair: pair, State: req.State, Reason: req.Reason, By: who(r), Update: req.Update && req.State != api.OverrideAuto}
 	if req.ExpiresIn != "" {
 		d, err := time.ParseDuration(req.ExpiresIn)
 		if err != nil || d <= 0 || d > MaxOverride {
-			apiError(w, http.StatusBadRequest, fmt.Sprintf("expires_in %q: want a duration such as \"30m\", at most %v", req.ExpiresIn, MaxOverride))
+			reply.Error(w, http.StatusBadRequest, fmt.Sprintf("expires_in %q: want a duration such as \"30m\", at most %v", req.ExpiresIn, MaxOverride))
 			return
 		}
 		o.ExpiresIn = d
@@ -154,13 +114,13 @@ func (s *Server) handleBypass(w http.ResponseWriter, r *http.Request) {
 	var se *ipc.StatusError
 	switch {
 	case errors.Is(err, ErrNotRunning):
-		apiError(w, http.StatusServiceUnavailable, "bypassd not running")
+		reply.Error(w, http.StatusServiceUnavailable, "bypassd not running")
 		return
 	case errors.As(err, &se) && se.Code/100 == 4:
-		apiError(w, se.Code, "bypassd: "+se.Message)
+		reply.Error(w, se.Code, "bypassd: "+se.Message)
 		return
 	case err != nil:
-		apiError(w, http.StatusBadGateway, err.Error())
+		reply.Error(w, http.StatusBadGateway, err.Error())
 		return
 	}
 	msg := fmt.Sprintf("manual bypass override of segment %s: %s, by %s: %s", o.Segment, o.State, o.By, o.Reason)
@@ -180,26 +140,26 @@ func (s *Server) handleBypass(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
 	var req api.RebootRequest
-	if !decodeJSON(w, r, &req) {
+	if !reply.DecodeJSON(w, r, &req, 0) {
 		return
 	}
 	req.Reason = strings.TrimSpace(req.Reason)
 	if len(req.Reason) > 256 {
-		apiError(w, http.StatusBadRequest, "reason longer than 256 bytes")
+		reply.Error(w, http.StatusBadRequest, "reason longer than 256 bytes")
 		return
 	}
 	if req.Reason == "" {
 		req.Reason = "no reason given"
 	}
 	if s.Rebooter == nil {
-		apiError(w, http.StatusServiceUnavailable, "reboot is not available here")
+		reply.Error(w, http.StatusServiceUnavailable, "reboot is not available here")
 		return
 	}
 	by := who(r)
 	s.event(events.Warning, events.KindControl, []string{"action", "reboot", "by", by}, fmt.Sprintf("reboot requested by %s: %s", by, req.Reason))
 	if err := s.Rebooter.Reboot(r.Context(), req.Reason); err != nil {
 		log.Printf("statusd: reboot: %v", err)
-		apiError(w, http.StatusBadGateway, err.Error())
+		reply.Error(w, http.StatusBadGateway, err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -239,20 +199,5 @@ func (s *Server) bypass() BypassController {
 }
 
 func (s *Server) event(sev events.Severity, kind string, fields []string, msg string) {
-	log.Printf("event: %s %s: %s", sev, kind, msg)
-	if s.Monitor.Events != nil {
-		e := events.Event{Time: s.Monitor.now(), Severity: sev, Kind: kind, Message: msg, Fields: map[string]string{}}
-		for i := 0; i+1 < len(fields); i += 2 {
-			e.Fields[fields[i]] = fields[i+1]
-		}
-		s.Monitor.Events.Add(e)
-	}
-}
-
-// apiError answers {"error": msg} with code.
-func apiError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	s.Monitor.Events.Note(sev, kind, fields, msg)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/passwd"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/reply"
 )
 
 func basic(user, pw string) string {
@@ -69,8 +70,8 @@ func TestControlRefusals(t *testing.T) {
 		{"unknown field", "POST", "/api/v1/control/bypass", `{"segment":"seg1","state":"bypass","reason":"x","force":true}`, json, 400, "unknown field"},
 		{"two values", "POST", "/api/v1/control/bypass", okBody + okBody, json, 400, "more than one"},
 		{"empty body", "POST", "/api/v1/control/bypass", "", json, 400, "bad JSON"},
-		{"oversized body", "POST", "/api/v1/control/bypass", `{"segment":"seg1","state":"bypass","reason":"` + strings.Repeat("x", MaxBodyBytes) + `"}`, json, 413, "larger than"},
-		{"oversized reboot body", "POST", "/api/v1/control/reboot", `{"reason":"` + strings.Repeat("x", 2*MaxBodyBytes) + `"}`, json, 413, ""},
+		{"oversized body", "POST", "/api/v1/control/bypass", `{"segment":"seg1","state":"bypass","reason":"` + strings.Repeat("x", reply.MaxBodyBytes) + `"}`, json, 413, "larger than"},
+		{"oversized reboot body", "POST", "/api/v1/control/reboot", `{"reason":"` + strings.Repeat("x", 2*reply.MaxBodyBytes) + `"}`, json, 413, ""},
 		{"bad state", "POST", "/api/v1/control/bypass", `{"segment":"seg1","state":"off","reason":"x"}`, json, 400, "want one of"},
 		{"no reason", "POST", "/api/v1/control/bypass", `{"segment":"seg1","state":"bypass","reason":"  "}`, json, 400, "reason is required"},
 		{"long reason", "POST", "/api/v1/control/bypass", `{"segment":"seg1","state":"bypass","reason":"` + strings.Repeat("x", 300) + `"}`, json, 400, "longer"},

@@ -23,6 +23,7 @@ import (
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/monitor"
 )
 
 // fixtureConfig is a qemu box with two segments, each with a relay pair.
@@ -70,7 +71,7 @@ type fixture struct {
 	counters map[string]api.PortCounters // by interface
 	cfg      *config.Config
 	events   *events.Log
-	mon      *Monitor
+	mon      *monitor.Monitor
 	srv      *Server
 	bypassd  *fakeBypassd
 	reboots  []string
@@ -148,8 +149,8 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 		serveFake(ctx, t, run, "forwarderd", fakeForwarderStatus, fakeForwarderMetrics,
 			map[string]http.HandlerFunc{"GET /capture": f.fakeCapture})
 	}
-	f.mon = &Monitor{
-		Collector: &Collector{Root: f.root, RunDir: run}, Config: cfg, Events: f.events,
+	f.mon = &monitor.Monitor{
+		Collector: &monitor.Collector{Root: f.root, RunDir: run}, Config: cfg, Events: f.events,
 		SelfTestFile: filepath.Join(f.root, "perm/selftest.json"), Now: f.clock, HistoryLen: 120,
 	}
 	f.srv = &Server{Monitor: f.mon, Auth: Auth{Password: testPassword(t, fixturePassword)}, Rebooter: fakeRebooter{f}, Names: []string{"appliance.test"}}

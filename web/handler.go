@@ -19,6 +19,8 @@ import (
 	"github.com/ncpos/ncpos/logs"
 	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/monitor"
+	"github.com/ncpos/ncpos/web/reply"
 )
 
 //go:embed static
@@ -29,7 +31,7 @@ var pageTmpl = template.Must(template.ParseFS(staticFS, "static/index.html"))
 // Server is statusd's HTTP side: what it shows (Monitor), who may see and
 // control it (Auth), and how control is carried out.
 type Server struct {
-	Monitor  *Monitor
+	Monitor  *monitor.Monitor
 	Auth     Auth
 	Bypass   BypassController // nil: ask bypassd on its socket
 	Rebooter Rebooter         // nil: reboot answers 503
@@ -90,7 +92,7 @@ func (s *Server) guard() *guards {
 		lim := s.Limits.orDefault()
 		now := time.Now
 		if s.Monitor != nil {
-			now = s.Monitor.now
+			now = s.Monitor.Time
 		}
 		g := &guards{lim: lim, conns: newConnLimiter(lim), rate: newRateLimiter(lim, now),
 			logins: newLoginGuard(lim, now), hosts: newHostCheck(s.Names)}
@@ -158,9 +160,9 @@ func (s *Server) Handler() http.Handler {
 	read("GET /api/v1/selftest", func(w http.ResponseWriter, r *http.Request) {
 		// The report as it is now, not the latest snapshot's: a client
 		// that saw the self-test's job end reads that run's report.
-		st, err := readSelfTest(s.Monitor.selfTestFile())
+		st, err := monitor.ReadSelfTest(s.Monitor.SelfTestPath())
 		if err != nil {
-			apiError(w, http.StatusInternalServerError, err.Error())
+			reply.Error(w, http.StatusInternalServerError, err.Error())
 			return
 		}
 		ipc.WriteJSON(w, map[string]any{"self_test": st})
@@ -193,7 +195,7 @@ func (s *Server) Handler() http.Handler {
 	control("POST /api/v1/capture", s.handleCapture)
 	mux.HandleFunc("GET /api/v1/capture", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", http.MethodPost)
-		apiError(w, http.StatusMethodNotAllowed, "a capture starts with POST /api/v1/capture, the parameters in the query")
+		reply.Error(w, http.StatusMethodNotAllowed, "a capture starts with POST /api/v1/capture, the parameters in the query")
 	})
 	return s.guarded(mux)
 }
@@ -261,7 +263,7 @@ func (s *Server) controlInfo(snap *api.Snapshot) api.ControlInfo {
 	}
 	if s.Bypass == nil {
 		for _, d := range snap.System.Daemons {
-			if d.Name == "bypassd" && d.State != DaemonHealthy && d.State != DaemonUnhealthy {
+			if d.Name == "bypassd" && d.State != api.DaemonHealthy && d.State != api.DaemonUnhealthy {
 				ci.Bypass = "bypassd " + d.State
 			}
 		}

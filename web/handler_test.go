@@ -173,11 +173,11 @@ func TestDaemonsAbsent(t *testing.T) {
 		states[d.Name] = d.State
 	}
 	for _, d := range []string{"forwarderd", "bypassd", "watchdogd"} {
-		if states[d] != DaemonNotRunning {
-			t.Errorf("%s = %q, want %q", d, states[d], DaemonNotRunning)
+		if states[d] != api.DaemonNotRunning {
+			t.Errorf("%s = %q, want %q", d, states[d], api.DaemonNotRunning)
 		}
 	}
-	if states["statusd"] != DaemonHealthy {
+	if states["statusd"] != api.DaemonHealthy {
 		t.Errorf("statusd = %q", states["statusd"])
 	}
 	for _, seg := range s.Segments {

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ncpos/ncpos/web/reply"
 )
 
 // hostCheck refuses requests whose Host header is not one of the box's
@@ -97,7 +99,7 @@ func (hc *hostCheck) middleware(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !hc.allowed(r.Host) {
 			hc.refused.Add(1)
-			apiError(w, http.StatusMisdirectedRequest, fmt.Sprintf("Host %q is not a name or address of this box (its hostname, its addresses, or a name in status.names)", r.Host))
+			reply.Error(w, http.StatusMisdirectedRequest, fmt.Sprintf("Host %q is not a name or address of this box (its hostname, its addresses, or a name in status.names)", r.Host))
 			return
 		}
 		h.ServeHTTP(w, r)

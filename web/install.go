@@ -11,6 +11,7 @@ import (
 	"github.com/ncpos/ncpos/internal/job"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/reply"
 )
 
 // InstallDisk is a disk the appliance could install itself onto.
@@ -57,12 +58,12 @@ func installJob(st job.State[install.Progress]) InstallJob {
 
 func (s *Server) handleInstallInfo(w http.ResponseWriter, r *http.Request) {
 	if s.Installer == nil {
-		apiError(w, http.StatusServiceUnavailable, "install to internal disk is not available here")
+		reply.Error(w, http.StatusServiceUnavailable, "install to internal disk is not available here")
 		return
 	}
 	disks, source, err := s.Installer.Disks()
 	if err != nil {
-		apiError(w, http.StatusInternalServerError, err.Error())
+		reply.Error(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	ipc.WriteJSON(w, map[string]any{"source": source, "disks": disks, "job": installJob(s.Installer.Job())})
@@ -70,24 +71,24 @@ func (s *Server) handleInstallInfo(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleInstall(w http.ResponseWriter, r *http.Request) {
 	var req api.InstallRequest
-	if !decodeJSON(w, r, &req) {
+	if !reply.DecodeJSON(w, r, &req, 0) {
 		return
 	}
 	if s.Installer == nil {
-		apiError(w, http.StatusServiceUnavailable, "install to internal disk is not available here")
+		reply.Error(w, http.StatusServiceUnavailable, "install to internal disk is not available here")
 		return
 	}
 	if !strings.HasPrefix(req.Device, "/dev/") || strings.Contains(req.Device, "..") {
-		apiError(w, http.StatusBadRequest, fmt.Sprintf("device %q: want a disk under /dev, e.g. /dev/sda", req.Device))
+		reply.Error(w, http.StatusBadRequest, fmt.Sprintf("device %q: want a disk under /dev, e.g. /dev/sda", req.Device))
 		return
 	}
 	if req.Confirm != req.Device {
-		apiError(w, http.StatusBadRequest, "confirm must repeat the device name: everything on it will be overwritten")
+		reply.Error(w, http.StatusBadRequest, "confirm must repeat the device name: everything on it will be overwritten")
 		return
 	}
 	by := who(r)
 	if err := s.Installer.Start(req.Device, req.WipePerm, by); err != nil {
-		apiError(w, http.StatusConflict, err.Error())
+		reply.Error(w, http.StatusConflict, err.Error())
 		return
 	}
 	s.event(events.Warning, events.KindControl, []string{"action", "install", "device", req.Device, "by", by},

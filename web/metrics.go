@@ -8,7 +8,6 @@ import (
 	"log"
 	"net/http"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +17,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/monitor"
 )
 
 // metricsHandler serves /metrics: statusd's own metrics (build, ports from
@@ -28,7 +29,7 @@ func (s *Server) metricsHandler() http.Handler {
 	own := prometheus.NewRegistry()
 	own.MustRegister(ownCollector{s})
 	g := prometheus.Gatherers{own}
-	for _, d := range KnownDaemons {
+	for _, d := range monitor.KnownDaemons {
 		if d != "statusd" {
 			g = append(g, daemonGatherer{runDir: s.Monitor.Collector.RunDir, daemon: d})
 		}
@@ -147,8 +148,7 @@ const userHZ = 100
 func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	last := c.s.Monitor.latest(ctx)
-	snap := last.snap
+	snap, cpus := c.s.Monitor.LatestCPU(ctx)
 	sys := snap.System
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -157,16 +157,16 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
 
-	gauge(mBuildInfo, 1, sys.BuildID, kernelRelease(sys.Kernel), runtime.Version())
+	gauge(mBuildInfo, 1, sys.BuildID, sys.KernelRelease(), runtime.Version())
 	if !snap.Host.BootTime.IsZero() {
 		gauge(mBootTime, float64(snap.Host.BootTime.Unix()))
 	}
 	rejected := 0
 	for _, d := range sys.Daemons {
-		if !d.Configured && d.Name != "statusd" && d.State == DaemonNotConfigured {
+		if !d.Configured && d.Name != "statusd" && d.State == api.DaemonNotConfigured {
 			continue
 		}
-		gauge(mDaemonUp, b2f(d.State == DaemonHealthy || d.State == DaemonUnhealthy), d.Name)
+		gauge(mDaemonUp, b2f(d.State == api.DaemonHealthy || d.State == api.DaemonUnhealthy), d.Name)
 		gauge(mDaemonHealthy, b2f(d.Healthy), d.Name)
 	}
 	for _, cd := range snap.Conditions {
@@ -229,7 +229,7 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(mBypassManual, b2f(seg.Bypass.Override != nil), seg.Name)
 	}
 
-	for _, cpu := range last.cpu {
+	for _, cpu := range cpus {
 		for mode, ticks := range cpu.Modes {
 			ch <- prometheus.MustNewConstMetric(mCPUSeconds, prometheus.CounterValue, float64(ticks)/userHZ, fmt.Sprint(cpu.CPU), mode)
 		}
@@ -287,15 +287,6 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(mRefused, g.conns.refused.Load(), "connections")
 	counter(mRefused, g.conns.evicted.Load(), "evicted")
 	counter(mRefused, g.tlsLog.failed.Load(), "tls")
-}
-
-// kernelRelease is the release from /proc/version's "Linux version X …".
-func kernelRelease(v string) string {
-	f := strings.Fields(v)
-	if len(f) >= 3 && f[0] == "Linux" && f[1] == "version" {
-		return f[2]
-	}
-	return v
 }
 
 func b2f(b bool) float64 {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -159,88 +158,5 @@ func TestSelfTestInAPI(t *testing.T) {
 	f.getJSON("/api/v1/status", &s)
 	if s.SelfTest != nil || !strings.Contains(strings.Join(s.Errors, ";"), "self-test report") {
 		t.Fatalf("broken report: self-test %+v, errors %v", s.SelfTest, s.Errors)
-	}
-}
-
-// TestLatestDuringSlowStep: on a box so busy that a step takes longer
-// than the interval, a request still gets a snapshot at once. One that
-// finds a step under way gets the snapshot there is, and a snapshot is
-// fresh for an interval after its step ended, so that a request right
-// after a long step does not take another.
-func TestLatestDuringSlowStep(t *testing.T) {
-	f := newFixture(t, fixtureOpts{})
-	t0 := f.clock()
-	var mu sync.Mutex
-	long := true // the step's first reading of the clock is its start, later ones 5 s on
-	f.mon.Now = func() time.Time {
-		mu.Lock()
-		defer mu.Unlock()
-		if long {
-			long = false
-			return t0
-		}
-		return t0.Add(5 * time.Second)
-	}
-	first := f.mon.Step(context.Background())
-	if !first.Time.Equal(t0) {
-		t.Fatalf("snapshot of %v, want %v", first.Time, t0)
-	}
-	if got := f.mon.Latest(context.Background()); got != first {
-		t.Errorf("right after a step of 5 s, Latest took another (snapshot of %v)", got.Time)
-	}
-
-	// 5 s later still, with a step under way: the kept snapshot, at once.
-	f.mon.Now = func() time.Time { return t0.Add(10 * time.Second) }
-	f.mon.stepMu.Lock()
-	got := make(chan *api.Snapshot, 1)
-	go func() { got <- f.mon.Latest(context.Background()) }()
-	select {
-	case s := <-got:
-		if s != first {
-			t.Errorf("Latest during a step: snapshot of %v, want the kept one of %v", s.Time, first.Time)
-		}
-	case <-time.After(5 * time.Second):
-		t.Error("Latest waited for the step under way")
-	}
-	f.mon.stepMu.Unlock()
-	if s := f.mon.Latest(context.Background()); s == first || !s.Time.Equal(t0.Add(10*time.Second)) {
-		t.Errorf("with no step under way, a stale snapshot was not taken again (%v)", s.Time)
-	}
-}
-
-// TestAfterWaitsForTheEventsStep: a notification made from After(t) sees
-// the snapshot of the step that raised its event at t, not the one kept
-// before that step, which Latest gives while the step runs.
-func TestAfterWaitsForTheEventsStep(t *testing.T) {
-	f := newFixture(t, fixtureOpts{})
-	t0 := f.clock()
-	first := f.mon.Step(context.Background())
-	if got := f.mon.After(context.Background(), t0); got != first {
-		t.Fatalf("After(the kept snapshot's time): snapshot of %v, want the kept one", got.Time)
-	}
-
-	// A step under way raises an event at t1.
-	t1 := t0.Add(3 * time.Second)
-	f.mon.Now = func() time.Time { return t1 }
-	f.mon.stepMu.Lock()
-	got := make(chan *api.Snapshot, 1)
-	go func() { got <- f.mon.After(context.Background(), t1) }()
-	if s := f.mon.Latest(context.Background()); s != first {
-		t.Errorf("Latest during the step: snapshot of %v, want the kept one", s.Time)
-	}
-	select {
-	case s := <-got:
-		t.Fatalf("After returned the snapshot of %v before the event's step ended", s.Time)
-	case <-time.After(200 * time.Millisecond):
-	}
-	second := f.mon.step(context.Background()).snap
-	f.mon.stepMu.Unlock()
-	select {
-	case s := <-got:
-		if s != second {
-			t.Errorf("After: snapshot of %v, want that of the event's step", s.Time)
-		}
-	case <-time.After(5 * time.Second):
-		t.Error("After did not return once the step ended")
 	}
 }

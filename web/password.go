@@ -17,6 +17,7 @@ import (
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/passwd"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/reply"
 )
 
 // PasswordFile is the box's control password (a bcrypt hash) on /perm:
@@ -155,7 +156,7 @@ func (p *Password) Change(pw string) error {
 
 func (s *Server) handlePassword(w http.ResponseWriter, r *http.Request) {
 	var req api.PasswordRequest
-	if !decodeJSON(w, r, &req) {
+	if !reply.DecodeJSON(w, r, &req, 0) {
 		return
 	}
 	by := who(r)
@@ -163,13 +164,13 @@ func (s *Server) handlePassword(w http.ResponseWriter, r *http.Request) {
 	var strength *passwd.WeakError
 	switch {
 	case errors.Is(err, ErrPasswordFixed):
-		apiError(w, http.StatusConflict, err.Error())
+		reply.Error(w, http.StatusConflict, err.Error())
 		return
 	case errors.As(err, &strength):
-		apiError(w, http.StatusBadRequest, "new_password: "+err.Error())
+		reply.Error(w, http.StatusBadRequest, "new_password: "+err.Error())
 		return
 	case err != nil:
-		apiError(w, http.StatusServiceUnavailable, err.Error()+" (the old password still works)")
+		reply.Error(w, http.StatusServiceUnavailable, err.Error()+" (the old password still works)")
 		return
 	}
 	s.event(events.Warning, events.KindControl, []string{"action", "password", "by", by}, "control password changed by "+by)

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ncpos/ncpos/web/reply"
 	"golang.org/x/time/rate"
 )
 
@@ -93,6 +94,6 @@ func (rl *rateLimiter) middleware(h http.Handler) http.Handler {
 		}
 		rl.limited.Add(1)
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-		apiError(w, http.StatusTooManyRequests, fmt.Sprintf("too many requests from %s (more than %g per second): retry in %v", client, rl.lim.Rate, wait.Round(time.Millisecond)))
+		reply.Error(w, http.StatusTooManyRequests, fmt.Sprintf("too many requests from %s (more than %g per second): retry in %v", client, rl.lim.Rate, wait.Round(time.Millisecond)))
 	})
 }

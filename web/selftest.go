@@ -15,6 +15,7 @@ import (
 	"github.com/ncpos/ncpos/internal/job"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/reply"
 )
 
 // SelfTestJob is the state of the self-test job (GET /api/v1/selftest/job).
@@ -149,7 +150,7 @@ func checkSelfTestSizes(sizes []int) error {
 
 func (s *Server) handleSelfTestJob(w http.ResponseWriter, r *http.Request) {
 	if s.SelfTest == nil {
-		apiError(w, http.StatusServiceUnavailable, "the self-test is not available here")
+		reply.Error(w, http.StatusServiceUnavailable, "the self-test is not available here")
 		return
 	}
 	job := s.SelfTest.Job()
@@ -162,19 +163,19 @@ func (s *Server) handleSelfTestJob(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleSelfTest(w http.ResponseWriter, r *http.Request) {
 	var req api.SelfTestRequest
-	if r.ContentLength != 0 && !decodeJSON(w, r, &req) {
+	if r.ContentLength != 0 && !reply.DecodeJSON(w, r, &req, 0) {
 		return
 	}
 	if s.SelfTest == nil {
-		apiError(w, http.StatusServiceUnavailable, "the self-test is not available here")
+		reply.Error(w, http.StatusServiceUnavailable, "the self-test is not available here")
 		return
 	}
 	if err := checkSelfTestSizes(req.Sizes); err != nil {
-		apiError(w, http.StatusBadRequest, err.Error())
+		reply.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if err := s.SelfTest.ready(); err != nil {
-		apiError(w, http.StatusServiceUnavailable, err.Error())
+		reply.Error(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	by := who(r)
@@ -183,7 +184,7 @@ func (s *Server) handleSelfTest(w http.ResponseWriter, r *http.Request) {
 		if errors.Is(err, ErrSelfTestRunning) {
 			code = http.StatusConflict
 		}
-		apiError(w, code, err.Error())
+		reply.Error(w, code, err.Error())
 		return
 	}
 	sizes := "configured sizes"

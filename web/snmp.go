@@ -16,13 +16,14 @@ import (
 	"github.com/ncpos/ncpos/lldp"
 	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/monitor"
 )
 
 // SNMPView turns the monitor's snapshots into what the SNMP agent serves,
 // building a view once per snapshot (a walk asks for it hundreds of times
 // in a row), and the events into notifications.
 type SNMPView struct {
-	Monitor *Monitor
+	Monitor *monitor.Monitor
 	Config  config.SNMP
 	Start   time.Time // the agent's start: sysUpTime 0, for ifLastChange
 
@@ -66,7 +67,7 @@ func BuildSNMPView(snap *api.Snapshot, cfg config.SNMP, start time.Time) (*snmp.
 	if sys == nil {
 		sys = &api.System{}
 	}
-	str(snmp.SysDescr.Append(0), fmt.Sprintf("ncpos %s, Linux %s", sys.BuildID, kernelRelease(sys.Kernel)))
+	str(snmp.SysDescr.Append(0), fmt.Sprintf("ncpos %s, Linux %s", sys.BuildID, sys.KernelRelease()))
 	vars = append(vars, snmp.Var{OID: snmp.SysObjectID.Append(0), Type: gosnmp.ObjectIdentifier, Value: snmp.NcposAppliance.String()})
 	str(snmp.SysContact.Append(0), cfg.Contact)
 	str(snmp.SysName.Append(0), sys.Hostname)

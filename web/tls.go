@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ncpos/ncpos/web/reply"
 )
 
 // httpsServer serves h over TLS with the box's identity. HTTP/2 is off:
@@ -53,7 +55,7 @@ func redirectToHTTPS(httpsPort int) http.Handler {
 			host = "[" + host + "]"
 		}
 		if host == "" {
-			apiError(w, http.StatusBadRequest, "this box serves only HTTPS: request https://<its address>/ with a Host header")
+			reply.Error(w, http.StatusBadRequest, "this box serves only HTTPS: request https://<its address>/ with a Host header")
 			return
 		}
 		if port != 443 {
@@ -61,7 +63,7 @@ func redirectToHTTPS(httpsPort int) http.Handler {
 		}
 		target := "https://" + host + r.URL.RequestURI()
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			apiError(w, http.StatusForbidden, "this box takes no requests over plain HTTP: send it to "+target)
+			reply.Error(w, http.StatusForbidden, "this box takes no requests over plain HTTP: send it to "+target)
 			return
 		}
 		http.Redirect(w, r, target, http.StatusMovedPermanently)

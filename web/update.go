@@ -14,6 +14,7 @@ import (
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/signature"
+	"github.com/ncpos/ncpos/web/reply"
 )
 
 // Updates pass through statusd: gokrazy serves its update endpoints only
@@ -61,20 +62,20 @@ type BootSlots interface {
 // close out of sequence, which Go reports as "tls: bad record MAC".
 func (s *Server) handleBootFiles(w http.ResponseWriter) {
 	if s.BootFiles == nil {
-		apiError(w, http.StatusServiceUnavailable, "this box cannot read its boot partition")
+		reply.Error(w, http.StatusServiceUnavailable, "this box cannot read its boot partition")
 		return
 	}
 	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(UpdateTimeout))
 	files, err := s.BootFiles()
 	if err != nil {
-		apiError(w, http.StatusInternalServerError, err.Error())
+		reply.Error(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	out := map[string]any{"files": files}
 	if s.Boot != nil {
 		st, err := s.Boot.Read()
 		if err != nil {
-			apiError(w, http.StatusInternalServerError, err.Error())
+			reply.Error(w, http.StatusInternalServerError, err.Error())
 			return
 		}
 		out["slots"] = st
@@ -88,7 +89,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		// The box writes its boot partition itself; it only shows it.
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
-			apiError(w, http.StatusMethodNotAllowed, "update/boot takes GET: the box writes its boot partition itself (PUT the kernel)")
+			reply.Error(w, http.StatusMethodNotAllowed, "update/boot takes GET: the box writes its boot partition itself (PUT the kernel)")
 			return
 		}
 		s.handleBootFiles(w)
@@ -96,23 +97,23 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	}
 	method, ok := updateSteps[r.PathValue("step")]
 	if !ok {
-		apiError(w, http.StatusNotFound, fmt.Sprintf("no update step %q, want manifest, root, kernel, testboot or switch", r.PathValue("step")))
+		reply.Error(w, http.StatusNotFound, fmt.Sprintf("no update step %q, want manifest, root, kernel, testboot or switch", r.PathValue("step")))
 		return
 	}
 	if r.Method != method {
 		w.Header().Set("Allow", method)
-		apiError(w, http.StatusMethodNotAllowed, "update step "+r.PathValue("step")+" takes "+method)
+		reply.Error(w, http.StatusMethodNotAllowed, "update step "+r.PathValue("step")+" takes "+method)
 		return
 	}
 	if r.ContentLength > MaxUpdateBytes {
-		apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("update body of %d bytes, want at most %d", r.ContentLength, MaxUpdateBytes))
+		reply.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("update body of %d bytes, want at most %d", r.ContentLength, MaxUpdateBytes))
 		return
 	}
 	name, by := r.PathValue("step"), who(r)
 	refuse := func(code int, err error) {
 		s.event(events.Warning, events.KindControl, []string{"action", "update", "step", name, "by", by},
 			fmt.Sprintf("update %s by %s refused: %v", name, by, err))
-		apiError(w, code, err.Error())
+		reply.Error(w, code, err.Error())
 	}
 	if s.Updates == nil {
 		refuse(http.StatusServiceUnavailable, errors.New("this build trusts no update keys: it takes no updates over the network"))
@@ -229,7 +230,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://gokrazy/update/root", body)
 	if err != nil {
-		apiError(w, http.StatusInternalServerError, err.Error())
+		reply.Error(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	req.ContentLength = r.ContentLength
@@ -238,12 +239,12 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("update body larger than %d bytes", MaxUpdateBytes))
+		reply.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("update body larger than %d bytes", MaxUpdateBytes))
 		return
 	case err != nil:
 		s.event(events.Warning, events.KindControl, []string{"action", "update", "step", r.PathValue("step"), "by", by},
 			fmt.Sprintf("update %s by %s failed: %v", r.PathValue("step"), by, err))
-		apiError(w, http.StatusBadGateway, "passing the update to gokrazy: "+err.Error())
+		reply.Error(w, http.StatusBadGateway, "passing the update to gokrazy: "+err.Error())
 		return
 	}
 	defer resp.Body.Close()

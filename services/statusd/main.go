@@ -38,6 +38,7 @@ import (
 	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/change"
+	"github.com/ncpos/ncpos/web/monitor"
 )
 
 func main() {
@@ -94,7 +95,7 @@ func configs() *web.Configs {
 // parts over their sockets, init the box's hostname and management
 // address over its own, statusd its own settings here, and a change is
 // held to the monitor's view of the segments and daemons until confirmed.
-func changes(cfg *config.Config, srv *web.Server, out *outputs, mon *web.Monitor, evlog *events.Log) *change.Manager {
+func changes(cfg *config.Config, srv *web.Server, out *outputs, mon *monitor.Monitor, evlog *events.Log) *change.Manager {
 	takers := change.DaemonTakers(ipc.Dir(), cfg.Services, time.Minute)
 	takers[config.TakerStatus] = change.TakerFunc(func(context.Context) error {
 		next, err := config.Load(appliance.BootConfig)
@@ -154,8 +155,8 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 	if err != nil {
 		log.Printf("control disabled: %v", err)
 	}
-	mon := &web.Monitor{
-		Collector: &web.Collector{Root: "/", RunDir: ipc.Dir()},
+	mon := &monitor.Monitor{
+		Collector: &monitor.Collector{Root: "/", RunDir: ipc.Dir()},
 		Config:    cfg, Events: evlog, Interval: interval, SelfTestFile: selfTest,
 	}
 	srv := &web.Server{
@@ -190,7 +191,7 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 			settled = srv.Configs.Changes.Settled
 			mon.BoxConditions = srv.Configs.Changes.Conditions
 		}
-		mon.LastGood = &web.LastGood{After: 2 * time.Minute, Keep: func() (bool, error) {
+		mon.LastGood = &monitor.LastGood{After: 2 * time.Minute, Keep: func() (bool, error) {
 			text, err := settled()
 			if err != nil {
 				return false, err

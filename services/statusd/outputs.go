@@ -15,6 +15,7 @@ import (
 	"github.com/ncpos/ncpos/logs"
 	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/monitor"
 )
 
 // outputs are what statusd sends and serves besides its pages, as the
@@ -35,9 +36,9 @@ type outputs struct {
 	// its lines come back here.
 	in atomic.Pointer[sinks]
 
-	mu       sync.Mutex   // one take at a time; guards what follows
-	mon      *web.Monitor // set (attach) before the SNMP agent starts
-	srv      *web.Server  // told of new senders and agents, once set
+	mu       sync.Mutex       // one take at a time; guards what follows
+	mon      *monitor.Monitor // set (attach) before the SNMP agent starts
+	srv      *web.Server      // told of new senders and agents, once set
 	syslogAt config.Syslog
 	hostname string // in the sender's messages
 	stopLog  context.CancelFunc
@@ -158,7 +159,7 @@ func (o *outputs) takeSNMP(cfg config.SNMP) error {
 
 // attach names the monitor the SNMP agent serves and the server whose
 // /metrics counts the outputs.
-func (o *outputs) attach(mon *web.Monitor, srv *web.Server) {
+func (o *outputs) attach(mon *monitor.Monitor, srv *web.Server) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.mon, o.srv = mon, srv

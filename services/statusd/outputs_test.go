@@ -18,6 +18,7 @@ import (
 	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/monitor"
 )
 
 // lineForward is statusd's log as on the box: every line it logs goes to
@@ -44,7 +45,7 @@ func TestOutputsInPlace(t *testing.T) {
 	prev := log.Writer()
 	log.SetOutput(lineForward{o})
 	defer log.SetOutput(prev)
-	o.attach(&web.Monitor{Collector: &web.Collector{Root: t.TempDir(), RunDir: t.TempDir()}, Config: config.Default()}, &web.Server{})
+	o.attach(&monitor.Monitor{Collector: &monitor.Collector{Root: t.TempDir(), RunDir: t.TempDir()}, Config: config.Default()}, &web.Server{})
 
 	first, second := syslogtest.Listen(t, "udp"), syslogtest.Listen(t, "udp")
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")

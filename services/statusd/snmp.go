@@ -12,13 +12,14 @@ import (
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web"
+	"github.com/ncpos/ncpos/web/monitor"
 )
 
 // startSNMP runs the agent on the management interface until ctx ends,
 // and a notifier that sends the events put on queue that have a
 // notification to the configured receivers (queue and notifier nil when
 // there are none). done is closed once the agent has let go of its port.
-func startSNMP(ctx context.Context, cfg config.SNMP, ifname string, mon *web.Monitor, engineFile string) (agent *snmp.Agent, n *snmp.Notifier, queue chan events.Event, done chan struct{}, err error) {
+func startSNMP(ctx context.Context, cfg config.SNMP, ifname string, mon *monitor.Monitor, engineFile string) (agent *snmp.Agent, n *snmp.Notifier, queue chan events.Event, done chan struct{}, err error) {
 	id, boots, note, err := snmp.LoadEngine(engineFile)
 	if err != nil {
 		return nil, nil, nil, nil, err

@@ -5,6 +5,7 @@
 package api
 
 import (
+	"strings"
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
@@ -162,3 +163,13 @@ const (
 // SelfTestFile is where the latest self-test report is kept
 // (/perm: it must survive a reboot, and it is written once per test run).
 const SelfTestFile = "/perm/ncpos/selftest/latest.json"
+
+// KernelRelease is the release from Kernel, /proc/version's "Linux
+// version X …"; Kernel whole when it reads otherwise.
+func (s *System) KernelRelease() string {
+	f := strings.Fields(s.Kernel)
+	if len(f) >= 3 && f[0] == "Linux" && f[1] == "version" {
+		return f[2]
+	}
+	return s.Kernel
+}

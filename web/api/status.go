@@ -48,3 +48,13 @@ type TLSInfo struct {
 	Kept        bool   `json:"kept"`        // on /perm, the same after reboots and updates
 	Note        string `json:"note,omitempty"`
 }
+
+// Daemon states as the dashboard and the API show them. "healthy" means
+// live: the daemon answers its /livez and says its loop and engine work;
+// what it reports of the network or the box is in the conditions.
+const (
+	DaemonHealthy       = "healthy"
+	DaemonUnhealthy     = "unhealthy"
+	DaemonNotRunning    = "not running"
+	DaemonNotConfigured = "not configured"
+)

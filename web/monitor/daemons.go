@@ -1,4 +1,4 @@
-package web
+package monitor
 
 import (
 	"encoding/json"
@@ -13,23 +13,13 @@ import (
 	"github.com/ncpos/ncpos/web/api"
 )
 
-// Daemon states as the dashboard and the API show them. "healthy" means
-// live: the daemon answers its /livez and says its loop and engine work;
-// what it reports of the network or the box is in the conditions.
-const (
-	DaemonHealthy       = "healthy"
-	DaemonUnhealthy     = "unhealthy"
-	DaemonNotRunning    = "not running"
-	DaemonNotConfigured = "not configured"
-)
-
 // KnownDaemons are the appliance daemons statusd reports on, whether the
 // configuration starts them or not.
 var KnownDaemons = config.ServiceNames()
 
-// pairOf finds the pair of bypassd's status serving segment seg (by the
+// BypassPair finds the pair of bypassd's status serving segment seg (by the
 // pair's segment, else by the pair name the configuration gives).
-func pairOf(b *bypassapi.Status, seg, pair string) (*api.BypassState, bool) {
+func BypassPair(b *bypassapi.Status, seg, pair string) (*api.BypassState, bool) {
 	for _, p := range b.Pairs {
 		if (p.Segment != "" && p.Segment == seg) || (p.Segment == "" && p.Name == pair) {
 			return &api.BypassState{Segment: seg, Pair: p.Name, Backend: p.Backend, State: string(p.State), Desired: string(p.Desired),
@@ -39,8 +29,8 @@ func pairOf(b *bypassapi.Status, seg, pair string) (*api.BypassState, bool) {
 	return nil, false
 }
 
-// readSelfTest reads the latest report; nil, nil when there is none yet.
-func readSelfTest(path string) (*api.SelfTest, error) {
+// ReadSelfTest reads the latest report; nil, nil when there is none yet.
+func ReadSelfTest(path string) (*api.SelfTest, error) {
 	if path == "" {
 		return nil, nil
 	}

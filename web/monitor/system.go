@@ -6,7 +6,7 @@
 // samples them every second, keeps short histories for the charts and
 // turns transitions into events (package events) for the dashboard and
 // remote syslog.
-package web
+package monitor
 
 import (
 	"context"
@@ -112,7 +112,7 @@ func daemons(ctx context.Context, runDir string, services []string) []api.Daemon
 	out := make([]api.Daemon, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
-		out[i] = api.Daemon{Name: name, Configured: configured[name], State: DaemonHealthy, Healthy: true}
+		out[i] = api.Daemon{Name: name, Configured: configured[name], State: api.DaemonHealthy, Healthy: true}
 		if name == "statusd" {
 			continue // this is statusd: it answers, so it is healthy
 		}
@@ -125,11 +125,11 @@ func daemons(ctx context.Context, runDir string, services []string) []api.Daemon
 			switch {
 			case err == nil:
 			case ipc.NotRunning(err) && !d.Configured:
-				d.State, d.Healthy = DaemonNotConfigured, false
+				d.State, d.Healthy = api.DaemonNotConfigured, false
 			case ipc.NotRunning(err):
-				d.State, d.Healthy, d.Reason = DaemonNotRunning, false, err.Error()
+				d.State, d.Healthy, d.Reason = api.DaemonNotRunning, false, err.Error()
 			default:
-				d.State, d.Healthy, d.Reason = DaemonUnhealthy, false, err.Error()
+				d.State, d.Healthy, d.Reason = api.DaemonUnhealthy, false, err.Error()
 			}
 		}(&out[i])
 	}

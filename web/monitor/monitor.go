@@ -1,4 +1,4 @@
-package web
+package monitor
 
 import (
 	"context"
@@ -81,7 +81,8 @@ type portState struct {
 	rates     api.PortRates
 }
 
-func (m *Monitor) now() time.Time {
+// Time is the monitor's clock: Now, or the time of day.
+func (m *Monitor) Time() time.Time {
 	if m.Now != nil {
 		return m.Now()
 	}
@@ -144,6 +145,13 @@ func (m *Monitor) Latest(ctx context.Context) *api.Snapshot {
 	return m.latest(ctx).snap
 }
 
+// LatestCPU is Latest with the CPU times the step read beside it (nil
+// when /proc/stat could not be read).
+func (m *Monitor) LatestCPU(ctx context.Context) (*api.Snapshot, []sysinfo.CPUTimes) {
+	s := m.latest(ctx)
+	return s.snap, s.cpu
+}
+
 // latest is Latest with what the step kept beside the snapshot.
 func (m *Monitor) latest(ctx context.Context) sample {
 	if s, ok := m.fresh(); ok {
@@ -165,7 +173,7 @@ func (m *Monitor) latest(ctx context.Context) sample {
 func (m *Monitor) fresh() (sample, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.last.snap == nil || m.now().Sub(m.doneAt) >= m.interval() {
+	if m.last.snap == nil || m.Time().Sub(m.doneAt) >= m.interval() {
 		return sample{}, false
 	}
 	return m.last, true
@@ -212,7 +220,7 @@ func (m *Monitor) Step(ctx context.Context) *api.Snapshot {
 // step does Step's work under stepMu. The daemons are asked at the same
 // time, so a hung one costs one timeout per step, not one per question.
 func (m *Monitor) step(ctx context.Context) sample {
-	now := m.now()
+	now := m.Time()
 	c := m.Collector
 	var (
 		sys              *api.System
@@ -289,7 +297,7 @@ func (m *Monitor) step(ctx context.Context) sample {
 		st.hardware = readHardware(c.RunDir)
 	}
 	snap.Hardware = st.hardware
-	if t, err := readSelfTest(m.selfTestFile()); err != nil {
+	if t, err := ReadSelfTest(m.SelfTestPath()); err != nil {
 		snap.Errors = append(snap.Errors, err.Error())
 	} else if t != nil {
 		snap.SelfTest = t
@@ -310,14 +318,15 @@ func (m *Monitor) step(ctx context.Context) sample {
 	m.observeLastGood(now, snap)
 
 	s := sample{snap: snap, cpu: cpu}
-	done := m.now()
+	done := m.Time()
 	m.mu.Lock()
 	m.last, m.lastAt, m.doneAt = s, now, done
 	m.mu.Unlock()
 	return s
 }
 
-func (m *Monitor) selfTestFile() string {
+// SelfTestPath is where the self-test's report is kept.
+func (m *Monitor) SelfTestPath() string {
 	if m.SelfTestFile != "" {
 		return m.SelfTestFile
 	}
@@ -328,7 +337,7 @@ func (m *Monitor) event(sev events.Severity, kind string, fields []string, forma
 	if m.Events == nil {
 		return
 	}
-	e := events.Event{Time: m.now(), Severity: sev, Kind: kind, Message: fmt.Sprintf(format, args...), Fields: map[string]string{}}
+	e := events.Event{Time: m.Time(), Severity: sev, Kind: kind, Message: fmt.Sprintf(format, args...), Fields: map[string]string{}}
 	for i := 0; i+1 < len(fields); i += 2 {
 		e.Fields[fields[i]] = fields[i+1]
 	}
@@ -489,7 +498,7 @@ func (m *Monitor) daemonEvents(ds []api.Daemon, first bool) {
 			continue
 		}
 		sev := events.Warning
-		if d.State == DaemonHealthy {
+		if d.State == api.DaemonHealthy {
 			sev = events.Notice
 		}
 		msg := fmt.Sprintf("%s %s (was %s)", d.Name, d.State, was)

@@ -1,4 +1,4 @@
-package web
+package monitor
 
 import (
 	"fmt"
@@ -66,7 +66,7 @@ func segments(cfg *config.Config, fwd forwarderapi.Status, fwdNote string, byp b
 		case bypNote != "":
 			s.BypassNote = bypNote
 		default:
-			if b, ok := pairOf(&byp, cs.Name, cs.Bypass); ok {
+			if b, ok := BypassPair(&byp, cs.Name, cs.Bypass); ok {
 				s.Bypass = b
 			} else {
 				s.BypassNote = "bypassd does not report this segment"

@@ -1,4 +1,4 @@
-package web
+package monitor
 
 import (
 	"os"
@@ -91,7 +91,7 @@ func TestReaders(t *testing.T) {
 	if len(s) != 1 || s[0].Chip != "acpitz" || s[0].Label != "temp1" || s[0].Value != 27.8 {
 		t.Fatalf("hwmon = %+v", s)
 	}
-	if kernelRelease("Linux version 6.12.0-ncpos (x@y) #1") != "6.12.0-ncpos" || kernelRelease("odd") != "odd" {
+	if (&api.System{Kernel: "Linux version 6.12.0-ncpos (x@y) #1"}).KernelRelease() != "6.12.0-ncpos" || (&api.System{Kernel: "odd"}).KernelRelease() != "odd" {
 		t.Fatal("kernelRelease")
 	}
 }

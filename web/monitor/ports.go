@@ -1,4 +1,4 @@
-package web
+package monitor
 
 import (
 	"fmt"
