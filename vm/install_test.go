@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -69,8 +68,8 @@ func TestInstallToInternalDisk(t *testing.T) {
 
 	var info struct {
 		Source string            `json:"source"`
-		Disks  []web.InstallDisk `json:"disks"`
-		Job    web.InstallJob    `json:"job"`
+		Disks  []api.InstallDisk `json:"disks"`
+		Job    api.InstallJob    `json:"job"`
 	}
 	resp := controlRequest(t, v, "GET", "api/v1/install", nil)
 	json.NewDecoder(resp.Body).Decode(&info)

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/caller"
 	"github.com/ncpos/ncpos/web/change"
 	"github.com/ncpos/ncpos/web/reply"
 )
@@ -60,16 +60,6 @@ func confirmWithin(secs *int) (time.Duration, error) {
 	return d, nil
 }
 
-// origin splits who sent a request into the user and the address.
-func origin(r *http.Request) (user, from string) {
-	user, _, _ = r.BasicAuth()
-	from, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		from = r.RemoteAddr
-	}
-	return user, from
-}
-
 func (s *Server) handleConfigApply(w http.ResponseWriter, r *http.Request) {
 	m := s.changes(w)
 	if m == nil {
@@ -90,7 +80,7 @@ func (s *Server) handleConfigApply(w http.ResponseWriter, r *http.Request) {
 			Error: fmt.Sprintf("the candidate has %d problem(s)", len(res.Errors)), ConfigCheck: res})
 		return
 	}
-	by, from := origin(r)
+	by, from := caller.Of(r)
 	s.answerApplied(w, r, m, change.Request{Text: []byte(req.Text), Next: next, Replaces: req.Replaces,
 		ConfirmWithin: within, Comment: req.Comment, By: by, From: from, Reboot: req.Reboot})
 }
@@ -120,7 +110,7 @@ func (s *Server) handleConfigRollback(w http.ResponseWriter, r *http.Request) {
 			Error: fmt.Sprintf("version %d no longer passes this build's check: %d problem(s)", req.Version, len(res.Errors)), ConfigCheck: res})
 		return
 	}
-	by, from := origin(r)
+	by, from := caller.Of(r)
 	comment := req.Comment
 	if comment == "" {
 		comment = fmt.Sprintf("rollback to version %d", req.Version)
@@ -189,7 +179,7 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request, do func(*change.
 	if !reply.DecodeJSON(w, r, &req, 4<<10) {
 		return
 	}
-	v, err := do(m, req.Version, who(r))
+	v, err := do(m, req.Version, caller.Who(r))
 	answerNow(w)
 	switch {
 	case errors.Is(err, change.ErrNotPending):

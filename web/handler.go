@@ -19,8 +19,11 @@ import (
 	"github.com/ncpos/ncpos/logs"
 	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/capture"
+	"github.com/ncpos/ncpos/web/control"
 	"github.com/ncpos/ncpos/web/monitor"
 	"github.com/ncpos/ncpos/web/reply"
+	"github.com/ncpos/ncpos/web/selfinstall"
 )
 
 //go:embed static
@@ -33,18 +36,18 @@ var pageTmpl = template.Must(template.ParseFS(staticFS, "static/index.html"))
 type Server struct {
 	Monitor  *monitor.Monitor
 	Auth     Auth
-	Bypass   BypassController // nil: ask bypassd on its socket
-	Rebooter Rebooter         // nil: reboot answers 503
-	Syslog   *events.Sender   // optional, for its counters in /metrics
-	Logs     *logs.Collector  // the daemons' recent log lines; nil: none
+	Bypass   control.BypassController // nil: ask bypassd on its socket
+	Rebooter control.Rebooter         // nil: reboot answers 503
+	Syslog   *events.Sender           // optional, for its counters in /metrics
+	Logs     *logs.Collector          // the daemons' recent log lines; nil: none
 	// Installer offers install to internal disk; nil answers 503.
-	Installer Installer
+	Installer selfinstall.Installer
 	// SelfTest runs the RFC 2544 self-test on request; nil answers 503.
 	SelfTest *SelfTestJobs
 	// Limits bound clients (zero fields: DefaultLimits).
 	Limits Limits
 	// GokrazySocket is where gokrazy serves its update endpoints ("":
-	// GokrazySocket).
+	// gokrazy.Socket).
 	GokrazySocket string
 	// Updates checks updates before gokrazy writes them; nil: updates
 	// are refused (the build trusts no keys).
@@ -167,15 +170,15 @@ func (s *Server) Handler() http.Handler {
 		}
 		ipc.WriteJSON(w, map[string]any{"self_test": st})
 	})
-	control("POST /api/v1/control/bypass", s.handleBypass)
-	control("POST /api/v1/control/reboot", s.handleReboot)
+	control("POST /api/v1/control/bypass", s.control().Override)
+	control("POST /api/v1/control/reboot", s.control().Reboot)
 	control("POST /api/v1/control/password", s.handlePassword)
 	// Updates: gokrazy's endpoints, reached only through here.
 	control("/api/v1/update/{step}", s.handleUpdate)
 	// Listing disks and the job needs the password too: it is the
 	// first step of a destructive action.
-	control("GET /api/v1/install", s.handleInstallInfo)
-	control("POST /api/v1/control/install", s.handleInstall)
+	control("GET /api/v1/install", s.install().Info)
+	control("POST /api/v1/control/install", s.install().Start)
 	read("GET /api/v1/selftest/job", s.handleSelfTestJob)
 	control("POST /api/v1/control/selftest", s.handleSelfTest)
 	// The configuration holds passwords and keys: reading it takes the
@@ -192,12 +195,25 @@ func (s *Server) Handler() http.Handler {
 	// configuration. It starts with a POST, so that the cross-site checks
 	// apply: another site's page cannot hold a port's capture with a
 	// browser's cached credentials.
-	control("POST /api/v1/capture", s.handleCapture)
+	control("POST /api/v1/capture", (&capture.Handler{RunDir: s.Monitor.Collector.RunDir, Events: s.Monitor.Events, WriteTimeout: s.guard().lim.WriteTimeout}).ServeHTTP)
 	mux.HandleFunc("GET /api/v1/capture", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", http.MethodPost)
 		reply.Error(w, http.StatusMethodNotAllowed, "a capture starts with POST /api/v1/capture, the parameters in the query")
 	})
 	return s.guarded(mux)
+}
+
+func (s *Server) control() *control.API {
+	return &control.API{Bypass: s.Bypass, Rebooter: s.Rebooter, Configuration: s.Monitor.Configuration, RunDir: s.Monitor.Collector.RunDir, Events: s.Monitor.Events}
+}
+
+// event records an event of statusd's own.
+func (s *Server) event(sev events.Severity, kind string, fields []string, msg string) {
+	s.Monitor.Events.Note(sev, kind, fields, msg)
+}
+
+func (s *Server) install() *selfinstall.API {
+	return &selfinstall.API{Installer: s.Installer, Events: s.Monitor.Events}
 }
 
 // guarded puts h behind what every listener of statusd applies first: the

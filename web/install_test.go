@@ -7,6 +7,7 @@ import (
 
 	"github.com/ncpos/ncpos/install"
 	"github.com/ncpos/ncpos/internal/job"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 type fakeInstaller struct {
@@ -14,8 +15,8 @@ type fakeInstaller struct {
 	busy    bool
 }
 
-func (f *fakeInstaller) Disks() ([]InstallDisk, string, error) {
-	return []InstallDisk{
+func (f *fakeInstaller) Disks() ([]api.InstallDisk, string, error) {
+	return []api.InstallDisk{
 		{Path: "/dev/sda", Model: "CF 512MB", SizeBytes: 512e6, Transport: "ata", Eligible: true},
 		{Path: "/dev/sdb", Model: "USB stick", SizeBytes: 8e9, Transport: "usb", Why: "it holds the running system"},
 	}, "/dev/sdb", nil

@@ -17,6 +17,7 @@ import (
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/passwd"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/caller"
 	"github.com/ncpos/ncpos/web/reply"
 )
 
@@ -159,7 +160,7 @@ func (s *Server) handlePassword(w http.ResponseWriter, r *http.Request) {
 	if !reply.DecodeJSON(w, r, &req, 0) {
 		return
 	}
-	by := who(r)
+	by := caller.Who(r)
 	err := s.Auth.Password.Change(req.NewPassword)
 	var strength *passwd.WeakError
 	switch {

@@ -15,6 +15,7 @@ import (
 	"github.com/ncpos/ncpos/internal/job"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/caller"
 	"github.com/ncpos/ncpos/web/reply"
 )
 
@@ -178,7 +179,7 @@ func (s *Server) handleSelfTest(w http.ResponseWriter, r *http.Request) {
 		reply.Error(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
-	by := who(r)
+	by := caller.Who(r)
 	if err := s.SelfTest.Start(req.Sizes, by); err != nil {
 		code := http.StatusServiceUnavailable
 		if errors.Is(err, ErrSelfTestRunning) {

@@ -14,6 +14,8 @@ import (
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/signature"
+	"github.com/ncpos/ncpos/web/caller"
+	"github.com/ncpos/ncpos/web/gokrazy"
 	"github.com/ncpos/ncpos/web/reply"
 )
 
@@ -109,7 +111,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		reply.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("update body of %d bytes, want at most %d", r.ContentLength, MaxUpdateBytes))
 		return
 	}
-	name, by := r.PathValue("step"), who(r)
+	name, by := r.PathValue("step"), caller.Who(r)
 	refuse := func(code int, err error) {
 		s.event(events.Warning, events.KindControl, []string{"action", "update", "step", name, "by", by},
 			fmt.Sprintf("update %s by %s refused: %v", name, by, err))
@@ -235,7 +237,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	}
 	req.ContentLength = r.ContentLength
 	start := time.Now()
-	resp, err := gokrazyClient(s.GokrazySocket, UpdateTimeout).Do(req)
+	resp, err := gokrazy.Client(s.GokrazySocket, UpdateTimeout).Do(req)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):

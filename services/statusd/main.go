@@ -38,7 +38,9 @@ import (
 	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/change"
+	"github.com/ncpos/ncpos/web/control"
 	"github.com/ncpos/ncpos/web/monitor"
+	"github.com/ncpos/ncpos/web/selfinstall"
 )
 
 func main() {
@@ -162,10 +164,10 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 	srv := &web.Server{
 		Monitor:  mon,
 		Auth:     web.Auth{Password: pw, AuthRead: cfg.Status.AuthRead},
-		Rebooter: web.GokrazyRebooter{RunDir: ipc.Dir(), Records: watchdog.Records{Dir: watchdog.DefaultRecordDir}},
+		Rebooter: control.GokrazyRebooter{RunDir: ipc.Dir(), Records: watchdog.Records{Dir: watchdog.DefaultRecordDir}},
 		Logs:     collector,
 		// Install to internal disk, e.g. from a box booted off a USB stick.
-		Installer: &web.DiskInstaller{},
+		Installer: &selfinstall.DiskInstaller{},
 		SelfTest:  web.NewSelfTest(ctx, mon.Configuration, selfTest), // RFC 2544 between the [selftest] test ports
 		Names:     cfg.Status.Names,
 		TLS:       id,

@@ -46,3 +46,27 @@ type InstallRequest struct {
 type SelfTestRequest struct {
 	Sizes []int `json:"sizes"`
 }
+
+// InstallDisk is a disk the appliance could install itself onto.
+type InstallDisk struct {
+	Path      string `json:"path"`
+	Model     string `json:"model"`
+	SizeBytes int64  `json:"size_bytes"`
+	Transport string `json:"transport"`
+	Removable bool   `json:"removable"`
+	Eligible  bool   `json:"eligible"`
+	Why       string `json:"why_not,omitempty"` // why it is not eligible
+}
+
+// InstallJob is the state of the install-to-internal-disk job.
+type InstallJob struct {
+	State   string `json:"state"` // idle, running, done, failed
+	Target  string `json:"target,omitempty"`
+	Phase   string `json:"phase,omitempty"` // writing, verifying
+	Done    int64  `json:"done_bytes"`
+	Total   int64  `json:"total_bytes"`
+	Result  string `json:"result,omitempty"`
+	Error   string `json:"error,omitempty"`
+	By      string `json:"by,omitempty"`
+	Started string `json:"started,omitempty"`
+}

@@ -1,4 +1,7 @@
-package web
+// Package selfinstall serves the box's install of itself onto an internal
+// disk (package install writes it): GET /api/v1/install lists the disks
+// and the job, POST /api/v1/control/install starts it.
+package selfinstall
 
 import (
 	"fmt"
@@ -11,44 +14,21 @@ import (
 	"github.com/ncpos/ncpos/internal/job"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/caller"
 	"github.com/ncpos/ncpos/web/reply"
 )
-
-// InstallDisk is a disk the appliance could install itself onto.
-type InstallDisk struct {
-	Path      string `json:"path"`
-	Model     string `json:"model"`
-	SizeBytes int64  `json:"size_bytes"`
-	Transport string `json:"transport"`
-	Removable bool   `json:"removable"`
-	Eligible  bool   `json:"eligible"`
-	Why       string `json:"why_not,omitempty"` // why it is not eligible
-}
-
-// InstallJob is the state of the install-to-internal-disk job.
-type InstallJob struct {
-	State   string `json:"state"` // idle, running, done, failed
-	Target  string `json:"target,omitempty"`
-	Phase   string `json:"phase,omitempty"` // writing, verifying
-	Done    int64  `json:"done_bytes"`
-	Total   int64  `json:"total_bytes"`
-	Result  string `json:"result,omitempty"`
-	Error   string `json:"error,omitempty"`
-	By      string `json:"by,omitempty"`
-	Started string `json:"started,omitempty"`
-}
 
 // Installer installs the running appliance onto an internal disk (package
 // install does it; statusd wires it in).
 type Installer interface {
-	Disks() ([]InstallDisk, string, error) // candidates and the disk the system runs from
+	Disks() ([]api.InstallDisk, string, error) // candidates and the disk the system runs from
 	Start(target string, wipePerm bool, by string) error
 	Job() job.State[install.Progress]
 }
 
 // installJob is the API's view of the install job.
-func installJob(st job.State[install.Progress]) InstallJob {
-	j := InstallJob{State: st.State, Target: st.Progress.Target, Phase: st.Progress.Phase, Done: st.Progress.Done,
+func installJob(st job.State[install.Progress]) api.InstallJob {
+	j := api.InstallJob{State: st.State, Target: st.Progress.Target, Phase: st.Progress.Phase, Done: st.Progress.Done,
 		Total: st.Progress.Total, Result: st.Result, Error: st.Error, By: st.By}
 	if !st.Started.IsZero() {
 		j.Started = st.Started.UTC().Format(time.RFC3339)
@@ -56,7 +36,15 @@ func installJob(st job.State[install.Progress]) InstallJob {
 	return j
 }
 
-func (s *Server) handleInstallInfo(w http.ResponseWriter, r *http.Request) {
+// API serves the install routes.
+type API struct {
+	Installer Installer // nil: the routes answer 503
+	Events    *events.Log
+}
+
+// Info serves GET /api/v1/install: the disks, the one the box runs from,
+// and the job.
+func (s *API) Info(w http.ResponseWriter, r *http.Request) {
 	if s.Installer == nil {
 		reply.Error(w, http.StatusServiceUnavailable, "install to internal disk is not available here")
 		return
@@ -69,7 +57,8 @@ func (s *Server) handleInstallInfo(w http.ResponseWriter, r *http.Request) {
 	ipc.WriteJSON(w, map[string]any{"source": source, "disks": disks, "job": installJob(s.Installer.Job())})
 }
 
-func (s *Server) handleInstall(w http.ResponseWriter, r *http.Request) {
+// Start serves POST /api/v1/control/install.
+func (s *API) Start(w http.ResponseWriter, r *http.Request) {
 	var req api.InstallRequest
 	if !reply.DecodeJSON(w, r, &req, 0) {
 		return
@@ -86,12 +75,12 @@ func (s *Server) handleInstall(w http.ResponseWriter, r *http.Request) {
 		reply.Error(w, http.StatusBadRequest, "confirm must repeat the device name: everything on it will be overwritten")
 		return
 	}
-	by := who(r)
+	by := caller.Who(r)
 	if err := s.Installer.Start(req.Device, req.WipePerm, by); err != nil {
 		reply.Error(w, http.StatusConflict, err.Error())
 		return
 	}
-	s.event(events.Warning, events.KindControl, []string{"action", "install", "device", req.Device, "by", by},
+	s.Events.Note(events.Warning, events.KindControl, []string{"action", "install", "device", req.Device, "by", by},
 		fmt.Sprintf("install to internal disk %s started by %s", req.Device, by))
 	ipc.WriteJSONCode(w, http.StatusAccepted, installJob(s.Installer.Job()))
 }

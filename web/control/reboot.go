@@ -1,4 +1,4 @@
-package web
+package control
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/watchdog"
+	"github.com/ncpos/ncpos/web/gokrazy"
 )
 
 // Rebooter reboots the appliance on request.
@@ -30,7 +31,7 @@ type Rebooter interface {
 type GokrazyRebooter struct {
 	RunDir  string           // the daemons' sockets; "" skips bypassd
 	Records watchdog.Records // where the planned record goes
-	Socket  string           // default GokrazySocket
+	Socket  string           // default gokrazy.Socket
 }
 
 // Reboot implements Rebooter.
@@ -54,7 +55,7 @@ func (g GokrazyRebooter) Reboot(ctx context.Context, reason string) (err error) 
 			log.Printf("statusd: bypassd did not confirm bypass before the reboot: %v", err)
 		}
 	}
-	hc := gokrazyClient(g.Socket, 10*time.Second)
+	hc := gokrazy.Client(g.Socket, 10*time.Second)
 	// async: gokrazy answers at once and then stops the services; a plain
 	// reboot (no kexec) resets the hardware as the engineer expects.
 	form := url.Values{"async": {"true"}, "kexec": {"off"}}

@@ -1,8 +1,9 @@
-package web
+package selfinstall
 
 import (
 	"github.com/ncpos/ncpos/install"
 	"github.com/ncpos/ncpos/internal/job"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // DiskInstaller is the box's own Installer: it lists the disks of the
@@ -12,7 +13,7 @@ type DiskInstaller struct {
 	job install.Job
 }
 
-func (i *DiskInstaller) Disks() ([]InstallDisk, string, error) {
+func (i *DiskInstaller) Disks() ([]api.InstallDisk, string, error) {
 	src, err := install.BootDisk("/")
 	if err != nil {
 		return nil, "", err
@@ -21,12 +22,12 @@ func (i *DiskInstaller) Disks() ([]InstallDisk, string, error) {
 	if err != nil {
 		return nil, src, err
 	}
-	var out []InstallDisk
+	var out []api.InstallDisk
 	for _, d := range disks {
 		if d.Transport == "loop" {
 			continue
 		}
-		out = append(out, InstallDisk{
+		out = append(out, api.InstallDisk{
 			Path: d.Path, Model: d.Model, SizeBytes: d.Size, Transport: d.Transport,
 			Removable: d.Removable, Eligible: d.Eligible(), Why: d.WhyNot(),
 		})

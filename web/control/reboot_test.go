@@ -1,4 +1,4 @@
-package web
+package control
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/ipc/ipctest"
 	"github.com/ncpos/ncpos/watchdog"
 )
 
@@ -47,8 +48,6 @@ func TestGokrazyRebooter(t *testing.T) {
 	defer srv.Close()
 
 	// bypassd must hear of the reboot before gokrazy does.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	bypassPlanned := make(chan string, 3)
 	mux := ipc.Handler(ipc.AlwaysLive("bypassd"), func() any { return nil }, nil)
 	mux.HandleFunc("POST /planned", func(w http.ResponseWriter, r *http.Request) {
@@ -57,9 +56,9 @@ func TestGokrazyRebooter(t *testing.T) {
 		bypassPlanned <- req["kind"] + ": " + req["reason"]
 		ipc.WriteJSON(w, map[string]any{})
 	})
-	startIPC(ctx, t, dir, "bypassd", mux)
+	runDir := ipctest.Serve(t, "bypassd", mux)
 
-	g := GokrazyRebooter{RunDir: dir, Records: records, Socket: sock}
+	g := GokrazyRebooter{RunDir: runDir, Records: records, Socket: sock}
 	if err := g.Reboot(context.Background(), "test"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,7 @@
-package web
+// Package capture serves statusd's captures: POST /api/v1/capture asks
+// forwarderd to capture a segment port at the XDP hook and streams the
+// pcapng it writes to the client while the capture runs.
+package capture
 
 import (
 	"errors"
@@ -9,27 +12,36 @@ import (
 
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
+	"github.com/ncpos/ncpos/web/caller"
 	"github.com/ncpos/ncpos/web/reply"
 )
 
-// handleCapture serves POST /api/v1/capture: a capture of a segment port at
-// the XDP hook, streamed as pcapng from forwarderd while it runs. Whoever
-// captures reads the traffic, so it takes the password, and it is logged
-// as an event.
-func (s *Server) handleCapture(w http.ResponseWriter, r *http.Request) {
+// Handler serves POST /api/v1/capture: a capture of a segment port at the
+// XDP hook, streamed as pcapng from forwarderd (its socket in RunDir)
+// while it runs. Whoever captures reads the traffic, so it is logged as
+// an event (on Events) naming who.
+type Handler struct {
+	RunDir string
+	Events *events.Log
+	// WriteTimeout bounds the write of each piece of the stream, which
+	// pushes the server's write deadline on.
+	WriteTimeout time.Duration
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req, err := forwarderapi.ParseCaptureRequest(r.URL.Query())
 	if err != nil {
 		captureError(w, err)
 		return
 	}
-	body, err := forwarderapi.NewClient(s.Monitor.Collector.RunDir, 0).Capture(r.Context(), req)
+	body, err := forwarderapi.NewClient(h.RunDir, 0).Capture(r.Context(), req)
 	if err != nil {
 		captureError(w, err)
 		return
 	}
 	defer body.Close()
-	by := who(r)
-	s.event(events.Info, events.KindControl, []string{"action", "capture", "port", req.Port, "by", by},
+	by := caller.Who(r)
+	h.Events.Note(events.Info, events.KindControl, []string{"action", "capture", "port", req.Port, "by", by},
 		fmt.Sprintf("capture of %s (%s, filter %q, up to %d s) by %s", req.Port, req.Direction, req.Filter, req.Seconds, by))
 	start := time.Now().UTC()
 	w.Header().Set("Content-Type", forwarderapi.CaptureContentType)
@@ -39,7 +51,7 @@ func (s *Server) handleCapture(w http.ResponseWriter, r *http.Request) {
 	// The server's write timeout bounds an ordinary answer; a capture
 	// runs as long as it was asked to, so each piece pushes it on.
 	rc := http.NewResponseController(w)
-	timeout := s.guard().lim.WriteTimeout
+	timeout := h.WriteTimeout
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := body.Read(buf)
@@ -52,7 +64,7 @@ func (s *Server) handleCapture(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && r.Context().Err() == nil {
-				s.event(events.Warning, events.KindControl, []string{"action", "capture", "port", req.Port},
+				h.Events.Note(events.Warning, events.KindControl, []string{"action", "capture", "port", req.Port},
 					fmt.Sprintf("capture of %s cut short: %v", req.Port, err))
 			}
 			return

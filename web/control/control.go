@@ -1,4 +1,7 @@
-package web
+// Package control serves statusd's control of the box: a segment's bypass
+// override (POST /api/v1/control/bypass, which bypassd carries out) and a
+// reboot (POST /api/v1/control/reboot, through gokrazy).
+package control
 
 import (
 	"context"
@@ -12,9 +15,11 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
+	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/caller"
 	"github.com/ncpos/ncpos/web/monitor"
 	"github.com/ncpos/ncpos/web/reply"
 )
@@ -75,7 +80,19 @@ var overrideStates = append(bypassapi.StateNames(bypassapi.States), api.Override
 // MaxOverride is the longest expiry an override may ask for.
 const MaxOverride = 7 * 24 * time.Hour
 
-func (s *Server) handleBypass(w http.ResponseWriter, r *http.Request) {
+// API serves the control routes.
+type API struct {
+	Bypass   BypassController // nil: ask bypassd on its socket in RunDir
+	Rebooter Rebooter         // nil: reboot answers 503
+	// Configuration is the configuration in force, for the segments'
+	// relay pairs.
+	Configuration func() *config.Config
+	RunDir        string
+	Events        *events.Log
+}
+
+// Override serves POST /api/v1/control/bypass.
+func (s *API) Override(w http.ResponseWriter, r *http.Request) {
 	var req api.BypassRequest
 	if !reply.DecodeJSON(w, r, &req, 0) {
 		return
@@ -101,7 +118,7 @@ func (s *Server) handleBypass(w http.ResponseWriter, r *http.Request) {
 		reply.Error(w, http.StatusConflict, fmt.Sprintf("segment %q has no bypass relay pair", req.Segment))
 		return
 	}
-	o := BypassOverride{Segment: req.Segment, Pair: pair, State: req.State, Reason: req.Reason, By: who(r), Update: req.Update && req.State != api.OverrideAuto}
+	o := BypassOverride{Segment: req.Segment, Pair: pair, State: req.State, Reason: req.Reason, By: caller.Who(r), Update: req.Update && req.State != api.OverrideAuto}
 	if req.ExpiresIn != "" {
 		d, err := time.ParseDuration(req.ExpiresIn)
 		if err != nil || d <= 0 || d > MaxOverride {
@@ -134,11 +151,12 @@ func (s *Server) handleBypass(w http.ResponseWriter, r *http.Request) {
 	if o.State == api.OverrideAuto {
 		sev = events.Notice
 	}
-	s.event(sev, events.KindControl, []string{"segment", o.Segment, "state", o.State, "by", o.By}, msg)
+	s.Events.Note(sev, events.KindControl, []string{"segment", o.Segment, "state", o.State, "by", o.By}, msg)
 	ipc.WriteJSON(w, st)
 }
 
-func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
+// Reboot serves POST /api/v1/control/reboot.
+func (s *API) Reboot(w http.ResponseWriter, r *http.Request) {
 	var req api.RebootRequest
 	if !reply.DecodeJSON(w, r, &req, 0) {
 		return
@@ -155,8 +173,8 @@ func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
 		reply.Error(w, http.StatusServiceUnavailable, "reboot is not available here")
 		return
 	}
-	by := who(r)
-	s.event(events.Warning, events.KindControl, []string{"action", "reboot", "by", by}, fmt.Sprintf("reboot requested by %s: %s", by, req.Reason))
+	by := caller.Who(r)
+	s.Events.Note(events.Warning, events.KindControl, []string{"action", "reboot", "by", by}, fmt.Sprintf("reboot requested by %s: %s", by, req.Reason))
 	if err := s.Rebooter.Reboot(r.Context(), req.Reason); err != nil {
 		log.Printf("statusd: reboot: %v", err)
 		reply.Error(w, http.StatusBadGateway, err.Error())
@@ -167,19 +185,10 @@ func (s *Server) handleReboot(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(map[string]string{"status": "rebooting", "reason": req.Reason})
 }
 
-// who names the requester for the log: Basic user and remote address.
-func who(r *http.Request) string {
-	user, from := origin(r)
-	if user == "" {
-		user = "?"
-	}
-	return user + "@" + from
-}
-
 // segmentPair returns the bypass pair of the named segment ("" for none)
 // and whether the configuration has the segment.
-func (s *Server) segmentPair(name string) (string, bool) {
-	cfg := s.Monitor.Configuration()
+func (s *API) segmentPair(name string) (string, bool) {
+	cfg := s.Configuration()
 	if cfg == nil {
 		return "", false
 	}
@@ -191,13 +200,9 @@ func (s *Server) segmentPair(name string) (string, bool) {
 	return "", false
 }
 
-func (s *Server) bypass() BypassController {
+func (s *API) bypass() BypassController {
 	if s.Bypass != nil {
 		return s.Bypass
 	}
-	return bypassdOverrides{runDir: s.Monitor.Collector.RunDir}
-}
-
-func (s *Server) event(sev events.Severity, kind string, fields []string, msg string) {
-	s.Monitor.Events.Note(sev, kind, fields, msg)
+	return bypassdOverrides{runDir: s.RunDir}
 }
