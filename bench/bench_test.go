@@ -8,8 +8,6 @@ import (
 	"encoding/xml"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -163,7 +161,7 @@ func TestThroughputSearch(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.O.defaults()
+			r.O.Defaults()
 			got := sr.PercentLine
 			if c.wantZeros {
 				if got > r.O.Resolution {
@@ -321,37 +319,6 @@ func TestReports(t *testing.T) {
 	}
 	if n := strings.Count(svg.String(), "<polyline"); n != 2 {
 		t.Errorf("%d lines in the chart, want 2", n)
-	}
-}
-
-func TestSelfTest(t *testing.T) {
-	rep := sampleReports()[0]
-	st := NewSelfTest([]SegmentReport{{Name: "seg1", Report: rep}}, func(int) (float64, string) { return 1000, "1kpps" }, nil)
-	path := filepath.Join(t.TempDir(), "selftest", "latest.json")
-	if err := WriteSelfTest(path, st); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"started", "finished", "passed", "summary", "results"} {
-		if _, ok := m[k]; !ok {
-			t.Errorf("no %q in %s", k, b)
-		}
-	}
-	res := m["results"].([]any)[0].(map[string]any)
-	for _, k := range []string{"segment", "frame_size", "throughput_pps", "throughput_mbps", "loss_percent", "latency_us", "expected_pps", "expected", "verdict"} {
-		if _, ok := res[k]; !ok {
-			t.Errorf("no %q in a result", k)
-		}
-	}
-	if !st.Passed || st.Summary != "RFC 2544 throughput on seg1" || len(st.Results) != 7 || st.Results[0].LatencyUS != 14 { // 9 µs + a mean queue of 5 µs
-		t.Errorf("self-test %+v", st)
 	}
 }
 

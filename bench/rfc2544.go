@@ -40,7 +40,8 @@ type Options struct {
 	Log     io.Writer // progress, trial by trial; nothing when nil
 }
 
-func (o *Options) defaults() {
+// Defaults fills in what o leaves zero.
+func (o *Options) Defaults() {
 	if o.LineBPS <= 0 {
 		o.LineBPS = DefaultLineBPS
 	}
@@ -77,7 +78,7 @@ func (o *Options) defaults() {
 
 // Check validates options before any traffic.
 func (o Options) Check() error {
-	o.defaults()
+	o.Defaults()
 	switch {
 	case o.MaxRate > 100:
 		return fmt.Errorf("maximum rate %.4g%% is above line rate", o.MaxRate)
@@ -303,7 +304,7 @@ func (r *Runner) passes(res TrialResult) bool {
 
 // Size runs every procedure the options ask for at one frame size.
 func (r *Runner) Size(ctx context.Context, size int) (*SizeResult, error) {
-	r.O.defaults()
+	r.O.Defaults()
 	if err := CheckSize(size, true); err != nil {
 		return nil, err
 	}

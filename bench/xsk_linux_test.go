@@ -43,7 +43,7 @@ func TestAFXDPGeneratorKeepsRate(t *testing.T) {
 
 	const trial = 200 * time.Millisecond
 	var o Options
-	o.defaults()
+	o.Defaults()
 	tolerance := o.GeneratorTolerance
 	for _, c := range []struct {
 		size int

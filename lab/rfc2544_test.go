@@ -12,6 +12,7 @@ import (
 
 	"github.com/ncpos/ncpos/bench"
 	"github.com/ncpos/ncpos/lab"
+	"github.com/ncpos/ncpos/web/selftest"
 )
 
 // TestRFC2544Targets runs a short RFC 2544 throughput search (two sizes, short
@@ -119,8 +120,8 @@ func TestPortsSelfTest(t *testing.T) {
 	expect := func(size int) (float64, string) {
 		return 0.05 * bench.LinePPS(size, bench.DefaultLineBPS), "5% of line rate"
 	}
-	st, err := bench.RunSelfTest(context.Background(), bench.SelfTestPlan{
-		Segments: []bench.SelfTestSegment{{Name: "seg0", Direction: "p0 → p1", T: pt}},
+	st, err := selftest.Run(context.Background(), selftest.Plan{
+		Segments: []selftest.Segment{{Name: "seg0", Direction: "p0 → p1", T: pt}},
 		Sizes:    []int{64, 1518}, Trial: 200 * time.Millisecond, Path: path, Expect: expect,
 	})
 	if err != nil {

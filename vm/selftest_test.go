@@ -9,7 +9,6 @@ import (
 
 	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/internal/browsertest"
-	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -89,7 +88,7 @@ func TestSelfTestThroughCables(t *testing.T) {
 		t.Errorf("second self-test while one runs: %d, want 409", code)
 	}
 	var job struct {
-		Job web.SelfTestJob `json:"job"`
+		Job api.SelfTestJob `json:"job"`
 	}
 	for {
 		getJSON(t, v, "api/v1/selftest/job", &job)

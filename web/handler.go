@@ -24,6 +24,8 @@ import (
 	"github.com/ncpos/ncpos/web/monitor"
 	"github.com/ncpos/ncpos/web/reply"
 	"github.com/ncpos/ncpos/web/selfinstall"
+	"github.com/ncpos/ncpos/web/selftest"
+	"github.com/ncpos/ncpos/web/update"
 )
 
 //go:embed static
@@ -43,7 +45,7 @@ type Server struct {
 	// Installer offers install to internal disk; nil answers 503.
 	Installer selfinstall.Installer
 	// SelfTest runs the RFC 2544 self-test on request; nil answers 503.
-	SelfTest *SelfTestJobs
+	SelfTest *selftest.Jobs
 	// Limits bound clients (zero fields: DefaultLimits).
 	Limits Limits
 	// GokrazySocket is where gokrazy serves its update endpoints ("":
@@ -51,14 +53,14 @@ type Server struct {
 	GokrazySocket string
 	// Updates checks updates before gokrazy writes them; nil: updates
 	// are refused (the build trusts no keys).
-	Updates *UpdateGate
+	Updates *update.Gate
 	// BootFiles hashes the files on the box's boot partition, for an
 	// update to leave it alone when it would write the same; nil: the
 	// box cannot tell (GET /api/v1/update/boot answers 503).
 	BootFiles func() (map[string]string, error)
 	// Boot drives the boot partition's slots for an update (the kernel,
 	// test boot and switch steps); nil: the box cannot (503).
-	Boot BootSlots
+	Boot update.BootSlots
 	// Names are host names the box is reached by besides its hostname and
 	// addresses (status.names); other Host headers are refused.
 	Names []string
@@ -174,7 +176,7 @@ func (s *Server) Handler() http.Handler {
 	control("POST /api/v1/control/reboot", s.control().Reboot)
 	control("POST /api/v1/control/password", s.handlePassword)
 	// Updates: gokrazy's endpoints, reached only through here.
-	control("/api/v1/update/{step}", s.handleUpdate)
+	control("/api/v1/update/{step}", (&update.API{Gate: s.Updates, BootFiles: s.BootFiles, Boot: s.Boot, GokrazySocket: s.GokrazySocket, Events: s.Monitor.Events}).ServeHTTP)
 	// Listing disks and the job needs the password too: it is the
 	// first step of a destructive action.
 	control("GET /api/v1/install", s.install().Info)

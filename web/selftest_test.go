@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/selftest"
 )
 
 // fakeSelfTest is a self-test run that waits until released, reporting
@@ -38,10 +41,10 @@ func TestSelfTestAPI(t *testing.T) {
 	post := func(body string, h map[string]string) *httpResult {
 		return f.do(newRequest("POST", "/api/v1/control/selftest", body, h))
 	}
-	job := func() SelfTestJob {
+	job := func() api.SelfTestJob {
 		t.Helper()
 		r := f.do(newRequest("GET", "/api/v1/selftest/job", "", nil))
-		var v struct{ Job SelfTestJob }
+		var v struct{ Job api.SelfTestJob }
 		if r.Code != 200 || json.Unmarshal([]byte(r.Body), &v) != nil {
 			t.Fatalf("GET /api/v1/selftest/job: %d %s", r.Code, r.Body)
 		}
@@ -53,7 +56,7 @@ func TestSelfTestAPI(t *testing.T) {
 	}
 	fake := &fakeSelfTest{release: make(chan error)}
 	notCabled := errors.New("no [selftest] cabling: no segment has both ports cabled to test ports")
-	jobs := &SelfTestJobs{Run: fake.run, Ready: func() error { return notCabled }}
+	jobs := &selftest.Jobs{Run: fake.run, Cabled: func() error { return notCabled }}
 	f.srv.SelfTest = jobs
 	if r := post("", auth); r.Code != 503 || !strings.Contains(r.Body, "no [selftest] cabling") {
 		t.Fatalf("not cabled: %d %s, want 503 saying why", r.Code, r.Body)
@@ -61,7 +64,7 @@ func TestSelfTestAPI(t *testing.T) {
 	if j := job(); j.State != "idle" {
 		t.Fatalf("job before any run: %+v", j)
 	}
-	jobs.Ready = nil
+	jobs.Cabled = nil
 
 	for _, tc := range []struct {
 		name, body string

@@ -19,6 +19,7 @@ import (
 	"github.com/ncpos/ncpos/bootpart"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/signature"
+	"github.com/ncpos/ncpos/web/update"
 )
 
 // testGate gives the fixture's server an update gate that trusts a new
@@ -32,14 +33,14 @@ func testGate(t *testing.T, f *fixture, running string, built time.Time) ed25519
 	}
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "etc/ncpos"), 0o755)
-	os.WriteFile(filepath.Join(root, trustedKeysFile), []byte("# test\n"+signature.FormatKey(pub)+"\n"), 0o644)
-	os.WriteFile(filepath.Join(root, buildIDFile), []byte(running+"\n"), 0o644)
+	os.WriteFile(filepath.Join(root, update.TrustedKeysFile), []byte("# test\n"+signature.FormatKey(pub)+"\n"), 0o644)
+	os.WriteFile(filepath.Join(root, update.BuildIDFile), []byte(running+"\n"), 0o644)
 	if !built.IsZero() {
-		os.WriteFile(filepath.Join(root, builtFile), []byte(built.Format(time.RFC3339)+"\n"), 0o644)
+		os.WriteFile(filepath.Join(root, update.BuiltFile), []byte(built.Format(time.RFC3339)+"\n"), 0o644)
 	}
 	os.MkdirAll(filepath.Join(root, "proc"), 0o755)
 	os.WriteFile(filepath.Join(root, "proc/meminfo"), []byte("MemTotal:        2048000 kB\nMemAvailable:    1536000 kB\n"), 0o644)
-	if f.srv.Updates, err = LoadUpdateGate(root); err != nil {
+	if f.srv.Updates, err = update.LoadGate(root); err != nil {
 		t.Fatal(err)
 	}
 	if f.srv.Updates.Running != running || !f.srv.Updates.Built.Equal(built) || len(f.srv.Updates.Trusted) != 1 {

@@ -15,6 +15,7 @@ import (
 	"github.com/ncpos/ncpos/bench"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/lab"
+	"github.com/ncpos/ncpos/web/selftest"
 )
 
 // benchArgs is `ncpos bench`'s command line, checked before any traffic.
@@ -31,7 +32,7 @@ type benchArgs struct {
 	directions    int
 	json, csv     string
 	svg, selftest string
-	expect        bench.Expect
+	expect        selftest.Expect
 }
 
 func parseBenchArgs(args []string, stderr io.Writer) (*benchArgs, error) {
@@ -405,8 +406,8 @@ func writeBenchOutputs(a *benchArgs, reports []*bench.Report, runErr error) erro
 	err := errors.Join(write(a.json, bench.WriteJSON), write(a.csv, bench.WriteCSV), write(a.svg, bench.WriteSVG))
 	if a.selftest != "" && len(reports) > 0 {
 		r := reports[0]
-		st := bench.NewSelfTest([]bench.SegmentReport{{Name: r.Target, Direction: r.Label(), Report: r}}, a.expect, runErr)
-		if e := bench.WriteSelfTest(a.selftest, st); e != nil {
+		st := selftest.NewReport([]selftest.SegmentReport{{Name: r.Target, Direction: r.Label(), Report: r}}, a.expect, runErr)
+		if e := selftest.WriteReport(a.selftest, st); e != nil {
 			err = errors.Join(err, e)
 		} else {
 			fmt.Printf("wrote %s\n", a.selftest)

@@ -42,10 +42,12 @@ var applianceOnly = []string{
 }
 
 // hostShared are packages under an applianceOnly prefix that the host may
-// link: the API types it decodes, the daemons' contracts they carry, and
-// the verdict on a box's health that an update holds a build to.
+// link: the API types it decodes, the daemons' contracts they carry, the
+// verdict on a box's health that an update holds a build to, and the
+// self-test, whose report ncpos bench writes of a lab.
 var hostShared = []string{
 	module + "/web/api",
+	module + "/web/selftest",
 	module + "/web/verdict",
 	module + "/watchdog/watchdogapi",
 }

@@ -41,6 +41,8 @@ import (
 	"github.com/ncpos/ncpos/web/control"
 	"github.com/ncpos/ncpos/web/monitor"
 	"github.com/ncpos/ncpos/web/selfinstall"
+	"github.com/ncpos/ncpos/web/selftest"
+	"github.com/ncpos/ncpos/web/update"
 )
 
 func main() {
@@ -168,12 +170,12 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		Logs:     collector,
 		// Install to internal disk, e.g. from a box booted off a USB stick.
 		Installer: &selfinstall.DiskInstaller{},
-		SelfTest:  web.NewSelfTest(ctx, mon.Configuration, selfTest), // RFC 2544 between the [selftest] test ports
+		SelfTest:  selftest.New(ctx, mon.Configuration, selfTest), // RFC 2544 between the [selftest] test ports
 		Names:     cfg.Status.Names,
 		TLS:       id,
 		TLSNote:   tlsNote,
 	}
-	if srv.Updates, err = web.LoadUpdateGate("/"); err != nil {
+	if srv.Updates, err = update.LoadGate("/"); err != nil {
 		log.Printf("updates over the network disabled: %v", err)
 	} else {
 		if box, err := bootpart.OpenBox("/", filepath.Join(ipc.Dir(), "boot")); err != nil {

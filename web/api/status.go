@@ -58,3 +58,17 @@ const (
 	DaemonNotRunning    = "not running"
 	DaemonNotConfigured = "not configured"
 )
+
+// SelfTestJob is the state of the self-test job (GET /api/v1/selftest/job).
+type SelfTestJob struct {
+	State    string `json:"state"`           // idle, running, done, failed
+	Sizes    []int  `json:"sizes,omitempty"` // frame sizes of the run
+	Size     int    `json:"size,omitempty"`  // the size being measured
+	Done     int    `json:"done_sizes"`      // sizes finished
+	Total    int    `json:"total_sizes"`
+	Result   string `json:"result,omitempty"`
+	Error    string `json:"error,omitempty"`
+	By       string `json:"by,omitempty"`
+	Started  string `json:"started,omitempty"`
+	Finished string `json:"finished,omitempty"`
+}

@@ -38,8 +38,8 @@ func (m *Manager) resume(ctx context.Context) {
 	}
 	all, listErr := m.Store.List()
 	for _, v := range all {
-		if m.pending != nil && m.pending.version.Number == v.Number {
-			continue
+		if m.pending != nil && m.pending.version.Number == v.Number || m.owed != nil && m.owed.version.Number == v.Number {
+			continue // applied or undone meanwhile: this manager's own
 		}
 		switch v.State {
 		case versions.Pending:

@@ -1,4 +1,8 @@
-package web
+// Package update serves a box's updates over the network: the steps of
+// an update (a signed manifest, the root, the kernel, a test boot and the
+// switch) through statusd's authenticated API, the root handed on to
+// gokrazy on its socket, the rest done here.
+package update
 
 import (
 	"bytes"
@@ -23,11 +27,11 @@ import (
 // on its socket, and statusd hands them an operator's request after
 // checking the password and the origin, with limits of its own.
 const (
-	// UpdateTimeout bounds one update request: a root image over a slow
+	// Timeout bounds one update request: a root image over a slow
 	// link to a remote site takes minutes, not hours.
-	UpdateTimeout = 30 * time.Minute
-	// MaxUpdateBytes bounds one partition image.
-	MaxUpdateBytes = 1 << 30
+	Timeout = 30 * time.Minute
+	// MaxBytes bounds one partition image.
+	MaxBytes = 1 << 30
 	// maxManifestBytes bounds a build's signed manifest.
 	maxManifestBytes = 64 << 10
 	// maxKernelBytes bounds a kernel: a slot's kernel file.
@@ -62,12 +66,12 @@ type BootSlots interface {
 // box beside others, so the answer has an update's time: past its
 // deadline it would be lost, and the client would see the connection's
 // close out of sequence, which Go reports as "tls: bad record MAC".
-func (s *Server) handleBootFiles(w http.ResponseWriter) {
+func (s *API) bootFiles(w http.ResponseWriter) {
 	if s.BootFiles == nil {
 		reply.Error(w, http.StatusServiceUnavailable, "this box cannot read its boot partition")
 		return
 	}
-	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(UpdateTimeout))
+	http.NewResponseController(w).SetWriteDeadline(time.Now().Add(Timeout))
 	files, err := s.BootFiles()
 	if err != nil {
 		reply.Error(w, http.StatusInternalServerError, err.Error())
@@ -86,7 +90,25 @@ func (s *Server) handleBootFiles(w http.ResponseWriter) {
 	json.NewEncoder(w).Encode(out)
 }
 
-func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
+// API serves /api/v1/update/{step}.
+type API struct {
+	// Gate checks updates before gokrazy writes them; nil: updates are
+	// refused (the build trusts no keys).
+	Gate *Gate
+	// BootFiles hashes the files on the box's boot partition, for an
+	// update to leave it alone when it would write the same; nil: the
+	// box cannot tell (GET /api/v1/update/boot answers 503).
+	BootFiles func() (map[string]string, error)
+	// Boot drives the boot partition's slots for an update (the kernel,
+	// test boot and switch steps); nil: the box cannot (503).
+	Boot BootSlots
+	// GokrazySocket is where gokrazy serves its update endpoints ("":
+	// gokrazy.Socket).
+	GokrazySocket string
+	Events        *events.Log
+}
+
+func (s *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.PathValue("step") == "boot" {
 		// The box writes its boot partition itself; it only shows it.
 		if r.Method != http.MethodGet {
@@ -94,7 +116,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 			reply.Error(w, http.StatusMethodNotAllowed, "update/boot takes GET: the box writes its boot partition itself (PUT the kernel)")
 			return
 		}
-		s.handleBootFiles(w)
+		s.bootFiles(w)
 		return
 	}
 	method, ok := updateSteps[r.PathValue("step")]
@@ -107,25 +129,25 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		reply.Error(w, http.StatusMethodNotAllowed, "update step "+r.PathValue("step")+" takes "+method)
 		return
 	}
-	if r.ContentLength > MaxUpdateBytes {
-		reply.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("update body of %d bytes, want at most %d", r.ContentLength, MaxUpdateBytes))
+	if r.ContentLength > MaxBytes {
+		reply.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("update body of %d bytes, want at most %d", r.ContentLength, MaxBytes))
 		return
 	}
 	name, by := r.PathValue("step"), caller.Who(r)
 	refuse := func(code int, err error) {
-		s.event(events.Warning, events.KindControl, []string{"action", "update", "step", name, "by", by},
+		s.Events.Note(events.Warning, events.KindControl, []string{"action", "update", "step", name, "by", by},
 			fmt.Sprintf("update %s by %s refused: %v", name, by, err))
 		reply.Error(w, code, err.Error())
 	}
-	if s.Updates == nil {
+	if s.Gate == nil {
 		refuse(http.StatusServiceUnavailable, errors.New("this build trusts no update keys: it takes no updates over the network"))
 		return
 	}
 	// Longer than the server's limits, which are for the dashboard.
 	rc := http.NewResponseController(w)
-	rc.SetReadDeadline(time.Now().Add(UpdateTimeout))
-	rc.SetWriteDeadline(time.Now().Add(UpdateTimeout))
-	var body io.Reader = http.MaxBytesReader(w, r.Body, MaxUpdateBytes)
+	rc.SetReadDeadline(time.Now().Add(Timeout))
+	rc.SetWriteDeadline(time.Now().Add(Timeout))
+	var body io.Reader = http.MaxBytesReader(w, r.Body, MaxBytes)
 	rootWritten := false
 	var ctx context.Context // the root upload's, which a new manifest aborts
 	switch name {
@@ -134,7 +156,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		if !check {
 			// A manifest starts an update anew: whatever one was
 			// pending is dropped, even when this one is cut off.
-			if err := s.Updates.drop(); err != nil {
+			if err := s.Gate.drop(); err != nil {
 				refuse(http.StatusConflict, err)
 				return
 			}
@@ -156,12 +178,12 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 			}
 			permanent = !st.TestBoot()
 		}
-		m, err := s.Updates.accept(b, r.URL.Query().Get("downgrade") == "1", check, permanent)
+		m, err := s.Gate.accept(b, r.URL.Query().Get("downgrade") == "1", check, permanent)
 		switch {
 		case errors.Is(err, signature.ErrUnsigned), errors.Is(err, signature.ErrUntrusted), errors.Is(err, signature.ErrForged), errors.Is(err, signature.ErrRollback):
 			refuse(http.StatusForbidden, err)
 			return
-		case errors.Is(err, signature.ErrDowngrade), errors.Is(err, signature.ErrSameBuild), errors.Is(err, ErrUpdateBusy):
+		case errors.Is(err, signature.ErrDowngrade), errors.Is(err, signature.ErrSameBuild), errors.Is(err, ErrBusy):
 			refuse(http.StatusConflict, err)
 			return
 		case err != nil:
@@ -172,7 +194,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		if check {
 			msg = strings.Replace(msg, "accepted", "would be accepted (checked only)", 1)
 		}
-		s.event(events.Notice, events.KindControl, []string{"action", "update", "step", name, "by", by}, "update "+msg+" from "+by)
+		s.Events.Note(events.Notice, events.KindControl, []string{"action", "update", "step", name, "by", by}, "update "+msg+" from "+by)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, msg)
 		return
@@ -184,7 +206,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		// and the write through gokrazy end at once.
 		upload, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		m, release, err := s.Updates.claim("root", func() {
+		m, release, err := s.Gate.claim("root", func() {
 			rc.SetReadDeadline(time.Now())
 			cancel()
 		})
@@ -205,7 +227,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 			refuse(http.StatusBadRequest, fmt.Errorf("root of %d bytes announced, the signed build's is %d", r.ContentLength, want.Size))
 			return
 		}
-		if err := s.Updates.roomFor(want.Size); err != nil {
+		if err := s.Gate.roomFor(want.Size); err != nil {
 			refuse(http.StatusInsufficientStorage, err)
 			return
 		}
@@ -225,7 +247,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 			refuse(code, err)
 			return
 		}
-		s.event(events.Notice, events.KindControl, []string{"action", "update", "step", name, "by", by}, "update "+name+" by "+by+": "+msg)
+		s.Events.Note(events.Notice, events.KindControl, []string{"action", "update", "step", name, "by", by}, "update "+name+" by "+by+": "+msg)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, msg)
 		return
@@ -237,14 +259,14 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 	}
 	req.ContentLength = r.ContentLength
 	start := time.Now()
-	resp, err := gokrazy.Client(s.GokrazySocket, UpdateTimeout).Do(req)
+	resp, err := gokrazy.Client(s.GokrazySocket, Timeout).Do(req)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		reply.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("update body larger than %d bytes", MaxUpdateBytes))
+		reply.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("update body larger than %d bytes", MaxBytes))
 		return
 	case err != nil:
-		s.event(events.Warning, events.KindControl, []string{"action", "update", "step", r.PathValue("step"), "by", by},
+		s.Events.Note(events.Warning, events.KindControl, []string{"action", "update", "step", r.PathValue("step"), "by", by},
 			fmt.Sprintf("update %s by %s failed: %v", r.PathValue("step"), by, err))
 		reply.Error(w, http.StatusBadGateway, "passing the update to gokrazy: "+err.Error())
 		return
@@ -261,7 +283,7 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 		sev = events.Warning
 		msg += ": " + strings.TrimSpace(string(answer))
 	}
-	s.event(sev, events.KindControl, []string{"action", "update", "step", r.PathValue("step"), "by", by}, msg)
+	s.Events.Note(sev, events.KindControl, []string{"action", "update", "step", r.PathValue("step"), "by", by}, msg)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(resp.StatusCode)
 	w.Write(answer)
@@ -272,27 +294,27 @@ func (s *Server) handleUpdate(w http.ResponseWriter, r *http.Request) {
 // the box writes it; the test boot of that slot, once its kernel and root
 // are the build's; and the switch to the slot a test boot runs. It
 // answers what it did, or the status code and why it refused.
-func (s *Server) bootStep(name string, body io.Reader, length int64, abort func()) (int, string, error) {
+func (s *API) bootStep(name string, body io.Reader, length int64, abort func()) (int, string, error) {
 	var m *signature.Manifest
 	switch name {
 	case "switch":
 	case "kernel":
 		var release func(bool)
 		var err error
-		if m, release, err = s.Updates.claim("kernel", abort); err != nil {
+		if m, release, err = s.Gate.claim("kernel", abort); err != nil {
 			return http.StatusConflict, "", err
 		}
 		defer release(true)
 	case "testboot":
 		var err error
-		if m, err = s.Updates.manifest(); err != nil {
+		if m, err = s.Gate.manifest(); err != nil {
 			return http.StatusConflict, "", err
 		}
 	default:
 		return http.StatusNotFound, "", fmt.Errorf("no update step %q", name)
 	}
 	if name == "testboot" {
-		if err := s.Updates.afterRoot(name); err != nil {
+		if err := s.Gate.afterRoot(name); err != nil {
 			return http.StatusConflict, "", err
 		}
 	}
@@ -312,10 +334,10 @@ func (s *Server) bootStep(name string, body io.Reader, length int64, abort func(
 		if err := s.Boot.SetDefault(st.Running); err != nil {
 			return http.StatusInternalServerError, "", err
 		}
-		if err := s.Updates.raiseFloor(); err != nil {
-			return http.StatusInternalServerError, "", fmt.Errorf("slot %s boots from now on, but its security version %d was not recorded as the floor: %w", st.Running, s.Updates.SecurityVersion, err)
+		if err := s.Gate.raiseFloor(); err != nil {
+			return http.StatusInternalServerError, "", fmt.Errorf("slot %s boots from now on, but its security version %d was not recorded as the floor: %w", st.Running, s.Gate.SecurityVersion, err)
 		}
-		return 0, fmt.Sprintf("slot %s (root partition %d) boots from now on; no build below security version %d is taken", st.Running, st.Running.Partition(), s.Updates.SecurityVersion), nil
+		return 0, fmt.Sprintf("slot %s (root partition %d) boots from now on; no build below security version %d is taken", st.Running, st.Running.Partition(), s.Gate.SecurityVersion), nil
 	case "kernel":
 		if st.TestBoot() {
 			return http.StatusConflict, "", fmt.Errorf("the box test-boots slot %s and boots slot %s by default: make the test boot permanent or reboot first", st.Running, st.Default)

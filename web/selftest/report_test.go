@@ -1,4 +1,4 @@
-package bench
+package selftest
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/bench"
 	"github.com/ncpos/ncpos/bench/xdptraffic"
 	"github.com/ncpos/ncpos/web/api"
 )
@@ -19,22 +20,22 @@ import (
 // lineShare expects share % of 1 Gb/s line rate at every size.
 func lineShare(share float64) Expect {
 	return func(size int) (float64, string) {
-		return share / 100 * LinePPS(size, DefaultLineBPS), fmt.Sprintf("%g%% of line rate", share)
+		return share / 100 * bench.LinePPS(size, bench.DefaultLineBPS), fmt.Sprintf("%g%% of line rate", share)
 	}
 }
 
 func TestRunSelfTest(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "selftest", "latest.json")
 	// Two segments of different capacity, each searched on its own.
-	wan := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 500000, Latency: 10 * time.Microsecond}
-	lan := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 200000, Latency: 20 * time.Microsecond}
+	wan := &bench.SimDevice{LineBPS: bench.DefaultLineBPS, CapacityPPS: 500000, Latency: 10 * time.Microsecond}
+	lan := &bench.SimDevice{LineBPS: bench.DefaultLineBPS, CapacityPPS: 200000, Latency: 20 * time.Microsecond}
 	var progress []int
-	plan := SelfTestPlan{
-		Segments: []SelfTestSegment{{Name: "wan", Direction: "LAN1 → LAN2", T: wan}, {Name: "lan", Direction: "LAN3 → LAN4", T: lan}},
+	plan := Plan{
+		Segments: []Segment{{Name: "wan", Direction: "LAN1 → LAN2", T: wan}, {Name: "lan", Direction: "LAN3 → LAN4", T: lan}},
 		Sizes:    []int{64, 1518}, Trial: 100 * time.Millisecond, Path: path, Expect: lineShare(95), LatencyTrials: 2,
 		Progress: func(size, i, n int) { progress = append(progress, size) },
 	}
-	st, err := RunSelfTest(context.Background(), plan)
+	st, err := Run(context.Background(), plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +44,7 @@ func TestRunSelfTest(t *testing.T) {
 	}
 	capacity := map[string]float64{"wan": 500000, "lan": 200000}
 	for _, r := range st.Results {
-		want := math.Min(capacity[r.Segment], LinePPS(r.FrameSize, DefaultLineBPS))
+		want := math.Min(capacity[r.Segment], bench.LinePPS(r.FrameSize, bench.DefaultLineBPS))
 		if math.Abs(r.ThroughputPPS-want)/want > 0.02 {
 			t.Errorf("%s %d B: %.0f frames/s, want about %.0f", r.Segment, r.FrameSize, r.ThroughputPPS, want)
 		}
@@ -60,7 +61,7 @@ func TestRunSelfTest(t *testing.T) {
 		if r.FrameSize == 64 {
 			wantVerdict = api.VerdictFailed
 		}
-		if r.Verdict != wantVerdict || r.Expected != "95% of line rate" || math.Abs(r.ExpectedPPS-0.95*LinePPS(r.FrameSize, DefaultLineBPS)) > 1 {
+		if r.Verdict != wantVerdict || r.Expected != "95% of line rate" || math.Abs(r.ExpectedPPS-0.95*bench.LinePPS(r.FrameSize, bench.DefaultLineBPS)) > 1 {
 			t.Errorf("%s %d B: verdict %s against %.0f (%s), want %s", r.Segment, r.FrameSize, r.Verdict, r.ExpectedPPS, r.Expected, wantVerdict)
 		}
 	}
@@ -84,20 +85,20 @@ func TestRunSelfTest(t *testing.T) {
 		}
 		return lineShare(95)(size)
 	}
-	st, err = RunSelfTest(context.Background(), plan)
+	st, err = Run(context.Background(), plan)
 	if err != nil || st.Passed || st.Results[0].Verdict != api.VerdictPassed || st.Results[2].Verdict != api.VerdictFailed { // rows are wan 64, wan 1518, lan 64, lan 1518
 		t.Errorf("64 B against 300 kpps: %+v, %v", st, err)
 	}
 	plan.Expect = func(size int) (float64, string) { return 150000, "150kpps" }
 	plan.Sizes = []int{64}
-	if st, err = RunSelfTest(context.Background(), plan); err != nil || !st.Passed {
+	if st, err = Run(context.Background(), plan); err != nil || !st.Passed {
 		t.Errorf("64 B against 150 kpps: %+v, %v", st, err)
 	}
 
 	// A test port that cannot offer the expected rate gives no verdict
 	// against the device.
-	slowGen := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 1e7, GeneratorPPS: 400000}
-	st, err = RunSelfTest(context.Background(), SelfTestPlan{Segments: []SelfTestSegment{{Name: "wan", T: slowGen}},
+	slowGen := &bench.SimDevice{LineBPS: bench.DefaultLineBPS, CapacityPPS: 1e7, GeneratorPPS: 400000}
+	st, err = Run(context.Background(), Plan{Segments: []Segment{{Name: "wan", T: slowGen}},
 		Sizes: []int{64}, Trial: 100 * time.Millisecond, Path: path, Expect: lineShare(95)})
 	if err != nil || st.Passed || st.Results[0].Verdict != api.VerdictInconclusive || !strings.Contains(st.Results[0].Note, "test port could offer no more than 400000 frames/s") {
 		t.Errorf("generator-limited: %+v, %v", st, err)
@@ -107,8 +108,8 @@ func TestRunSelfTest(t *testing.T) {
 	// the row gives the highest rate verified as a floor, inconclusive
 	// still.
 	for _, gen := range []float64{8774, 400000} {
-		slowGen = &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 1e7, GeneratorPPS: gen}
-		st, err = RunSelfTest(context.Background(), SelfTestPlan{Segments: []SelfTestSegment{{Name: "wan", T: slowGen}},
+		slowGen = &bench.SimDevice{LineBPS: bench.DefaultLineBPS, CapacityPPS: 1e7, GeneratorPPS: gen}
+		st, err = Run(context.Background(), Plan{Segments: []Segment{{Name: "wan", T: slowGen}},
 			Sizes: []int{64}, Trial: 100 * time.Millisecond, Path: path, Expect: lineShare(95)})
 		if err != nil {
 			t.Fatal(err)
@@ -124,7 +125,7 @@ func TestRunSelfTest(t *testing.T) {
 	// A run that ends early still leaves a report, failed, saying why.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	st, err = RunSelfTest(ctx, SelfTestPlan{Segments: []SelfTestSegment{{Name: "wan", T: wan}}, Sizes: []int{64}, Path: path, Expect: lineShare(1)})
+	st, err = Run(ctx, Plan{Segments: []Segment{{Name: "wan", T: wan}}, Sizes: []int{64}, Path: path, Expect: lineShare(1)})
 	if err == nil || st == nil || st.Passed || !strings.Contains(st.Summary, "context canceled") {
 		t.Fatalf("cancelled run: %+v, %v", st, err)
 	}
@@ -135,21 +136,21 @@ func TestRunSelfTest(t *testing.T) {
 
 // TestSelfTestPlanCheck: bad plans are refused before any trial runs.
 func TestSelfTestPlanCheck(t *testing.T) {
-	dev := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 1e6}
-	seg := []SelfTestSegment{{Name: "wan", T: dev}}
+	dev := &bench.SimDevice{LineBPS: bench.DefaultLineBPS, CapacityPPS: 1e6}
+	seg := []Segment{{Name: "wan", T: dev}}
 	for _, tc := range []struct {
-		plan SelfTestPlan
+		plan Plan
 		want string
 	}{
-		{SelfTestPlan{Segments: seg, Sizes: []int{63}, Expect: lineShare(1)}, "63"},
-		{SelfTestPlan{Segments: seg, Sizes: []int{9019}, Expect: lineShare(1)}, "9019"},
-		{SelfTestPlan{Sizes: []int{64}, Expect: lineShare(1)}, "no segment"},
-		{SelfTestPlan{Segments: seg, Sizes: []int{64}}, "no expected throughput"},
-		{SelfTestPlan{Segments: seg, Sizes: []int{64}, Trial: 10 * time.Millisecond, Expect: lineShare(1)}, "a trial of 10ms is out of range"},
-		{SelfTestPlan{Segments: seg, Sizes: []int{64}, Trial: 2 * time.Minute, Expect: lineShare(1)}, "a trial of 2m0s is out of range"},
+		{Plan{Segments: seg, Sizes: []int{63}, Expect: lineShare(1)}, "63"},
+		{Plan{Segments: seg, Sizes: []int{9019}, Expect: lineShare(1)}, "9019"},
+		{Plan{Sizes: []int{64}, Expect: lineShare(1)}, "no segment"},
+		{Plan{Segments: seg, Sizes: []int{64}}, "no expected throughput"},
+		{Plan{Segments: seg, Sizes: []int{64}, Trial: 10 * time.Millisecond, Expect: lineShare(1)}, "a trial of 10ms is out of range"},
+		{Plan{Segments: seg, Sizes: []int{64}, Trial: 2 * time.Minute, Expect: lineShare(1)}, "a trial of 2m0s is out of range"},
 	} {
 		tc.plan.Path = filepath.Join(t.TempDir(), "latest.json")
-		_, err := RunSelfTest(context.Background(), tc.plan)
+		_, err := Run(context.Background(), tc.plan)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("plan %+v: %v, want an error with %q", tc.plan, err, tc.want)
 		}
@@ -165,21 +166,21 @@ func TestSelfTestPlanCheck(t *testing.T) {
 // TestRunSelfTestBothDirections: a segment measured both ways at once
 // gives a row per direction, each at the rate both directions passed.
 func TestRunSelfTestBothDirections(t *testing.T) {
-	dev := &SimDevice{LineBPS: DefaultLineBPS, CapacityPPS: 300000, Streams: 2, Latency: 10 * time.Microsecond}
-	plan := SelfTestPlan{
-		Segments: []SelfTestSegment{{Name: "wan", Direction: "LAN1 → LAN2", Reverse: "LAN2 → LAN1", T: dev}},
+	dev := &bench.SimDevice{LineBPS: bench.DefaultLineBPS, CapacityPPS: 300000, Streams: 2, Latency: 10 * time.Microsecond}
+	plan := Plan{
+		Segments: []Segment{{Name: "wan", Direction: "LAN1 → LAN2", Reverse: "LAN2 → LAN1", T: dev}},
 		Sizes:    []int{64, 1518}, Trial: 100 * time.Millisecond, Path: filepath.Join(t.TempDir(), "latest.json"),
 		Expect: func(int) (float64, string) { return 250000, "250kpps" },
 	}
-	st, err := RunSelfTest(context.Background(), plan)
+	st, err := Run(context.Background(), plan)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, r := range st.Results {
-		want := math.Min(300000, LinePPS(r.FrameSize, DefaultLineBPS))
+		want := math.Min(300000, bench.LinePPS(r.FrameSize, bench.DefaultLineBPS))
 		// Within the search's resolution, 1 % of line rate.
-		if math.Abs(r.ThroughputPPS-want) > 0.01*LinePPS(r.FrameSize, DefaultLineBPS) {
+		if math.Abs(r.ThroughputPPS-want) > 0.01*bench.LinePPS(r.FrameSize, bench.DefaultLineBPS) {
 			t.Errorf("%s %d B: %.0f frames/s per direction, want about %.0f", r.Direction, r.FrameSize, r.ThroughputPPS, want)
 		}
 		got = append(got, fmt.Sprintf("%s %s %d %s", r.Segment, r.Direction, r.FrameSize, r.Verdict))
@@ -198,15 +199,15 @@ func TestRunSelfTestBothDirections(t *testing.T) {
 // frames; its trials count the streams apart as PortTarget's do.
 type twoWays struct{}
 
-func (twoWays) Run(_ context.Context, spec TrialSpec) (TrialResult, error) {
+func (twoWays) Run(_ context.Context, spec bench.TrialSpec) (bench.TrialResult, error) {
 	n := uint64(spec.RatePPS * spec.Duration.Seconds())
 	lost := uint64(0)
 	if spec.RatePPS > 200000 {
 		lost = n / 10
 	}
-	res := TrialResult{Independent: -1, Elapsed: spec.Duration}
+	res := bench.TrialResult{Independent: -1, Elapsed: spec.Duration}
 	for k, lat := range []time.Duration{10 * time.Microsecond, 50 * time.Microsecond} {
-		c := StreamCount{Sent: n, Received: n}
+		c := bench.StreamCount{Sent: n, Received: n}
 		if k == 1 {
 			c.Received -= lost
 		}
@@ -229,12 +230,12 @@ func (twoWays) Run(_ context.Context, spec TrialSpec) (TrialResult, error) {
 // TestSelfTestRowsPerDirection: with both directions at once, each
 // direction's row has its own latency, not the two directions' mean.
 func TestSelfTestRowsPerDirection(t *testing.T) {
-	plan := SelfTestPlan{
-		Segments: []SelfTestSegment{{Name: "wan", Direction: "LAN1 → LAN2", Reverse: "LAN2 → LAN1", T: twoWays{}}},
+	plan := Plan{
+		Segments: []Segment{{Name: "wan", Direction: "LAN1 → LAN2", Reverse: "LAN2 → LAN1", T: twoWays{}}},
 		Sizes:    []int{64}, Trial: 100 * time.Millisecond, LatencyTrials: 2, Path: filepath.Join(t.TempDir(), "latest.json"),
 		Expect: func(int) (float64, string) { return 150000, "150kpps" },
 	}
-	st, err := RunSelfTest(context.Background(), plan)
+	st, err := Run(context.Background(), plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,12 +257,12 @@ func TestSelfTestRowsPerDirection(t *testing.T) {
 // not failed; one below the expected rate at any size has failed.
 func TestSelfTestVerdict(t *testing.T) {
 	expect := func(int) (float64, string) { return 1000, "1000 pps" }
-	report := func(sizes ...*SizeResult) []SegmentReport {
-		return []SegmentReport{{Name: "seg1", Direction: "LAN1 → LAN2", Report: &Report{Results: sizes}}}
+	report := func(sizes ...*bench.SizeResult) []SegmentReport {
+		return []SegmentReport{{Name: "seg1", Direction: "LAN1 → LAN2", Report: &bench.Report{Results: sizes}}}
 	}
-	passed := &SizeResult{Size: 1518, ThroughputPPS: 1200}
-	limited := &SizeResult{Size: 64, ThroughputPPS: 400, GeneratorLimited: true}
-	low := &SizeResult{Size: 512, ThroughputPPS: 400}
+	passed := &bench.SizeResult{Size: 1518, ThroughputPPS: 1200}
+	limited := &bench.SizeResult{Size: 64, ThroughputPPS: 400, GeneratorLimited: true}
+	low := &bench.SizeResult{Size: 512, ThroughputPPS: 400}
 	for _, tc := range []struct {
 		name   string
 		reps   []SegmentReport
@@ -275,9 +276,53 @@ func TestSelfTestVerdict(t *testing.T) {
 		{"a run that broke off", report(limited), errors.New("carrier lost"), api.VerdictFailed},
 		{"no results", report(), nil, api.VerdictFailed},
 	} {
-		st := NewSelfTest(tc.reps, expect, tc.runErr)
+		st := NewReport(tc.reps, expect, tc.runErr)
 		if st.Verdict != tc.want || st.Passed != (tc.want == api.VerdictPassed) {
 			t.Errorf("%s: verdict %s (passed %v), want %s: %s", tc.name, st.Verdict, st.Passed, tc.want, st.Summary)
 		}
+	}
+}
+
+// TestReport: a bench's report becomes a self-test report, written
+// where statusd reads it, with every field the API documents.
+func TestReport(t *testing.T) {
+	// One segment's report, as a bench of a simulated device gives it.
+	dev := &bench.SimDevice{LineBPS: 1e9, CapacityBPS: 600e6, Streams: 1, Latency: 9 * time.Microsecond}
+	r := &bench.Runner{T: dev, O: bench.Options{Streams: 1, Resolution: 0.5, LossSteps: []float64{}, Latency: true}}
+	rep := &bench.Report{Target: "sim", Segments: 1, Directions: 1, LineBPS: 1e9, Flows: 1, Trial: 2 * time.Second, Resolution: 0.5,
+		Started: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), Finished: time.Date(2026, 5, 1, 12, 5, 0, 0, time.UTC)}
+	for _, size := range bench.RFC2544Sizes {
+		sr, err := r.Size(context.Background(), size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep.Results = append(rep.Results, sr)
+	}
+	st := NewReport([]SegmentReport{{Name: "seg1", Report: rep}}, func(int) (float64, string) { return 1000, "1kpps" }, nil)
+	path := filepath.Join(t.TempDir(), "selftest", "latest.json")
+	if err := WriteReport(path, st); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"started", "finished", "passed", "summary", "results"} {
+		if _, ok := m[k]; !ok {
+			t.Errorf("no %q in %s", k, b)
+		}
+	}
+	res := m["results"].([]any)[0].(map[string]any)
+	for _, k := range []string{"segment", "frame_size", "throughput_pps", "throughput_mbps", "loss_percent", "latency_us", "expected_pps", "expected", "verdict"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("no %q in a result", k)
+		}
+	}
+	if !st.Passed || st.Summary != "RFC 2544 throughput on seg1" || len(st.Results) != 7 || st.Results[0].LatencyUS != 14 { // 9 µs + a mean queue of 5 µs
+		t.Errorf("self-test %+v", st)
 	}
 }

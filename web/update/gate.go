@@ -1,4 +1,4 @@
-package web
+package update
 
 import (
 	"crypto/ed25519"
@@ -17,12 +17,12 @@ import (
 	"github.com/ncpos/ncpos/sysinfo"
 )
 
-// UpdateGate is what an update passes on the box before gokrazy writes
+// Gate is what an update passes on the box before gokrazy writes
 // any of it: a manifest signed by a key the running build trusts, for a
 // newer build (or a downgrade asked for), and then parts that are exactly
 // the ones it names. The root is received in full and checked before it
 // is handed on, so a forged, unsigned or cut-off upload writes nothing.
-type UpdateGate struct {
+type Gate struct {
 	Trusted []ed25519.PublicKey
 	Running string    // the running build's ID
 	Built   time.Time // and its build time; zero: unknown (any build is newer)
@@ -49,57 +49,58 @@ type UpdateGate struct {
 // end: a kernel being written to the boot partition is let finish.
 const abortWait = 30 * time.Second
 
-// ErrUpdateBusy is a step refused while a part of the pending update is
+// ErrBusy is a step refused while a part of the pending update is
 // being received or written: one update at a time, so that a root is
 // never taken for another build's and two uploads never hold a root in
 // memory each. A new manifest aborts such an upload instead (a client
 // that lost its connection starts again with one) and is refused only
 // when the upload does not end.
-var ErrUpdateBusy = errors.New("an update is under way")
+var ErrBusy = errors.New("an update is under way")
 
 // errNoManifest is a part sent before its manifest.
 var errNoManifest = errors.New("no signed manifest accepted: send the build's manifest (PUT /api/v1/update/manifest) first")
 
 // busyErr says what holds the gate; g.mu is held.
-func (g *UpdateGate) busyErr() error {
-	return fmt.Errorf("%w: the %s of build %s is being received or written; wait until it ends", ErrUpdateBusy, g.busy, g.pending.BuildID)
+func (g *Gate) busyErr() error {
+	return fmt.Errorf("%w: the %s of build %s is being received or written; wait until it ends", ErrBusy, g.busy, g.pending.BuildID)
 }
 
-// Files of the running build the gate reads (LoadUpdateGate).
+// Files of the running build the gate reads (LoadGate), as package
+// image writes them.
 const (
-	trustedKeysFile     = "etc/ncpos/update-keys"
-	builtFile           = "etc/ncpos/built"
-	buildIDFile         = "etc/ncpos/build-id"
-	securityVersionFile = "etc/ncpos/security-version"
+	TrustedKeysFile     = "etc/ncpos/update-keys"
+	BuiltFile           = "etc/ncpos/built"
+	BuildIDFile         = "etc/ncpos/build-id"
+	SecurityVersionFile = "etc/ncpos/security-version"
 	// floorFile is under the root given, on /perm.
 	floorFile = "perm/ncpos/security-floor"
 )
 
-// LoadUpdateGate reads the running build's trusted keys, ID and build
+// LoadGate reads the running build's trusted keys, ID and build
 // time under root ("/" on the appliance).
-func LoadUpdateGate(root string) (*UpdateGate, error) {
-	text, err := os.ReadFile(filepath.Join(root, trustedKeysFile))
+func LoadGate(root string) (*Gate, error) {
+	text, err := os.ReadFile(filepath.Join(root, TrustedKeysFile))
 	if err != nil {
 		return nil, fmt.Errorf("update keys: %w", err)
 	}
 	keys, err := signature.ParseKeys(text)
 	if err != nil {
-		return nil, fmt.Errorf("update keys %s: %w", filepath.Join(root, trustedKeysFile), err)
+		return nil, fmt.Errorf("update keys %s: %w", filepath.Join(root, TrustedKeysFile), err)
 	}
-	g := &UpdateGate{Trusted: keys, Meminfo: filepath.Join(root, "proc/meminfo"), FloorFile: filepath.Join(root, floorFile)}
-	if b, err := os.ReadFile(filepath.Join(root, securityVersionFile)); err == nil {
+	g := &Gate{Trusted: keys, Meminfo: filepath.Join(root, "proc/meminfo"), FloorFile: filepath.Join(root, floorFile)}
+	if b, err := os.ReadFile(filepath.Join(root, SecurityVersionFile)); err == nil {
 		v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 32)
 		if err != nil {
-			return nil, fmt.Errorf("security version %s: %w", filepath.Join(root, securityVersionFile), err)
+			return nil, fmt.Errorf("security version %s: %w", filepath.Join(root, SecurityVersionFile), err)
 		}
 		g.SecurityVersion = uint32(v)
 	}
-	if b, err := os.ReadFile(filepath.Join(root, buildIDFile)); err == nil {
+	if b, err := os.ReadFile(filepath.Join(root, BuildIDFile)); err == nil {
 		g.Running = strings.TrimSpace(string(b))
 	}
-	if b, err := os.ReadFile(filepath.Join(root, builtFile)); err == nil {
+	if b, err := os.ReadFile(filepath.Join(root, BuiltFile)); err == nil {
 		if g.Built, err = time.Parse(time.RFC3339, strings.TrimSpace(string(b))); err != nil {
-			return nil, fmt.Errorf("build time %s: %w", filepath.Join(root, builtFile), err)
+			return nil, fmt.Errorf("build time %s: %w", filepath.Join(root, BuiltFile), err)
 		}
 	}
 	return g, nil
@@ -110,7 +111,7 @@ func LoadUpdateGate(root string) (*UpdateGate, error) {
 // permanent says whether the running build is the one the box boots by
 // default (not a test boot): its security version is then part of the
 // floor.
-func (g *UpdateGate) accept(data []byte, downgrade, check, permanent bool) (*signature.Manifest, error) {
+func (g *Gate) accept(data []byte, downgrade, check, permanent bool) (*signature.Manifest, error) {
 	m, err := signature.Verify(data, g.Trusted)
 	if err == nil {
 		var floor uint32
@@ -142,7 +143,7 @@ func (g *UpdateGate) accept(data []byte, downgrade, check, permanent bool) (*sig
 // permanently (a box installed with it, or one whose records were lost).
 // A floor file that cannot be read or parsed is an error, never a floor
 // of 0.
-func (g *UpdateGate) Floor(permanent bool) (uint32, error) {
+func (g *Gate) Floor(permanent bool) (uint32, error) {
 	floor := uint32(0)
 	if permanent {
 		floor = g.SecurityVersion
@@ -166,7 +167,7 @@ func (g *UpdateGate) Floor(permanent bool) (uint32, error) {
 
 // raiseFloor records that the running build is made permanent: the floor
 // becomes its security version when that is higher.
-func (g *UpdateGate) raiseFloor() error {
+func (g *Gate) raiseFloor() error {
 	floor, err := g.Floor(false)
 	if err != nil || g.FloorFile == "" || g.SecurityVersion <= floor {
 		return err
@@ -178,7 +179,7 @@ func (g *UpdateGate) raiseFloor() error {
 }
 
 // drop forgets the pending update, aborting the upload of a part of it.
-func (g *UpdateGate) drop() error {
+func (g *Gate) drop() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if err := g.abortLocked(); err != nil {
@@ -190,7 +191,7 @@ func (g *UpdateGate) drop() error {
 
 // abortLocked aborts the upload under way, if any, and waits for its
 // claim to end (g.mu held, and released while it waits).
-func (g *UpdateGate) abortLocked() error {
+func (g *Gate) abortLocked() error {
 	for g.busy != "" {
 		abort, ended := g.abort, g.ended
 		g.mu.Unlock()
@@ -211,11 +212,11 @@ func (g *UpdateGate) abortLocked() error {
 // claim holds the gate while part ("root", "kernel") of the pending
 // update is received and written, and returns the manifest it belongs to.
 // Until release is called, another part and a test boot are refused with
-// ErrUpdateBusy, and a new manifest calls abort (which must make the
+// ErrBusy, and a new manifest calls abort (which must make the
 // upload end soon) and waits for the release. release(true) after a root
 // records that this manifest's root is on the inactive partition, unless
 // another manifest has been accepted since.
-func (g *UpdateGate) claim(part string, abort func()) (m *signature.Manifest, release func(written bool), err error) {
+func (g *Gate) claim(part string, abort func()) (m *signature.Manifest, release func(written bool), err error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.busy != "" {
@@ -245,7 +246,7 @@ func (g *UpdateGate) claim(part string, abort func()) (m *signature.Manifest, re
 }
 
 // manifest is the pending update's manifest, or why there is none.
-func (g *UpdateGate) manifest() (*signature.Manifest, error) {
+func (g *Gate) manifest() (*signature.Manifest, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.pending == nil {
@@ -259,7 +260,7 @@ func (g *UpdateGate) manifest() (*signature.Manifest, error) {
 const minFreeAfterRoot = 0.25
 
 // roomFor says whether n bytes can be held in memory now.
-func (g *UpdateGate) roomFor(n int64) error {
+func (g *Gate) roomFor(n int64) error {
 	total, avail, err := sysinfo.Memory(g.Meminfo)
 	if err != nil {
 		return fmt.Errorf("reading the memory available: %w", err)
@@ -272,7 +273,7 @@ func (g *UpdateGate) roomFor(n int64) error {
 
 // afterRoot says whether a step that follows the root (testboot) may go
 // on.
-func (g *UpdateGate) afterRoot(step string) error {
+func (g *Gate) afterRoot(step string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.busy != "" {
@@ -282,4 +283,11 @@ func (g *UpdateGate) afterRoot(step string) error {
 		return fmt.Errorf("update step %s: no verified root written: send the signed manifest and the root it names first", step)
 	}
 	return nil
+}
+
+// Busy says which step of an update holds the gate ("" when none).
+func (g *Gate) Busy() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.busy
 }

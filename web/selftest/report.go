@@ -1,4 +1,4 @@
-package bench
+package selftest
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ncpos/ncpos/bench"
 	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/web/api"
 )
@@ -28,16 +29,16 @@ type SegmentReport struct {
 	// Reverse is the other direction ("LAN2 → LAN1") when both were
 	// measured at once, each at the rate of the report's figures.
 	Reverse string
-	Report  *Report
+	Report  *bench.Report
 }
 
-// NewSelfTest turns the segments' reports into statusd's shape: one row
+// NewReport turns the segments' reports into statusd's shape: one row
 // per segment, direction and size, with the segment's own per-stream
 // throughput, its frame-bit rate in Mb/s, the loss of the trial that gave
 // it, the mean latency and the verdict against expect. The self-test
 // passes only when every row of every size measured passed and no error
 // (runErr) ended the run.
-func NewSelfTest(reps []SegmentReport, expect Expect, runErr error) *api.SelfTest {
+func NewReport(reps []SegmentReport, expect Expect, runErr error) *api.SelfTest {
 	st := &api.SelfTest{Passed: runErr == nil && len(reps) > 0}
 	var names, failed []string
 	for _, sr := range reps {
@@ -111,11 +112,11 @@ func testVerdict(st *api.SelfTest, runErr error) string {
 // directions share the rate (RFC 2544 offers the same load each way);
 // loss and latency are the direction's own where the trials counted the
 // streams apart.
-func selfTestRow(segment, direction string, s *SizeResult, k int, expect Expect) api.SelfTestResult {
+func selfTestRow(segment, direction string, s *bench.SizeResult, k int, expect Expect) api.SelfTestResult {
 	row := api.SelfTestResult{
 		Segment: segment, Direction: direction, FrameSize: s.Size,
 		ThroughputPPS:  math.Round(s.ThroughputPPS),
-		ThroughputMbps: math.Round(BitsPerSecond(s.ThroughputPPS, s.Size)/1e5) / 10,
+		ThroughputMbps: math.Round(bench.BitsPerSecond(s.ThroughputPPS, s.Size)/1e5) / 10,
 		LossPercent:    s.LossPercent,
 	}
 	if k < len(s.StreamLossPercent) {
@@ -151,9 +152,9 @@ func selfTestRow(segment, direction string, s *SizeResult, k int, expect Expect)
 	return row
 }
 
-// WriteSelfTest writes st to path (api.SelfTestFile on the appliance)
+// WriteReport writes st to path (api.SelfTestFile on the appliance)
 // atomically, creating its directory.
-func WriteSelfTest(path string, st *api.SelfTest) error {
+func WriteReport(path string, st *api.SelfTest) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -164,25 +165,25 @@ func WriteSelfTest(path string, st *api.SelfTest) error {
 	return durable.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// SelfTestSegment is one segment and direction of the self-test, with
+// Segment is one segment and direction of the self-test, with
 // the Trial that sends through it alone: each segment gets its own
 // throughput search, so that a slow segment does not set the figure of the
 // others.
-type SelfTestSegment struct {
+type Segment struct {
 	Name      string // segment
 	Direction string // the segment ports crossed, "LAN1 → LAN2"
 	// Reverse is the other direction ("LAN2 → LAN1") when T sends both
 	// at once: its first stream in Direction, its second in Reverse.
 	Reverse string
-	T       Trial
+	T       bench.Trial
 }
 
-// SelfTestPlan is what the appliance's self-test measures: the RFC 2544
+// Plan is what the appliance's self-test measures: the RFC 2544
 // throughput at each size through each segment, and what each size must
 // reach.
-type SelfTestPlan struct {
-	Segments []SelfTestSegment
-	Sizes    []int         // RFC2544Sizes when nil
+type Plan struct {
+	Segments []Segment
+	Sizes    []int         // bench.RFC2544Sizes when nil
 	Trial    time.Duration // 2 s when 0
 	LineBPS  float64       // 1 Gb/s when 0
 	Expect   Expect        // what each size must reach; required
@@ -199,7 +200,7 @@ type SelfTestPlan struct {
 // Check refuses a plan the self-test cannot run, before any frame is
 // sent: no segment, a size out of range, a trial out of range, or no
 // expectations.
-func (p SelfTestPlan) Check() error {
+func (p Plan) Check() error {
 	if len(p.Segments) == 0 {
 		return errors.New("self-test: no segment to measure")
 	}
@@ -207,7 +208,7 @@ func (p SelfTestPlan) Check() error {
 		return errors.New("self-test: no expected throughput to compare with")
 	}
 	for _, size := range p.Sizes {
-		if err := CheckSize(size, true); err != nil {
+		if err := bench.CheckSize(size, true); err != nil {
 			return fmt.Errorf("self-test: %w", err)
 		}
 	}
@@ -227,33 +228,33 @@ const (
 	MaxSelfTestTrial = 60 * time.Second
 )
 
-// RunSelfTest runs the throughput search of RFC 2544 through every
+// Run runs the throughput search of RFC 2544 through every
 // segment of the plan, one segment at a time, at every size, and writes
-// the self-test report (WriteSelfTest), also when a trial fails or ctx
+// the self-test report (WriteReport), also when a trial fails or ctx
 // ends, so that the dashboard shows what went wrong. It returns the
 // report and the error that ended the run, if any.
-func RunSelfTest(ctx context.Context, p SelfTestPlan) (*api.SelfTest, error) {
+func Run(ctx context.Context, p Plan) (*api.SelfTest, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
 	if p.Sizes == nil {
-		p.Sizes = RFC2544Sizes
+		p.Sizes = bench.RFC2544Sizes
 	}
 	if p.Path == "" {
 		p.Path = api.SelfTestFile
 	}
-	o := Options{LineBPS: p.LineBPS, Trial: p.Trial, LossSteps: []float64{}, Streams: 1, Log: p.Log,
+	o := bench.Options{LineBPS: p.LineBPS, Trial: p.Trial, LossSteps: []float64{}, Streams: 1, Log: p.Log,
 		Latency: p.LatencyTrials > 0, LatencyTrials: p.LatencyTrials}
-	o.defaults()
+	o.Defaults()
 	reps := make([]SegmentReport, len(p.Segments))
-	runners := make([]*Runner, len(p.Segments))
+	runners := make([]*bench.Runner, len(p.Segments))
 	for i, seg := range p.Segments {
 		so := o
 		if seg.Reverse != "" {
 			so.Streams = 2
 		}
-		runners[i] = &Runner{T: seg.T, O: so}
-		reps[i] = SegmentReport{Name: seg.Name, Direction: seg.Direction, Reverse: seg.Reverse, Report: &Report{
+		runners[i] = &bench.Runner{T: seg.T, O: so}
+		reps[i] = SegmentReport{Name: seg.Name, Direction: seg.Direction, Reverse: seg.Reverse, Report: &bench.Report{
 			Target: "appliance", Segments: 1, Directions: so.Streams, LineBPS: o.LineBPS, Flows: 1,
 			Trial: o.Trial, Resolution: o.Resolution, Started: time.Now(),
 		}}
@@ -279,8 +280,8 @@ sizes:
 			}
 		}
 	}
-	st := NewSelfTest(reps, p.Expect, runErr)
-	if err := WriteSelfTest(p.Path, st); err != nil {
+	st := NewReport(reps, p.Expect, runErr)
+	if err := WriteReport(p.Path, st); err != nil {
 		return st, errors.Join(runErr, fmt.Errorf("self-test: writing the report: %w", err))
 	}
 	return st, runErr

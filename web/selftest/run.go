@@ -1,4 +1,4 @@
-package web
+package selftest
 
 import (
 	"context"
@@ -25,11 +25,11 @@ type selfTester struct {
 	report      string                // the self-test report file
 }
 
-// NewSelfTest is the self-test job of the configuration in force, as cfg
+// New is the self-test job of the configuration in force, as cfg
 // returns it when a test starts.
-func NewSelfTest(ctx context.Context, cfg func() *config.Config, report string) *SelfTestJobs {
+func New(ctx context.Context, cfg func() *config.Config, report string) *Jobs {
 	s := &selfTester{config: cfg, sysClassNet: config.SysClassNet, report: report}
-	return &SelfTestJobs{Ready: s.ready, Run: s.run, Context: ctx}
+	return &Jobs{Cabled: s.ready, Run: s.run, Context: ctx}
 }
 
 func (s *selfTester) ready() error {
@@ -41,7 +41,7 @@ func (s *selfTester) ready() error {
 
 // streams maps the cabled segments to interfaces: one stream per
 // segment, and the segment it measures (without its Trial yet).
-func (s *selfTester) streams() ([]bench.PortStream, []bench.SelfTestSegment, error) {
+func (s *selfTester) streams() ([]bench.PortStream, []Segment, error) {
 	paths := s.config().SelfTestPaths()
 	prof := s.config().Profile()
 	if prof == nil {
@@ -50,7 +50,7 @@ func (s *selfTester) streams() ([]bench.PortStream, []bench.SelfTestSegment, err
 	ifs, resolveErr := prof.Resolve(s.sysClassNet)
 	var (
 		streams  []bench.PortStream
-		segments []bench.SelfTestSegment
+		segments []Segment
 	)
 	for _, p := range paths {
 		snd, rcv := ifs[p.Sender], ifs[p.Receiver]
@@ -58,7 +58,7 @@ func (s *selfTester) streams() ([]bench.PortStream, []bench.SelfTestSegment, err
 			return nil, nil, fmt.Errorf("test ports %s and %s of segment %s: %v", p.Sender, p.Receiver, p.Segment, resolveErr)
 		}
 		streams = append(streams, bench.PortStream{Name: p.Segment, Sender: bench.PortEnd{Ifname: snd}, Receiver: bench.PortEnd{Ifname: rcv}})
-		seg := bench.SelfTestSegment{Name: p.Segment, Direction: p.From + " → " + p.To}
+		seg := Segment{Name: p.Segment, Direction: p.From + " → " + p.To}
 		if s.config().SelfTest.Directions == 2 {
 			seg.Reverse = p.To + " → " + p.From
 		}
@@ -96,7 +96,7 @@ func (s *selfTester) runOn(ctx context.Context, sizes []int, progress func(size,
 	if sizes == nil {
 		sizes = s.config().SelfTest.Sizes
 	}
-	plan := bench.SelfTestPlan{
+	plan := Plan{
 		Segments: segments, Sizes: sizes, Trial: s.config().SelfTest.Trial.Duration, LineBPS: s.config().SelfTest.LineBPS(),
 		Expect: s.expect, LatencyTrials: s.config().SelfTest.LatencyTrials, Path: s.report, Log: log.Writer(), Progress: progress,
 	}
@@ -144,7 +144,7 @@ func (s *selfTester) runOn(ctx context.Context, sizes []int, progress func(size,
 		plan.Segments[i].T = pt
 	}
 	log.Printf("self-test: RFC 2544 throughput on %d segment(s), sizes %v", len(segments), sizes)
-	st, err := bench.RunSelfTest(ctx, plan)
+	st, err := Run(ctx, plan)
 	for _, seg := range plan.Segments {
 		log.Printf("self-test traffic, %s: %s", seg.Name, strings.Join(seg.T.(*bench.PortTarget).Engines(), "; "))
 	}

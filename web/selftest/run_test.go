@@ -1,4 +1,4 @@
-package web
+package selftest
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func TestSelfTester(t *testing.T) {
 	}
 	streams, segments, err := s.streams()
 	want := []bench.PortStream{{Name: "wan", Sender: bench.PortEnd{Ifname: "eth3"}, Receiver: bench.PortEnd{Ifname: "eth4"}}}
-	wantSeg := []bench.SelfTestSegment{{Name: "wan", Direction: "LAN1 → LAN2"}}
+	wantSeg := []Segment{{Name: "wan", Direction: "LAN1 → LAN2"}}
 	if err != nil || !slices.Equal(segments, wantSeg) || !slices.Equal(streams, want) {
 		t.Errorf("streams() = %+v, %v, %v; want %+v", streams, segments, err, want)
 	}
@@ -47,8 +47,8 @@ func TestSelfTester(t *testing.T) {
 		t.Errorf("streams() with directions = 2: %+v, %v; want seg wan reversed as LAN2 → LAN1", segments, err)
 	}
 	cfg.SelfTest.Directions = 1
-	if jobs := NewSelfTest(context.Background(), func() *config.Config { return cfg }, s.report); jobs.Ready() != nil || jobs.Run == nil {
-		t.Error("NewSelfTest: not ready")
+	if jobs := New(context.Background(), func() *config.Config { return cfg }, s.report); jobs.Ready() != nil || jobs.Run == nil {
+		t.Error("NewReport: not ready")
 	}
 }
 
