@@ -32,7 +32,7 @@ type Jobs struct {
 	// Cabled says why the self-test cannot run here (no [selftest]
 	// cabling), or nil; nil Cabled means cabled.
 	Cabled func() error
-	Run   Func
+	Run    Func
 	// Context bounds every run; context.Background when nil.
 	Context context.Context
 	Now     func() time.Time // time.Now when nil
