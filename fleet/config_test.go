@@ -19,6 +19,8 @@ import (
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/change"
+	"github.com/ncpos/ncpos/web/configapi"
+	"github.com/ncpos/ncpos/web/monitor"
 )
 
 func TestWaves(t *testing.T) {
@@ -76,8 +78,8 @@ func changeBox(t *testing.T, name, hash string, fail *bool) Box {
 		}),
 		config.TakerBypass: change.TakerFunc(func(context.Context) error { return nil }),
 	}}
-	srv := &web.Server{Monitor: &web.Monitor{Collector: &web.Collector{Root: dir, RunDir: dir}, Config: cfg}, Auth: web.Auth{Password: pw},
-		Configs: &web.Configs{InForce: func() ([]byte, error) { return os.ReadFile(run) }, Versions: store, Changes: m}}
+	srv := &web.Server{Monitor: &monitor.Monitor{Collector: &monitor.Collector{Root: dir, RunDir: dir}, Config: cfg}, Auth: web.Auth{Password: pw},
+		Configs: &configapi.Configs{InForce: func() ([]byte, error) { return os.ReadFile(run) }, Versions: store, Changes: m}}
 	id, err := boxtls.Ensure(t.TempDir(), name, time.Now())
 	if err != nil {
 		t.Fatal(err)

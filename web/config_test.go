@@ -8,6 +8,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/web/api"
+	"github.com/ncpos/ncpos/web/configapi"
 )
 
 // configFixture serves fixtureConfig as the configuration in force, with
@@ -18,7 +19,7 @@ func configFixture(t *testing.T) (*fixture, *versions.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.srv.Configs = &Configs{InForce: func() ([]byte, error) { return []byte(fixtureConfig), nil }, Source: "/etc/ncpos/ncpos.toml", Versions: store}
+	f.srv.Configs = &configapi.Configs{InForce: func() ([]byte, error) { return []byte(fixtureConfig), nil }, Source: "/etc/ncpos/ncpos.toml", Versions: store}
 	return f, store
 }
 
@@ -97,7 +98,7 @@ func TestConfigCheck(t *testing.T) {
 	}{
 		{`{"text": 3}`, 400},
 		{`{"txt": ""}`, 400},
-		{`{"text": "` + strings.Repeat("x", MaxConfigBytes) + `"}`, 413},
+		{`{"text": "` + strings.Repeat("x", configapi.MaxConfigBytes) + `"}`, 413},
 	} {
 		r := f.do(newRequest("POST", "/api/v1/config/check", c.body, map[string]string{"Content-Type": "application/json", "Authorization": goodAuth}))
 		if r.Code != c.code || !strings.Contains(r.Body, `"error"`) {

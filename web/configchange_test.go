@@ -15,6 +15,7 @@ import (
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/change"
+	"github.com/ncpos/ncpos/web/configapi"
 )
 
 // changeFixture serves fixtureConfig from a file that changes take, with
@@ -36,7 +37,7 @@ func changeFixture(t *testing.T) (*fixture, *change.Manager, *int) {
 		Takers: map[string]change.Taker{config.TakerForwarder: change.TakerFunc(func(context.Context) error { *taken++; return nil }),
 			config.TakerBypass: change.TakerFunc(func(context.Context) error { return nil })},
 		TrialConfig: filepath.Join(dir, "trial.toml"), Reboot: f.srv.Rebooter.Reboot}
-	f.srv.Configs = &Configs{InForce: func() ([]byte, error) { return os.ReadFile(run) }, Versions: store, Changes: m}
+	f.srv.Configs = &configapi.Configs{InForce: func() ([]byte, error) { return os.ReadFile(run) }, Versions: store, Changes: m}
 	return f, m, taken
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/capture"
+	"github.com/ncpos/ncpos/web/configapi"
 	"github.com/ncpos/ncpos/web/control"
 	"github.com/ncpos/ncpos/web/monitor"
 	"github.com/ncpos/ncpos/web/reply"
@@ -75,7 +76,7 @@ type Server struct {
 	outMu        sync.Mutex // guards Syslog, SNMP and SNMPNotifier once serving
 	// Configs is the box's configuration for the configuration API; nil
 	// answers 503.
-	Configs *Configs
+	Configs *configapi.Configs
 
 	guardOnce sync.Once
 	guards    *guards
@@ -185,14 +186,14 @@ func (s *Server) Handler() http.Handler {
 	control("POST /api/v1/control/selftest", s.handleSelfTest)
 	// The configuration holds passwords and keys: reading it takes the
 	// password too.
-	control("GET /api/v1/config", s.handleConfig)
-	control("POST /api/v1/config/check", s.handleConfigCheck)
-	control("POST /api/v1/config/plan", s.handleConfigPlan)
-	control("POST /api/v1/config/apply", s.handleConfigApply)
-	control("POST /api/v1/config/confirm", s.handleConfigConfirm)
-	control("POST /api/v1/config/revert", s.handleConfigRevert)
-	control("POST /api/v1/config/rollback", s.handleConfigRollback)
-	control("GET /api/v1/config/history", s.handleConfigHistory)
+	control("GET /api/v1/config", s.Configs.Get)
+	control("POST /api/v1/config/check", s.Configs.Check)
+	control("POST /api/v1/config/plan", s.Configs.Plan)
+	control("POST /api/v1/config/apply", s.Configs.Apply)
+	control("POST /api/v1/config/confirm", s.Configs.Confirm)
+	control("POST /api/v1/config/revert", s.Configs.Revert)
+	control("POST /api/v1/config/rollback", s.Configs.Rollback)
+	control("GET /api/v1/config/history", s.Configs.History)
 	// A capture shows the traffic itself: the password, as for the
 	// configuration. It starts with a POST, so that the cross-site checks
 	// apply: another site's page cannot hold a port's capture with a

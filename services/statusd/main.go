@@ -38,6 +38,7 @@ import (
 	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/change"
+	"github.com/ncpos/ncpos/web/configapi"
 	"github.com/ncpos/ncpos/web/control"
 	"github.com/ncpos/ncpos/web/monitor"
 	"github.com/ncpos/ncpos/web/selfinstall"
@@ -81,8 +82,8 @@ func loadConfig(path string) (*config.Config, error) { return appliance.DaemonCo
 
 // configs serves the configuration init chose for this boot, and the
 // versions kept on /perm.
-func configs() *web.Configs {
-	c := &web.Configs{InForce: func() ([]byte, error) { return os.ReadFile(appliance.BootConfig) }}
+func configs() *configapi.Configs {
+	c := &configapi.Configs{InForce: func() ([]byte, error) { return os.ReadFile(appliance.BootConfig) }}
 	if rec, err := sysinfo.ReadInitRecord(ipc.Dir()); err == nil {
 		c.Source = rec.Config.Source
 	}

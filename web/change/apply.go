@@ -332,11 +332,23 @@ func (m *Manager) check(req Request) (cur *config.Config, text []byte, number in
 	if cur, err = config.Parse("configuration in force", text); err != nil {
 		return nil, nil, 0, nil, fmt.Errorf("the configuration in force does not parse: %w", err)
 	}
-	if changes = config.Plan(cur, req.Next); len(changes) == 0 {
+	if changes = Plan(cur, req.Next, m.Reattach()); len(changes) == 0 {
 		return nil, nil, 0, nil, ErrUnchanged
 	}
-	config.Estimate(cur, req.Next, changes, m.Reattach())
 	return cur, text, number, changes, nil
+}
+
+// Plan is what taking next in place of cur changes, setting by setting:
+// config.Plan's changes, with what each costs the traffic estimated
+// (reattach: what a re-attach takes, Manager.Reattach). The box's plan
+// and its change are worked out here alike.
+func Plan(cur, next *config.Config, reattach time.Duration) []config.Change {
+	changes := config.Plan(cur, next)
+	if changes == nil {
+		changes = []config.Change{}
+	}
+	config.Estimate(cur, next, changes, reattach)
+	return changes
 }
 
 // record adds the request's version to the store, replacing version

@@ -1,4 +1,7 @@
-package web
+// Package configapi serves the box's configuration: the one in force,
+// checks and plans of a candidate, and changes in place (apply, confirm,
+// revert, rollback) through the change manager, with their history.
+package configapi
 
 import (
 	"errors"
@@ -79,12 +82,13 @@ func inForceLabel(version int) string {
 	return versions.Label(version) + " (in force)"
 }
 
-func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
-	if s.Configs == nil {
+// Get serves GET /api/v1/config.
+func (c *Configs) Get(w http.ResponseWriter, r *http.Request) {
+	if c == nil {
 		reply.Error(w, http.StatusServiceUnavailable, "this box does not serve its configuration")
 		return
 	}
-	cur, err := s.Configs.inForce()
+	cur, err := c.inForce()
 	if err != nil {
 		reply.Error(w, http.StatusInternalServerError, err.Error())
 		return
@@ -92,7 +96,8 @@ func (s *Server) handleConfig(w http.ResponseWriter, r *http.Request) {
 	ipc.WriteJSON(w, cur)
 }
 
-func (s *Server) handleConfigCheck(w http.ResponseWriter, r *http.Request) {
+// Check serves POST /api/v1/config/check.
+func (c *Configs) Check(w http.ResponseWriter, r *http.Request) {
 	var req api.ConfigCandidate
 	if !reply.DecodeJSON(w, r, &req, MaxConfigBytes) {
 		return
@@ -101,8 +106,9 @@ func (s *Server) handleConfigCheck(w http.ResponseWriter, r *http.Request) {
 	ipc.WriteJSON(w, res)
 }
 
-func (s *Server) handleConfigPlan(w http.ResponseWriter, r *http.Request) {
-	if s.Configs == nil {
+// Plan serves POST /api/v1/config/plan.
+func (c *Configs) Plan(w http.ResponseWriter, r *http.Request) {
+	if c == nil {
 		reply.Error(w, http.StatusServiceUnavailable, "this box does not serve its configuration")
 		return
 	}
@@ -116,7 +122,7 @@ func (s *Server) handleConfigPlan(w http.ResponseWriter, r *http.Request) {
 			Error: fmt.Sprintf("the candidate has %d problem(s)", len(res.Errors)), ConfigCheck: res})
 		return
 	}
-	cur, err := s.Configs.inForce()
+	cur, err := c.inForce()
 	if err != nil {
 		reply.Error(w, http.StatusInternalServerError, err.Error())
 		return
@@ -126,15 +132,11 @@ func (s *Server) handleConfigPlan(w http.ResponseWriter, r *http.Request) {
 		reply.Error(w, http.StatusInternalServerError, fmt.Sprintf("the configuration in force does not parse: %v", err))
 		return
 	}
-	changes := config.Plan(running, next)
-	if changes == nil {
-		changes = []config.Change{}
-	}
 	reattach := change.DefaultReattach
-	if s.Configs.Changes != nil {
-		reattach = s.Configs.Changes.Reattach()
+	if c.Changes != nil {
+		reattach = c.Changes.Reattach()
 	}
-	config.Estimate(running, next, changes, reattach)
+	changes := change.Plan(running, next, reattach)
 	ipc.WriteJSON(w, api.ConfigPlan{Version: cur.Version, Changes: changes, Disturbs: config.Disturbs(changes),
 		Diff: versions.Diff(inForceLabel(cur.Version), []byte(cur.Text), "candidate", []byte(req.Text))})
 }

@@ -1,4 +1,4 @@
-package web
+package configapi
 
 import (
 	"context"
@@ -17,12 +17,12 @@ import (
 
 // changes is the box's manager of configuration changes, or why there is
 // none (answered with 503).
-func (s *Server) changes(w http.ResponseWriter) *change.Manager {
-	if s.Configs == nil || s.Configs.Changes == nil {
+func (c *Configs) changes(w http.ResponseWriter) *change.Manager {
+	if c == nil || c.Changes == nil {
 		reply.Error(w, http.StatusServiceUnavailable, "this box does not change its configuration in place")
 		return nil
 	}
-	return s.Configs.Changes
+	return c.Changes
 }
 
 // takeTimeout bounds how long the daemons may take to take a change.
@@ -60,8 +60,9 @@ func confirmWithin(secs *int) (time.Duration, error) {
 	return d, nil
 }
 
-func (s *Server) handleConfigApply(w http.ResponseWriter, r *http.Request) {
-	m := s.changes(w)
+// Apply serves POST /api/v1/config/apply.
+func (c *Configs) Apply(w http.ResponseWriter, r *http.Request) {
+	m := c.changes(w)
 	if m == nil {
 		return
 	}
@@ -81,12 +82,13 @@ func (s *Server) handleConfigApply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	by, from := caller.Of(r)
-	s.answerApplied(w, r, m, change.Request{Text: []byte(req.Text), Next: next, Replaces: req.Replaces,
+	c.answerApplied(w, r, m, change.Request{Text: []byte(req.Text), Next: next, Replaces: req.Replaces,
 		ConfirmWithin: within, Comment: req.Comment, By: by, From: from, Reboot: req.Reboot})
 }
 
-func (s *Server) handleConfigRollback(w http.ResponseWriter, r *http.Request) {
-	m := s.changes(w)
+// Rollback serves POST /api/v1/config/rollback.
+func (c *Configs) Rollback(w http.ResponseWriter, r *http.Request) {
+	m := c.changes(w)
 	if m == nil {
 		return
 	}
@@ -99,9 +101,9 @@ func (s *Server) handleConfigRollback(w http.ResponseWriter, r *http.Request) {
 		reply.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	_, text, err := s.Configs.Versions.Get(req.Version)
+	_, text, err := c.Versions.Get(req.Version)
 	if err != nil {
-		s.conflict(w, http.StatusNotFound, api.ConfigNotFound, fmt.Errorf("version %d: %w", req.Version, err))
+		c.conflict(w, http.StatusNotFound, api.ConfigNotFound, fmt.Errorf("version %d: %w", req.Version, err))
 		return
 	}
 	next, res := check(string(text))
@@ -115,13 +117,13 @@ func (s *Server) handleConfigRollback(w http.ResponseWriter, r *http.Request) {
 	if comment == "" {
 		comment = fmt.Sprintf("rollback to version %d", req.Version)
 	}
-	s.answerApplied(w, r, m, change.Request{Text: text, Next: next, Replaces: req.Replaces, ConfirmWithin: within,
+	c.answerApplied(w, r, m, change.Request{Text: text, Next: next, Replaces: req.Replaces, ConfirmWithin: within,
 		Comment: comment, By: by, From: from, Rollback: req.Version, Reboot: req.Reboot})
 }
 
 // answerApplied applies req and answers what was done, or why not. A
 // client that goes away does not stop a change half-way.
-func (s *Server) answerApplied(w http.ResponseWriter, r *http.Request, m *change.Manager, req change.Request) {
+func (c *Configs) answerApplied(w http.ResponseWriter, r *http.Request, m *change.Manager, req change.Request) {
 	waitForTake(w)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), takeTimeout)
 	defer cancel()
@@ -143,7 +145,7 @@ func (s *Server) answerApplied(w http.ResponseWriter, r *http.Request, m *change
 			reply.Error(w, http.StatusInternalServerError, err.Error())
 			return
 		}
-		s.conflict(w, code, reason, err)
+		c.conflict(w, code, reason, err)
 		return
 	}
 	ipc.WriteJSON(w, api.ConfigApplied{Version: res.Version, Changes: res.Changes, TookMS: res.Took, Rebooting: res.Rebooting})
@@ -151,18 +153,20 @@ func (s *Server) answerApplied(w http.ResponseWriter, r *http.Request, m *change
 
 // conflict answers a change the box did not make, with the version in
 // force.
-func (s *Server) conflict(w http.ResponseWriter, code int, reason string, err error) {
-	_, n, _ := s.Configs.Changes.InForce()
+func (c *Configs) conflict(w http.ResponseWriter, code int, reason string, err error) {
+	_, n, _ := c.Changes.InForce()
 	ipc.WriteJSONCode(w, code, api.ConfigConflict{Error: err.Error(), Reason: reason, Version: n})
 }
 
-func (s *Server) handleConfigConfirm(w http.ResponseWriter, r *http.Request) {
-	s.settle(w, r, func(m *change.Manager, n int, by string) (versions.Version, error) { return m.Confirm(n, by) })
+// Confirm serves POST /api/v1/config/confirm.
+func (c *Configs) Confirm(w http.ResponseWriter, r *http.Request) {
+	c.settle(w, r, func(m *change.Manager, n int, by string) (versions.Version, error) { return m.Confirm(n, by) })
 }
 
-func (s *Server) handleConfigRevert(w http.ResponseWriter, r *http.Request) {
+// Revert serves POST /api/v1/config/revert.
+func (c *Configs) Revert(w http.ResponseWriter, r *http.Request) {
 	waitForTake(w)
-	s.settle(w, r, func(m *change.Manager, n int, by string) (versions.Version, error) {
+	c.settle(w, r, func(m *change.Manager, n int, by string) (versions.Version, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), takeTimeout)
 		defer cancel()
 		return m.Revert(ctx, n, "reverted by "+by)
@@ -170,8 +174,8 @@ func (s *Server) handleConfigRevert(w http.ResponseWriter, r *http.Request) {
 }
 
 // settle confirms or reverts the version a request names.
-func (s *Server) settle(w http.ResponseWriter, r *http.Request, do func(*change.Manager, int, string) (versions.Version, error)) {
-	m := s.changes(w)
+func (c *Configs) settle(w http.ResponseWriter, r *http.Request, do func(*change.Manager, int, string) (versions.Version, error)) {
+	m := c.changes(w)
 	if m == nil {
 		return
 	}
@@ -183,7 +187,7 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request, do func(*change.
 	answerNow(w)
 	switch {
 	case errors.Is(err, change.ErrNotPending):
-		s.conflict(w, http.StatusConflict, api.ConfigNotFound, err)
+		c.conflict(w, http.StatusConflict, api.ConfigNotFound, err)
 	case err != nil:
 		reply.Error(w, http.StatusInternalServerError, err.Error())
 	default:
@@ -191,30 +195,31 @@ func (s *Server) settle(w http.ResponseWriter, r *http.Request, do func(*change.
 	}
 }
 
-func (s *Server) handleConfigHistory(w http.ResponseWriter, r *http.Request) {
-	if s.Configs == nil || s.Configs.Versions == nil {
+// History serves GET /api/v1/config/history.
+func (c *Configs) History(w http.ResponseWriter, r *http.Request) {
+	if c == nil || c.Versions == nil {
 		reply.Error(w, http.StatusServiceUnavailable, "this box keeps no configuration history")
 		return
 	}
-	all, err := s.Configs.Versions.List()
+	all, err := c.Versions.List()
 	h := api.ConfigHistory{Versions: []api.ConfigVersion{}}
 	if err != nil {
 		h.Errors = append(h.Errors, err.Error())
 	}
-	if s.Configs.Changes != nil {
-		if p, ok := s.Configs.Changes.Pending(); ok {
+	if c.Changes != nil {
+		if p, ok := c.Changes.Pending(); ok {
 			h.Pending = p.Number
 		}
 	}
 	for _, v := range all {
 		cv := api.ConfigVersion{Version: v}
-		_, text, err := s.Configs.Versions.Get(v.Number)
+		_, text, err := c.Versions.Get(v.Number)
 		if err != nil {
 			h.Errors = append(h.Errors, err.Error())
 		}
 		var parent []byte
 		if v.Parent > 0 {
-			if _, parent, err = s.Configs.Versions.Get(v.Parent); err != nil {
+			if _, parent, err = c.Versions.Get(v.Parent); err != nil {
 				parent = nil // pruned: the diff is from nothing
 			}
 		}
