@@ -22,6 +22,7 @@ import (
 	"github.com/ncpos/ncpos/web/capture"
 	"github.com/ncpos/ncpos/web/configapi"
 	"github.com/ncpos/ncpos/web/control"
+	"github.com/ncpos/ncpos/web/metrics"
 	"github.com/ncpos/ncpos/web/monitor"
 	"github.com/ncpos/ncpos/web/reply"
 	"github.com/ncpos/ncpos/web/selfinstall"
@@ -134,7 +135,7 @@ func (s *Server) Handler() http.Handler {
 	static, _ := fs.Sub(staticFS, "static")
 	mux.Handle("GET /static/", s.Auth.requireRead(http.StripPrefix("/static/", http.FileServerFS(static))))
 	read("GET /{$}", s.handlePage)
-	read("GET /metrics", s.metricsHandler().ServeHTTP)
+	read("GET /metrics", metrics.Handler(metrics.Sources{Monitor: s.Monitor, Logs: s.Logs, Outputs: s.outputs, Guards: s.guardCounts}).ServeHTTP)
 	read("GET /api/v1/{$}", func(w http.ResponseWriter, r *http.Request) {
 		ipc.WriteJSON(w, map[string]any{"endpoints": apiIndex})
 	})
@@ -217,6 +218,14 @@ func (s *Server) event(sev events.Severity, kind string, fields []string, msg st
 
 func (s *Server) install() *selfinstall.API {
 	return &selfinstall.API{Installer: s.Installer, Events: s.Monitor.Events}
+}
+
+// guardCounts are what the limits refused, for /metrics.
+func (s *Server) guardCounts() metrics.Guards {
+	g := s.guard()
+	return metrics.Guards{LoginFailures: g.logins.failures.Load(), LoginThrottled: g.logins.throttled.Load(),
+		Rate: g.rate.limited.Load(), Host: g.hosts.refused.Load(), Connections: g.conns.refused.Load(),
+		Evicted: g.conns.evicted.Load(), TLSHandshake: g.tlsLog.failed.Load()}
 }
 
 // guarded puts h behind what every listener of statusd applies first: the

@@ -12,6 +12,7 @@ import (
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/internal/snmptest"
 	"github.com/ncpos/ncpos/snmp"
+	"github.com/ncpos/ncpos/web/snmpview"
 )
 
 // TestSNMPAgreesWithMetrics walks the fixture's box with net-snmp's
@@ -23,7 +24,7 @@ func TestSNMPAgreesWithMetrics(t *testing.T) {
 	f.bypassd.set("seg2", "bypass", "forwarder unhealthy: port LAN4 link down", f.clock())
 	f.mon.Step(context.Background())
 
-	view := &SNMPView{Monitor: f.mon, Config: f.cfg.SNMP, Start: f.clock().Add(-time.Hour)}
+	view := &snmpview.Views{Monitor: f.mon, Config: f.cfg.SNMP, Start: f.clock().Add(-time.Hour)}
 	id, _ := snmp.NewEngineID(32473)
 	a, err := snmp.NewAgent(snmp.Config{Community: "noc-read-7", EngineID: id, Boots: 1, View: view.View})
 	if err != nil {
@@ -113,37 +114,34 @@ func TestSNMPAgreesWithMetrics(t *testing.T) {
 func TestNotifications(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	snap := f.mon.Step(context.Background())
-	trap, vars, ok := Notification(events.Event{Kind: events.KindBypass, Fields: map[string]string{"segment": "seg2", "state": "bypass", "reason": "x"}}, snap)
+	trap, vars, ok := snmpview.Notification(events.Event{Kind: events.KindBypass, Fields: map[string]string{"segment": "seg2", "state": "bypass", "reason": "x"}}, snap)
 	if !ok || trap.String() != ".1.3.6.1.4.1.32473.0.1" || len(vars) != 3 || vars[0].OID.String() != ".1.3.6.1.4.1.32473.1.2.1.2.2" || vars[1].Value != 2 {
 		t.Errorf("bypass: %v %v %v", trap, vars, ok)
 	}
-	trap, vars, ok = Notification(events.Event{Kind: events.KindLink, Fields: map[string]string{"port": "LAN1", "link": "up"}}, snap)
+	trap, vars, ok = snmpview.Notification(events.Event{Kind: events.KindLink, Fields: map[string]string{"port": "LAN1", "link": "up"}}, snap)
 	if !ok || trap.String() != ".1.3.6.1.6.3.1.1.5.4" || vars[0].Value != 2 {
 		t.Errorf("link up: %v %v %v", trap, vars, ok)
 	}
-	trap, _, ok = Notification(events.Event{Kind: events.KindLink, Fields: map[string]string{"port": "LAN1", "link": "lowerlayerdown"}}, snap)
+	trap, _, ok = snmpview.Notification(events.Event{Kind: events.KindLink, Fields: map[string]string{"port": "LAN1", "link": "lowerlayerdown"}}, snap)
 	if !ok || trap.String() != ".1.3.6.1.6.3.1.1.5.3" {
 		t.Errorf("link down: %v %v", trap, ok)
 	}
-	if _, _, ok := Notification(events.Event{Kind: events.KindLogin, Severity: events.Warning}, snap); ok {
+	if _, _, ok := snmpview.Notification(events.Event{Kind: events.KindLogin, Severity: events.Warning}, snap); ok {
 		t.Error("a failed login became a notification")
 	}
 	// A critical event: what it says, with the box's health.
 	owed := events.Event{Kind: events.KindConfig, Severity: events.Critical, Message: "configuration version 2: going back to version 1 failed: forwarderd: device busy"}
-	trap, vars, ok = Notification(owed, snap)
+	trap, vars, ok = snmpview.Notification(owed, snap)
 	if !ok || trap.String() != ".1.3.6.1.4.1.32473.0.3" || len(vars) != 2 || vars[0].OID.String() != ".1.3.6.1.4.1.32473.1.1.2.0" ||
 		vars[1].OID.String() != ".1.3.6.1.4.1.32473.1.1.8.0" || vars[1].Value != owed.Message {
 		t.Errorf("a critical event: %v %v %v", trap, vars, ok)
 	}
 	owed.Severity = events.Warning
-	if _, _, ok := Notification(owed, snap); ok {
+	if _, _, ok := snmpview.Notification(owed, snap); ok {
 		t.Error("a configuration warning became a notification")
 	}
 	// A watchdog reset stays ncposReset, critical as it is.
-	if trap, _, _ := Notification(events.Event{Kind: events.KindWatchdog, Severity: events.Critical, Fields: map[string]string{"kind": "watchdog"}}, snap); trap.String() != ".1.3.6.1.4.1.32473.0.2" {
+	if trap, _, _ := snmpview.Notification(events.Event{Kind: events.KindWatchdog, Severity: events.Critical, Fields: map[string]string{"kind": "watchdog"}}, snap); trap.String() != ".1.3.6.1.4.1.32473.0.2" {
 		t.Errorf("a watchdog reset: %v", trap)
-	}
-	if got := limit255(strings.Repeat("é", 200)); len(got) > 255 || !strings.HasPrefix(strings.Repeat("é", 200), got) {
-		t.Errorf("limit255 cut to %d bytes", len(got))
 	}
 }

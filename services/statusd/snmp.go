@@ -13,6 +13,7 @@ import (
 	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/monitor"
+	"github.com/ncpos/ncpos/web/snmpview"
 )
 
 // startSNMP runs the agent on the management interface until ctx ends,
@@ -34,7 +35,7 @@ func startSNMP(ctx context.Context, cfg config.SNMP, ifname string, mon *monitor
 		users[u.Name] = su
 		list = append(list, su)
 	}
-	view := &web.SNMPView{Monitor: mon, Config: cfg, Start: time.Now()}
+	view := &snmpview.Views{Monitor: mon, Config: cfg, Start: time.Now()}
 	agent, err = snmp.NewAgent(snmp.Config{Community: cfg.Community, Users: list, EngineID: id, Boots: boots, View: view.View})
 	if err != nil {
 		return nil, nil, nil, nil, err
@@ -60,7 +61,7 @@ func startSNMP(ctx context.Context, cfg config.SNMP, ifname string, mon *monitor
 				case <-ctx.Done():
 					return
 				case e := <-queue:
-					if trap, vars, ok := web.Notification(e, mon.After(ctx, e.Time)); ok {
+					if trap, vars, ok := snmpview.Notification(e, mon.After(ctx, e.Time)); ok {
 						n.Notify(trap, vars)
 					}
 				}

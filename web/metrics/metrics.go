@@ -1,4 +1,8 @@
-package web
+// Package metrics serves statusd's /metrics: its own metrics of the box
+// (build, ports, daemons, segments and their relays, conditions, the
+// host) with the metrics of every daemon, fetched from its socket at
+// scrape time.
+package metrics
 
 import (
 	"bytes"
@@ -8,6 +12,7 @@ import (
 	"log"
 	"net/http"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,16 +21,35 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/logs"
+	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/monitor"
 )
 
-// metricsHandler serves /metrics: statusd's own metrics (build, ports from
-// sysfs, daemons, segments' bypass state, host) and the metrics of every
-// daemon, fetched from its socket at scrape time. prometheus.Gatherers
-// merges them and reports a name that two sources define differently.
-func (s *Server) metricsHandler() http.Handler {
+// Sources are what /metrics reads at each scrape.
+type Sources struct {
+	Monitor *monitor.Monitor
+	Logs    *logs.Collector // nil: none
+	// Outputs are the syslog sender, the SNMP agent and its notifier,
+	// each nil when off.
+	Outputs func() (*events.Sender, *snmp.Agent, *snmp.Notifier)
+	// Guards counts what statusd's limits refused.
+	Guards func() Guards
+}
+
+// Guards are the counts of statusd's limits.
+type Guards struct {
+	LoginFailures, LoginThrottled                  uint64
+	Rate, Host, Connections, Evicted, TLSHandshake uint64
+}
+
+// Handler serves /metrics: statusd's own metrics and the metrics of
+// every daemon. prometheus.Gatherers merges them and reports a name that
+// two sources define differently.
+func Handler(s Sources) http.Handler {
 	own := prometheus.NewRegistry()
 	own.MustRegister(ownCollector{s})
 	g := prometheus.Gatherers{own}
@@ -77,7 +101,7 @@ func parseMetrics(daemon string, text []byte) ([]*dto.MetricFamily, error) {
 // node_exporter names their counterparts (node_network_* becomes
 // ncpos_port_*), units in the names, labels only for things that are few
 // (ports, segments, daemons, CPUs, sensors), never per flow.
-type ownCollector struct{ s *Server }
+type ownCollector struct{ s Sources }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
@@ -177,7 +201,7 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 		rejected = len(rec)
 	}
 	gauge(mConfigReject, float64(rejected))
-	syslog, agent, notifier := c.s.outputs()
+	syslog, agent, notifier := c.s.Outputs()
 	if a := agent; a != nil {
 		gauge(mSNMPEngine, 1, hex.EncodeToString(a.EngineID()))
 		for outcome, n := range a.Stats.Counters() {
@@ -279,14 +303,14 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(mLogMalformed, malformed)
 		counter(mLogRefused, refused)
 	}
-	g := c.s.guard()
-	counter(mLoginFailures, g.logins.failures.Load())
-	counter(mLoginThrottled, g.logins.throttled.Load())
-	counter(mRefused, g.rate.limited.Load(), "rate")
-	counter(mRefused, g.hosts.refused.Load(), "host")
-	counter(mRefused, g.conns.refused.Load(), "connections")
-	counter(mRefused, g.conns.evicted.Load(), "evicted")
-	counter(mRefused, g.tlsLog.failed.Load(), "tls")
+	g := c.s.Guards()
+	counter(mLoginFailures, g.LoginFailures)
+	counter(mLoginThrottled, g.LoginThrottled)
+	counter(mRefused, g.Rate, "rate")
+	counter(mRefused, g.Host, "host")
+	counter(mRefused, g.Connections, "connections")
+	counter(mRefused, g.Evicted, "evicted")
+	counter(mRefused, g.TLSHandshake, "tls")
 }
 
 func b2f(b bool) float64 {
@@ -296,5 +320,11 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// clip cuts a label value from the network to 64 bytes, at a rune.
-func clip(s string) string { return limit(s, 64) }
+// clip cuts a label value from the network to 64 bytes, dropping a rune
+// the cut splits.
+func clip(s string) string {
+	if len(s) <= 64 {
+		return s
+	}
+	return strings.ToValidUTF8(s[:64], "")
+}

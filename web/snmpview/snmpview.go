@@ -1,4 +1,7 @@
-package web
+// Package snmpview is what statusd's SNMP agent serves and sends: the
+// objects of the MIBs the box implements, built from the monitor's
+// snapshot, and the notifications its events make.
+package snmpview
 
 import (
 	"context"
@@ -19,10 +22,10 @@ import (
 	"github.com/ncpos/ncpos/web/monitor"
 )
 
-// SNMPView turns the monitor's snapshots into what the SNMP agent serves,
+// Views turns the monitor's snapshots into what the SNMP agent serves,
 // building a view once per snapshot (a walk asks for it hundreds of times
 // in a row), and the events into notifications.
-type SNMPView struct {
+type Views struct {
 	Monitor *monitor.Monitor
 	Config  config.SNMP
 	Start   time.Time // the agent's start: sysUpTime 0, for ifLastChange
@@ -33,12 +36,12 @@ type SNMPView struct {
 }
 
 // View is the view of the latest snapshot.
-func (v *SNMPView) View() *snmp.View {
+func (v *Views) View() *snmp.View {
 	snap := v.Monitor.Latest(context.Background())
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if snap != v.snap || v.view == nil {
-		view, err := BuildSNMPView(snap, v.Config, v.Start)
+		view, err := Build(snap, v.Config, v.Start)
 		if err != nil {
 			// Two objects at one OID is a bug here, not in the snapshot.
 			panic(err)
@@ -48,10 +51,10 @@ func (v *SNMPView) View() *snmp.View {
 	return v.view
 }
 
-// BuildSNMPView lays a snapshot out as SNMPv2-MIB's system group, IF-MIB's
+// Build lays a snapshot out as SNMPv2-MIB's system group, IF-MIB's
 // ifTable and ifXTable (ifIndex is the port's place on the dashboard, from
 // 1) and NCPOS-MIB.
-func BuildSNMPView(snap *api.Snapshot, cfg config.SNMP, start time.Time) (*snmp.View, error) {
+func Build(snap *api.Snapshot, cfg config.SNMP, start time.Time) (*snmp.View, error) {
 	var vars []snmp.Var
 	str := func(o snmp.OID, s string) { vars = append(vars, snmp.Var{OID: o, Type: gosnmp.OctetString, Value: s}) }
 	integer := func(o snmp.OID, n int) { vars = append(vars, snmp.Var{OID: o, Type: gosnmp.Integer, Value: n}) }
