@@ -67,10 +67,11 @@ func (b *box) state() initapi.Reconfigured {
 	var res initapi.Reconfigured
 	res.Hostname, _ = os.Hostname()
 	if b.port != nil {
-		var err error
-		if res.Management, err = b.port.State(); err != nil {
+		st, err := b.port.State()
+		if err != nil {
 			log.Printf("management port: %v", err)
 		}
+		res.Management = initapi.Management(st)
 	}
 	return res
 }

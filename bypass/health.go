@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // Verdict is one look at the forwarder: its typed health.Report, or why

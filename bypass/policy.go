@@ -6,7 +6,7 @@ import (
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // Policy is when a pair should be in bypass. It is pure: every method takes

@@ -8,7 +8,7 @@ import (
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // TestSupervisorReconfigure: a pair moved to another segment goes to

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // Pair is one bypass pair as bypassd drives it.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // fakeRelay is a relay with a controller timer, in memory.

@@ -13,7 +13,7 @@ import (
 	"github.com/ncpos/ncpos/dataport"
 	"github.com/ncpos/ncpos/dataport/fence"
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // Engines and modes, as the configuration spells them.

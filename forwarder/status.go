@@ -8,7 +8,8 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/dataport"
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
+	"github.com/ncpos/ncpos/lldp"
 )
 
 // maxFrame is the longest frame (FCS not counted) that enters p and
@@ -79,7 +80,7 @@ func (f *Forwarder) Status() forwarderapi.Status {
 			MTU: p.segment.MTU, MaxFrame: maxFrame(engine, p),
 			XDPFeatures: p.featureNames(), AttachWhy: p.attachWhy,
 			Settings:  portSettings(p.settings),
-			Neighbors: nbs, LLDPRejected: rejected, LLDPLastError: why, LLDPDropped: dropped,
+			Neighbors: wireNeighbors(nbs), LLDPRejected: rejected, LLDPLastError: why, LLDPDropped: dropped,
 		})
 	}
 	for i := range segs {
@@ -283,6 +284,22 @@ func portSettings(ss []dataport.Setting) []forwarderapi.PortSetting {
 	out := make([]forwarderapi.PortSetting, len(ss))
 	for i, s := range ss {
 		out[i] = forwarderapi.PortSetting(s)
+	}
+	return out
+}
+
+// wireNeighbors are a port's LLDP neighbours as forwarderd reports them.
+func wireNeighbors(seen []lldp.Seen) []forwarderapi.Neighbor {
+	if seen == nil {
+		return nil
+	}
+	out := make([]forwarderapi.Neighbor, len(seen))
+	for i, s := range seen {
+		n := s.Neighbor
+		out[i] = forwarderapi.Neighbor{Port: s.Port, Index: s.Index, ChassisID: n.ChassisID, ChassisIDSubtype: n.ChassisIDSubtype,
+			PortID: n.PortID, PortIDSubtype: n.PortIDSubtype, TTL: n.TTL, PortDescription: n.PortDescription,
+			SystemName: n.SystemName, SystemDescription: n.SystemDescription, ManagementAddress: n.ManagementAddress,
+			LastSeen: s.LastSeen, Expires: s.Expires}
 	}
 	return out
 }

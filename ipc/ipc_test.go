@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 func TestClientServer(t *testing.T) {

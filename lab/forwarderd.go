@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // BuildForwarderd compiles services/forwarderd into dir and returns the

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/internal/frames"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // TestHealthProgress cuts the far side of a segment (its traffic end loses

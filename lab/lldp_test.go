@@ -135,7 +135,7 @@ func TestLLDPFloodKeepsNeighbour(t *testing.T) {
 						continue
 					}
 					last = p
-					real := slices.IndexFunc(p.Neighbors, func(s lldp.Seen) bool { return s.SystemName == "neighbour-a" })
+					real := slices.IndexFunc(p.Neighbors, func(s forwarderapi.Neighbor) bool { return s.SystemName == "neighbour-a" })
 					switch {
 					case real < 0:
 						t.Fatalf("after %d checks the flood pushed neighbour-a off its port: %d neighbours, %d dropped", seen, len(p.Neighbors), p.LLDPDropped)

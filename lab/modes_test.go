@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/internal/frames"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/lab"
 )
 

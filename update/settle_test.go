@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/verdict"
 )

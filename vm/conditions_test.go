@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/image"
 	"github.com/ncpos/ncpos/internal/syslogtest"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/partition"
 	"github.com/ncpos/ncpos/web/api"
 )

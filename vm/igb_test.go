@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/internal/testenv"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/web/api"
 )
 

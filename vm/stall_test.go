@@ -10,8 +10,8 @@ import (
 	"time"
 
 	evlog "github.com/ncpos/ncpos/events"
-	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/internal/frames"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/web/api"
 )
 

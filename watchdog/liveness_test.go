@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // TestGateOnEveryKind serves a daemon that reports, in turn, every known

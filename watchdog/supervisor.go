@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 )
 

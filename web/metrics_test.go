@@ -13,8 +13,8 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/internal/metricstest"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 func scrape(t *testing.T, f *fixture) map[string]*dto.MetricFamily {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/ipc"
-	"github.com/ncpos/ncpos/mgmtport"
 )
 
 // Name is the name of init's socket.
@@ -17,8 +16,17 @@ const Name = "init"
 // Reconfigured is what init took on POST /reconfigure: the box's hostname
 // and its management port as they now are.
 type Reconfigured struct {
-	Hostname   string         `json:"hostname"`
-	Management mgmtport.State `json:"management"`
+	Hostname   string     `json:"hostname"`
+	Management Management `json:"management"`
+}
+
+// Management is the management port as it is: its interface, whether its
+// DHCP client runs, its addresses and its default route's gateway.
+type Management struct {
+	Interface string   `json:"interface"`
+	DHCP      bool     `json:"dhcp"`
+	Addresses []string `json:"addresses"` // in CIDR form, as the kernel holds them
+	Gateway   string   `json:"gateway,omitempty"`
 }
 
 // Client asks init over its unix socket in a run directory.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/ipc/ipctest"
-	"github.com/ncpos/ncpos/mgmtport"
 )
 
 // TestClientReconfigure asks init through its socket, and says it is not
@@ -20,7 +19,7 @@ func TestClientReconfigure(t *testing.T) {
 	}
 	mux := ipc.Handler(ipc.AlwaysLive(Name), func() any { return nil }, nil)
 	mux.HandleFunc("POST /reconfigure", func(w http.ResponseWriter, r *http.Request) {
-		ipc.WriteJSON(w, Reconfigured{Hostname: "ncpos-7", Management: mgmtport.State{Interface: "eth0", Addresses: []string{"192.0.2.10/24"}}})
+		ipc.WriteJSON(w, Reconfigured{Hostname: "ncpos-7", Management: Management{Interface: "eth0", Addresses: []string{"192.0.2.10/24"}}})
 	})
 	got, err := NewClient(ipctest.Serve(t, Name, mux), time.Second).Reconfigure(ctx)
 	if err != nil || got.Hostname != "ncpos-7" || got.Management.Addresses[0] != "192.0.2.10/24" {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // Name is forwarderd's name: its socket's and its process's.

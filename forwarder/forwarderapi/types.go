@@ -7,8 +7,7 @@ package forwarderapi
 import (
 	"time"
 
-	"github.com/ncpos/ncpos/health"
-	"github.com/ncpos/ncpos/lldp"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // Status is forwarderd's /status.
@@ -63,11 +62,11 @@ type PortStatus struct {
 	// until their TTL runs out; LLDPRejected counts the LLDP frames it
 	// could not read, LLDPLastError says why the last was not, and
 	// LLDPDropped counts the newcomers its full table dropped
-	// (lldp.MaxPerPort; LLDP-MIB's lldpStatsRemTablesDrops).
-	Neighbors     []lldp.Seen `json:"lldp_neighbors,omitempty"`
-	LLDPRejected  uint64      `json:"lldp_rejected,omitempty"`
-	LLDPLastError string      `json:"lldp_last_error,omitempty"`
-	LLDPDropped   uint64      `json:"lldp_dropped,omitempty"`
+	// (16 a port; LLDP-MIB's lldpStatsRemTablesDrops).
+	Neighbors     []Neighbor `json:"lldp_neighbors,omitempty"`
+	LLDPRejected  uint64     `json:"lldp_rejected,omitempty"`
+	LLDPLastError string     `json:"lldp_last_error,omitempty"`
+	LLDPDropped   uint64     `json:"lldp_dropped,omitempty"`
 }
 
 // PortSetting is one NIC setting ncpos makes on a segment port and what
@@ -189,4 +188,30 @@ type Reconfigured struct {
 	Error string `json:"error,omitempty"`
 	// TookMS is how long taking it took, in milliseconds.
 	TookMS float64 `json:"took_ms"`
+}
+
+// Neighbor is a station whose LLDP frames a port received, as the port
+// last heard it (IEEE 802.1AB; package lldp decodes the frames).
+type Neighbor struct {
+	Port string `json:"port"`
+	// Index numbers the port's neighbours in the order they came, and
+	// stays while the neighbour does (LLDP-MIB's lldpRemIndex).
+	Index int `json:"index"`
+	// ChassisID and PortID identify the neighbour and its port (802.1AB's
+	// MSAP identifier), rendered by their subtypes: a MAC address as
+	// aa:bb:…, a network address as an IP, a name as text.
+	ChassisID        string `json:"chassis_id"`
+	ChassisIDSubtype int    `json:"chassis_id_subtype"`
+	PortID           string `json:"port_id"`
+	PortIDSubtype    int    `json:"port_id_subtype"`
+	// TTL is how long the neighbour's information stays valid, in
+	// seconds; 0 means it is leaving (a shutdown LLDPDU).
+	TTL               int    `json:"ttl_seconds"`
+	PortDescription   string `json:"port_description,omitempty"`
+	SystemName        string `json:"system_name,omitempty"`
+	SystemDescription string `json:"system_description,omitempty"`
+	// ManagementAddress is the first management address the frame names.
+	ManagementAddress string    `json:"management_address,omitempty"`
+	LastSeen          time.Time `json:"last_seen"`
+	Expires           time.Time `json:"expires"` // LastSeen + TTL: aged out after
 }

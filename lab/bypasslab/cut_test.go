@@ -8,7 +8,7 @@ import (
 
 	"github.com/ncpos/ncpos/bypass"
 	"github.com/ncpos/ncpos/bypass/bypassapi"
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // TestCutLinksRelay runs the lab with a relay that, like a hardware one,

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 func TestFlags(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/ipc/ipctest"
 )
 

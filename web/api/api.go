@@ -5,12 +5,12 @@
 package api
 
 import (
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
-	"github.com/ncpos/ncpos/health"
-	"github.com/ncpos/ncpos/sysinfo"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 )
 
@@ -49,23 +49,23 @@ type WatchdogInfo struct {
 
 // System is the snapshot behind the status page and /api/v1/system.
 type System struct {
-	BuildID        string              `json:"build_id"`
-	MachineID      string              `json:"machine_id"`
-	Hostname       string              `json:"hostname"`
-	Kernel         string              `json:"kernel"`
-	Cmdline        string              `json:"cmdline"`
-	UptimeSeconds  float64             `json:"uptime_seconds"`
-	Root           sysinfo.Mount       `json:"root"`
-	Perm           *sysinfo.Mount      `json:"perm,omitempty"`
-	Mounts         []sysinfo.Mount     `json:"mounts"`
-	BootDisk       *sysinfo.DiskWrites `json:"boot_disk,omitempty"`
-	Interfaces     []Interface         `json:"interfaces"`
-	ManagementPort string              `json:"management_port"`
-	ConfigSource   string              `json:"config_source"`
-	ConfigRejected []string            `json:"config_rejected,omitempty"`
-	Daemons        []Daemon            `json:"daemons"`
-	Watchdog       WatchdogInfo        `json:"watchdog"`
-	Errors         []string            `json:"errors,omitempty"`
+	BuildID        string       `json:"build_id"`
+	MachineID      string       `json:"machine_id"`
+	Hostname       string       `json:"hostname"`
+	Kernel         string       `json:"kernel"`
+	Cmdline        string       `json:"cmdline"`
+	UptimeSeconds  float64      `json:"uptime_seconds"`
+	Root           Mount        `json:"root"`
+	Perm           *Mount       `json:"perm,omitempty"`
+	Mounts         []Mount      `json:"mounts"`
+	BootDisk       *DiskWrites  `json:"boot_disk,omitempty"`
+	Interfaces     []Interface  `json:"interfaces"`
+	ManagementPort string       `json:"management_port"`
+	ConfigSource   string       `json:"config_source"`
+	ConfigRejected []string     `json:"config_rejected,omitempty"`
+	Daemons        []Daemon     `json:"daemons"`
+	Watchdog       WatchdogInfo `json:"watchdog"`
+	Errors         []string     `json:"errors,omitempty"`
 }
 
 // Segment is one segment: configuration, forwarding and bypass state.
@@ -172,4 +172,25 @@ func (s *System) KernelRelease() string {
 		return f[2]
 	}
 	return s.Kernel
+}
+
+// Mount is a mounted file system, as /proc/mounts lists it.
+type Mount struct {
+	Device     string `json:"device"`
+	MountPoint string `json:"mount_point"`
+	FSType     string `json:"fs_type"`
+	Options    string `json:"options"`
+}
+
+// ReadOnly says whether the mount has the ro option.
+func (m Mount) ReadOnly() bool {
+	return slices.Contains(strings.Split(m.Options, ","), "ro")
+}
+
+// DiskWrites counts what was written to a disk since boot
+// (/proc/diskstats).
+type DiskWrites struct {
+	Disk         string `json:"disk"`
+	Writes       uint64 `json:"writes"`        // completed write requests
+	BytesWritten uint64 `json:"bytes_written"` // sectors written × 512
 }

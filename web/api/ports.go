@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
-	"github.com/ncpos/ncpos/lldp"
 )
 
 // Port is one front-panel port as the dashboard shows it: an entry of the
@@ -33,12 +32,12 @@ type Port struct {
 
 // PortLLDP is a port's LLDP neighbours, each until its TTL runs out, the
 // LLDP frames it could not read, and the newcomers its full table
-// dropped (lldp.MaxPerPort; lldpStatsRemTablesDrops).
+// dropped (16 a port; lldpStatsRemTablesDrops).
 type PortLLDP struct {
-	Neighbors []lldp.Seen `json:"neighbors"`
-	Rejected  uint64      `json:"rejected"`
-	LastError string      `json:"last_error,omitempty"`
-	Dropped   uint64      `json:"dropped"`
+	Neighbors []forwarderapi.Neighbor `json:"neighbors"`
+	Rejected  uint64                  `json:"rejected"`
+	LastError string                  `json:"last_error,omitempty"`
+	Dropped   uint64                  `json:"dropped"`
 }
 
 // PortCounters are the kernel's interface counters

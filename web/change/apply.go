@@ -33,8 +33,8 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/events"
-	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/internal/durable"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/verdict"
 )

@@ -7,8 +7,8 @@ import (
 
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/events"
-	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/internal/durable"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // owed is a revert the box owes: a daemon failed to take the version

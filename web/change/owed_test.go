@@ -14,7 +14,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/events"
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // busy makes forwarderd refuse to take the configuration before (base)

@@ -7,7 +7,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 
 	"github.com/ncpos/ncpos/events"
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/sysinfo"
 )
 

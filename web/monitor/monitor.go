@@ -15,8 +15,8 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
-	"github.com/ncpos/ncpos/health"
 	"github.com/ncpos/ncpos/ipc"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/web/api"
 )

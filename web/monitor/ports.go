@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
-	"github.com/ncpos/ncpos/lldp"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -20,7 +19,7 @@ func addDatapath(ports []api.Port, fwd []forwarderapi.PortStatus) {
 				ports[i].Datapath = &api.PortDatapath{Attach: f.Attach, AttachWhy: f.AttachWhy, MTU: f.MTU, MaxFrame: f.MaxFrame, Settings: f.Settings, Drops: f.Drops}
 				ports[i].LLDP = &api.PortLLDP{Neighbors: f.Neighbors, Rejected: f.LLDPRejected, LastError: f.LLDPLastError, Dropped: f.LLDPDropped}
 				if ports[i].LLDP.Neighbors == nil {
-					ports[i].LLDP.Neighbors = []lldp.Seen{}
+					ports[i].LLDP.Neighbors = []forwarderapi.Neighbor{}
 				}
 			}
 		}

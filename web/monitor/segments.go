@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/config"

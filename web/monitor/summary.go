@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/web/api"
 )

@@ -53,17 +53,24 @@ func (c *Collector) Collect(ctx context.Context) *api.System {
 	} else {
 		s.UptimeSeconds = up.Seconds()
 	}
-	if s.Mounts, err = sysinfo.Mounts(c.Root); err != nil {
+	mounts, err := sysinfo.Mounts(c.Root)
+	if err != nil {
 		fail("mounts", err)
 	}
-	s.Root, _ = sysinfo.FindMount(s.Mounts, "/")
-	if m, ok := sysinfo.FindMount(s.Mounts, "/perm"); ok {
-		s.Perm = &m
+	for _, m := range mounts {
+		s.Mounts = append(s.Mounts, api.Mount(m))
+	}
+	root, _ := sysinfo.FindMount(mounts, "/")
+	s.Root = api.Mount(root)
+	if m, ok := sysinfo.FindMount(mounts, "/perm"); ok {
+		perm := api.Mount(m)
+		s.Perm = &perm
 	}
 	if w, err := sysinfo.BootDiskWrites(c.Root); err != nil {
 		fail("boot disk writes", err)
 	} else {
-		s.BootDisk = &w
+		bd := api.DiskWrites(w)
+		s.BootDisk = &bd
 	}
 
 	rec, err := sysinfo.ReadInitRecord(c.RunDir)

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/web/api"
 )
 

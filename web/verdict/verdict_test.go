@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ncpos/ncpos/health"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/web/api"
 )
 
