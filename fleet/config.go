@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -173,7 +172,7 @@ func (a *Asker) applyOne(ctx context.Context, b Box, ch ConfigChange) ConfigResu
 		}
 		return r
 	}
-	r.Version, r.State, r.Took = res.Version.Number, string(res.Version.State), time.Since(start)
+	r.Version, r.State, r.Took = res.Version.Number, res.Version.State, time.Since(start)
 	return r
 }
 
@@ -186,14 +185,14 @@ func (a *Asker) watchAndConfirm(ctx context.Context, wave []Box, results []Confi
 		failed := false
 		for i, b := range wave {
 			r := &results[i]
-			if r.State != string(versions.Pending) {
+			if r.State != api.VersionPending {
 				continue
 			}
 			v, err := a.version(ctx, b, r.Version)
 			switch {
 			case err != nil:
 				r.Reason = "not answering after the change: " + err.Error()
-			case v.State.Undone():
+			case v.Undone():
 				r.State, r.Reason = string(v.State), v.Reason
 				failed = true
 			default:
@@ -215,7 +214,7 @@ func (a *Asker) watchAndConfirm(ctx context.Context, wave []Box, results []Confi
 	failed := false
 	for i, b := range wave {
 		r := &results[i]
-		if r.State != string(versions.Pending) {
+		if r.State != api.VersionPending {
 			continue
 		}
 		if r.Reason != "" {
@@ -233,15 +232,15 @@ func (a *Asker) watchAndConfirm(ctx context.Context, wave []Box, results []Confi
 }
 
 // version reads version n of box b from its history.
-func (a *Asker) version(ctx context.Context, b Box, n int) (versions.Version, error) {
+func (a *Asker) version(ctx context.Context, b Box, n int) (api.Version, error) {
 	h, err := a.client(b).ConfigHistory(ctx)
 	if err != nil {
-		return versions.Version{}, err
+		return api.Version{}, err
 	}
 	for _, v := range h.Versions {
 		if v.Number == n {
 			return v.Version, nil
 		}
 	}
-	return versions.Version{}, fmt.Errorf("version %d is not in the box's history", n)
+	return api.Version{}, fmt.Errorf("version %d is not in the box's history", n)
 }

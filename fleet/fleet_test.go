@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/boxtls"
-	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -87,7 +86,7 @@ func TestStatusAndServiceDiscovery(t *testing.T) {
 	st := &api.Snapshot{
 		Summary: api.Summary{State: "bypass", Problems: []string{"seg2 in bypass: link down"}},
 		System: &api.System{BuildID: "build-7", UptimeSeconds: 3600, Watchdog: api.WatchdogInfo{
-			Petter: &watchdogapi.Status{LastReset: watchdogapi.LastReset{Kind: "watchdog", Text: "watchdog (forwarderd liveness failing)"}}}},
+			Petter: &api.Petter{LastReset: api.LastReset{Kind: "watchdog", Text: "watchdog (forwarderd liveness failing)"}}}},
 		Segments: []api.Segment{
 			{Name: "seg1", BypassPair: "pair1", Bypass: &api.BypassState{State: "normal"}, Forwarding: &api.SegmentForwarding{Healthy: true}},
 			{Name: "seg2", BypassPair: "pair2", Bypass: &api.BypassState{State: "bypass"}, Forwarding: &api.SegmentForwarding{}},

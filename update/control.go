@@ -43,7 +43,7 @@ const DefaultLease = 10 * time.Minute
 // during the reboot. A segment an operator holds by an override of their
 // own (a maintenance window) is left as it is, neither replaced nor, at
 // the end, ended: held says which, with the override.
-func (c *Client) Bypass(ctx context.Context, reason string, lease time.Duration) (done []string, held map[string]bypassapi.Override, err error) {
+func (c *Client) Bypass(ctx context.Context, reason string, lease time.Duration) (done []string, held map[string]api.Override, err error) {
 	segs, err := c.Segments(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -56,7 +56,7 @@ func (c *Client) Bypass(ctx context.Context, reason string, lease time.Duration)
 		}
 		if o := operatorOverride(s); o != nil {
 			if held == nil {
-				held = map[string]bypassapi.Override{}
+				held = map[string]api.Override{}
 			}
 			held[s.Name] = *o
 			continue
@@ -92,7 +92,7 @@ func (c *Client) override(ctx context.Context, segment, reason string, lease tim
 
 // operatorOverride is the override an operator holds segment s by, one
 // that no update set, or nil.
-func operatorOverride(s api.Segment) *bypassapi.Override {
+func operatorOverride(s api.Segment) *api.Override {
 	if s.Bypass != nil && s.Bypass.Override != nil && !s.Bypass.Override.Update {
 		return s.Bypass.Override
 	}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/verdict"
 )
@@ -24,7 +23,7 @@ type overrideBox struct {
 	sets []map[string]any // every POST /api/v1/control/bypass taken, in order
 	// overrides in force, by segment; forwarding says a segment
 	// without one forwards.
-	overrides  map[string]*bypassapi.Override
+	overrides  map[string]*api.Override
 	forwarding bool
 }
 
@@ -62,9 +61,9 @@ func (b *overrideBox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			delete(b.overrides, seg)
 		} else {
 			if b.overrides == nil {
-				b.overrides = map[string]*bypassapi.Override{}
+				b.overrides = map[string]*api.Override{}
 			}
-			b.overrides[seg] = &bypassapi.Override{State: "bypass", Reason: req["reason"].(string), Update: req["update"] == true}
+			b.overrides[seg] = &api.Override{State: "bypass", Reason: req["reason"].(string), Update: req["update"] == true}
 		}
 	default:
 		http.NotFound(w, r)
@@ -165,7 +164,7 @@ func TestBypassOnOldBox(t *testing.T) {
 // again; an operator's own override it leaves to the update's usual
 // course.
 func TestLeftovers(t *testing.T) {
-	box := &overrideBox{forwarding: true, overrides: map[string]*bypassapi.Override{
+	box := &overrideBox{forwarding: true, overrides: map[string]*api.Override{
 		"seg1": {State: "bypass", Reason: "ncpos update to a", Update: true},
 		"seg2": {State: "bypass", Reason: "maintenance"},
 	}}
@@ -194,7 +193,7 @@ func TestLeftovers(t *testing.T) {
 	// out) is taken as it is after the patience.
 	box.mu.Lock()
 	box.forwarding = false
-	box.overrides["seg1"] = &bypassapi.Override{State: "bypass", Reason: "ncpos update to a", Update: true}
+	box.overrides["seg1"] = &api.Override{State: "bypass", Reason: "ncpos update to a", Update: true}
 	box.mu.Unlock()
 	start := time.Now()
 	if segs, err = c.endLeftovers(context.Background(), []string{"seg1"}, 2*time.Second, t.Logf); err != nil {
@@ -209,7 +208,7 @@ func TestLeftovers(t *testing.T) {
 // window) is left as it is: the update neither replaces its override nor,
 // at the end, ends it; one an earlier update left is the update's to set.
 func TestBypassLeavesOperatorOverrides(t *testing.T) {
-	box := &overrideBox{forwarding: true, overrides: map[string]*bypassapi.Override{
+	box := &overrideBox{forwarding: true, overrides: map[string]*api.Override{
 		"seg1": {State: "bypass", Reason: "ncpos update to a", Update: true},
 		"seg2": {State: "disconnect", Reason: "switch replaced", By: "ncpos@192.0.2.9"},
 	}}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/verdict"
@@ -29,7 +28,7 @@ func fwd(name string, healthy bool, kinds ...health.Kind) api.Segment {
 // than the settle time.
 func TestSettling(t *testing.T) {
 	held := fwd("held", false, health.RelayBypass)
-	held.Bypass = &api.BypassState{Segment: "held", State: "bypass", Override: &bypassapi.Override{State: "bypass", Reason: "maintenance"}}
+	held.Bypass = &api.BypassState{Segment: "held", State: "bypass", Override: &api.Override{State: "bypass", Reason: "maintenance"}}
 	segs := []api.Segment{
 		fwd("up", true),
 		fwd("down", false, health.LinkDown),

@@ -25,13 +25,13 @@ func checkCapture(t *testing.T, v *VM) {
 	c := configClient(v)
 	ctx, cancel := context.WithTimeout(context.Background(), v.Within(time.Minute))
 	defer cancel()
-	_, err := c.Capture(ctx, forwarderapi.CaptureRequest{Port: "LAN1", Filter: "vlan 42 and"})
+	_, err := c.Capture(ctx, api.CaptureRequest{Port: "LAN1", Filter: "vlan 42 and"})
 	var se *api.StatusError
 	if !errors.As(err, &se) || se.Code != 400 || !strings.Contains(se.Message, "filter") {
 		t.Errorf("a filter that does not compile: %v, want 400 with the compiler's message", err)
 	}
 	start := time.Now()
-	body, err := c.Capture(ctx, forwarderapi.CaptureRequest{Port: "LAN1", Direction: forwarderapi.CaptureOut,
+	body, err := c.Capture(ctx, api.CaptureRequest{Port: "LAN1", Direction: forwarderapi.CaptureOut,
 		Filter: "ether proto 0x88cc", Frames: 2, Seconds: 30})
 	if err != nil {
 		t.Fatalf("capture: %v", err)

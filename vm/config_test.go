@@ -18,7 +18,6 @@ import (
 
 	"github.com/ncpos/ncpos/bench"
 	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/config/versions"
 	evlog "github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/internal/syslogtest"
@@ -263,7 +262,7 @@ func TestConfigInPlace(t *testing.T) {
 	for _, ver := range h.Versions {
 		states = append(states, string(ver.State))
 	}
-	if len(h.Versions) != 3 || strings.Join(states, ",") != "confirmed,confirmed,confirmed" || h.Versions[1].State != versions.Confirmed ||
+	if len(h.Versions) != 3 || strings.Join(states, ",") != "confirmed,confirmed,confirmed" || h.Versions[1].State != api.VersionConfirmed ||
 		!strings.Contains(h.Versions[0].Diff, "+mtu = 9000") {
 		t.Errorf("history: %d versions %v, the newest's diff:\n%s", len(h.Versions), states, h.Versions[0].Diff)
 	}
@@ -373,7 +372,7 @@ func TestConfigRevert(t *testing.T) {
 	res = apply("seg1 onto LAN4", moved, 600)
 	ver := waitSettledOnBox(t, c, res.Version.Number, v.Within(2*time.Minute))
 	t.Logf("seg1 onto a port without a cable: %s %v after the apply: %s", ver.State, time.Since(start).Round(time.Second), ver.Reason)
-	if ver.State != versions.Reverted || !strings.Contains(ver.Reason, "seg1") {
+	if ver.State != api.VersionReverted || !strings.Contains(ver.Reason, "seg1") {
 		t.Errorf("seg1 onto a port without a cable: %+v, want reverted naming seg1", ver)
 	}
 	if err := v.SetLink("lan4", true); err != nil {
@@ -418,7 +417,7 @@ func TestConfigRevert(t *testing.T) {
 	t.Logf("management address moved away: answering on the old address %v after the deadline", time.Since(deadline).Round(time.Second))
 	ver = waitSettledOnBox(t, c, res.Version.Number, v.Within(time.Minute))
 	t.Logf("management address moved away: %s %v after its deadline: %s", ver.State, ver.Done.Sub(deadline).Round(time.Millisecond), ver.Reason)
-	if ver.State != versions.Reverted || !strings.Contains(ver.Reason, "deadline") || ver.Done.Before(deadline) {
+	if ver.State != api.VersionReverted || !strings.Contains(ver.Reason, "deadline") || ver.Done.Before(deadline) {
 		t.Errorf("a management address never confirmed: %+v, want reverted after its deadline %v", ver, deadline)
 	}
 	if cur, err := c.Config(ctx); err != nil || cur.Version != now {
@@ -432,7 +431,7 @@ func TestConfigRevert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rb.Version.State != versions.Confirmed || rb.Version.Comment != "rollback to version 1" {
+	if rb.Version.State != api.VersionConfirmed || rb.Version.Comment != "rollback to version 1" {
 		t.Errorf("rollback: %+v", rb.Version)
 	}
 	if err := sysName("noc-read-old"); err != nil {
@@ -481,7 +480,7 @@ func waitForwardingNormally(t *testing.T, v *VM, within time.Duration, segs ...s
 }
 
 // waitSettledOnBox waits until version n is confirmed or reverted.
-func waitSettledOnBox(t *testing.T, c *api.Client, n int, within time.Duration) versions.Version {
+func waitSettledOnBox(t *testing.T, c *api.Client, n int, within time.Duration) api.Version {
 	t.Helper()
 	for deadline := time.Now().Add(within); ; time.Sleep(500 * time.Millisecond) {
 		h, err := c.ConfigHistory(context.Background())
@@ -489,7 +488,7 @@ func waitSettledOnBox(t *testing.T, c *api.Client, n int, within time.Duration) 
 			t.Fatal(err)
 		}
 		for _, v := range h.Versions {
-			if v.Number == n && v.State != versions.Pending {
+			if v.Number == n && v.State != api.VersionPending {
 				return v.Version
 			}
 		}
@@ -586,9 +585,9 @@ func TestConfigPowerCut(t *testing.T) {
 			t.Fatalf("history after the power cut: %v %v", err, h.Errors)
 		}
 		for _, ver := range h.Versions {
-			if ver.State == versions.Pending {
+			if ver.State == api.VersionPending {
 				// statusd settles it as it starts.
-				if got := waitSettledOnBox(t, c, ver.Number, v.Within(time.Minute)); (got.State == versions.Confirmed) != (state == "the new version") {
+				if got := waitSettledOnBox(t, c, ver.Number, v.Within(time.Minute)); (got.State == api.VersionConfirmed) != (state == "the new version") {
 					t.Errorf("version %d, cut off, was settled %s (%s) while the box runs %s", got.Number, got.State, got.Reason, state)
 				}
 			}
@@ -622,7 +621,7 @@ func TestConfigPowerCut(t *testing.T) {
 		t.Fatalf("after a power cut while version %d waited: %v, running version %d", res.Version.Number, err, now.Version)
 	}
 	ver := waitSettledOnBox(t, c, res.Version.Number, v.Within(time.Minute))
-	if ver.State != versions.Reverted || !strings.Contains(ver.Reason, "restarted") {
+	if ver.State != api.VersionReverted || !strings.Contains(ver.Reason, "restarted") {
 		t.Errorf("version %d after the power cut: %s (%s), want reverted for the restart", ver.Number, ver.State, ver.Reason)
 	}
 }
@@ -662,7 +661,7 @@ func TestConfigReboot(t *testing.T) {
 	if err != nil {
 		// The answer races the reboot: the history tells.
 		t.Logf("the answer to the apply was lost to the reboot: %v", err)
-	} else if !res.Rebooting || res.Version.State != versions.Pending || !res.Version.Reboot {
+	} else if !res.Rebooting || res.Version.State != api.VersionPending || !res.Version.Reboot {
 		t.Fatalf("applied with a reboot: %+v", res)
 	}
 	_, booted := waitReboot(t, v, asked, 3*time.Minute)
@@ -676,7 +675,7 @@ func TestConfigReboot(t *testing.T) {
 		t.Fatal(err)
 	}
 	pending := h.Versions[0].Version
-	if cur.Version != 2 || !strings.Contains(cur.Source, "trial") || pending.Number != 2 || pending.State != versions.Pending {
+	if cur.Version != 2 || !strings.Contains(cur.Source, "trial") || pending.Number != 2 || pending.State != api.VersionPending {
 		t.Fatalf("after the reboot: version %d in force from %q, newest %+v; want version 2, pending, booted once", cur.Version, cur.Source, pending)
 	}
 	if err := plain(); err == nil {
@@ -692,7 +691,7 @@ func TestConfigReboot(t *testing.T) {
 	if h, err = c.ConfigHistory(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := h.Versions[0].Version; got.Number != 2 || got.State != versions.Reverted || !strings.Contains(got.Reason, "deadline") {
+	if got := h.Versions[0].Version; got.Number != 2 || got.State != api.VersionReverted || !strings.Contains(got.Reason, "deadline") {
 		t.Errorf("history after the revert: %+v, want version 2 reverted for its deadline", got)
 	}
 	if err := plain(); err != nil {

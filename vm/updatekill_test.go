@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/bootpart"
-	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/update"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 // ncposCommand builds the host command (once) for the tests that run it
@@ -222,7 +222,7 @@ func checkAfterKill(t *testing.T, v *VM, running string, slot bootpart.Slot, up 
 	}
 	// statusd samples bypassd every second or so: the override the
 	// client set just before it died shows within a few.
-	var o *bypassapi.Override
+	var o *api.Override
 	for deadline := time.Now().Add(v.Within(30 * time.Second)); o == nil; time.Sleep(time.Second) {
 		g := segmentOf(snapshot(t, v), "seg1")
 		if g != nil && g.Bypass != nil {

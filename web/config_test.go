@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/configapi"
@@ -121,7 +120,7 @@ func TestConfigPlan(t *testing.T) {
 		got = append(got, c.Setting+": "+string(c.Effect))
 	}
 	want := []string{"hostname: in place", "watchdog.device: reboot", "snmp.community: in place", "segment[seg3]: re-attach", "segment[seg2]: re-attach"}
-	if strings.Join(got, "; ") != strings.Join(want, "; ") || plan.Disturbs != config.EffectReboot || plan.Version != 0 {
+	if strings.Join(got, "; ") != strings.Join(want, "; ") || plan.Disturbs != api.EffectReboot || plan.Version != 0 {
 		t.Errorf("plan %q, disturbs %q, version %d; want %q, reboot, 0", got, plan.Disturbs, plan.Version, want)
 	}
 	// Neither seg3, added, nor seg2, removed, is re-attached; seg1,

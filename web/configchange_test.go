@@ -49,7 +49,7 @@ func TestConfigApplyConfirmRollback(t *testing.T) {
 	}
 	r := f.configCall("POST", "/api/v1/config/apply", api.ConfigApply{Text: next, Comment: "jumbo on seg2"}, goodAuth)
 	res := decode[api.ConfigApplied](t, r)
-	if r.Code != 200 || res.Version.Number != 2 || res.Version.State != versions.Pending || res.Version.By != "ncpos" ||
+	if r.Code != 200 || res.Version.Number != 2 || res.Version.State != api.VersionPending || res.Version.By != "ncpos" ||
 		res.Version.Comment != "jumbo on seg2" || *taken != 1 || len(res.Changes) != 1 {
 		t.Fatalf("apply = %d %s (taken %d times)", r.Code, r.Body, *taken)
 	}
@@ -77,7 +77,7 @@ func TestConfigApplyConfirmRollback(t *testing.T) {
 		}
 	}
 	r = f.configCall("POST", "/api/v1/config/confirm", api.ConfigVersionRef{Version: 2}, goodAuth)
-	if v := decode[versions.Version](t, r); r.Code != 200 || v.State != versions.Confirmed {
+	if v := decode[api.Version](t, r); r.Code != 200 || v.State != api.VersionConfirmed {
 		t.Fatalf("confirm = %d %s", r.Code, r.Body)
 	}
 	for _, c := range []struct {
@@ -106,14 +106,14 @@ func TestConfigApplyConfirmRollback(t *testing.T) {
 	within := 60
 	r = f.configCall("POST", "/api/v1/config/rollback", api.ConfigRollback{Version: 1, Replaces: 2, ConfirmWithin: &within}, goodAuth)
 	res = decode[api.ConfigApplied](t, r)
-	if r.Code != 200 || res.Version.Number != 3 || res.Version.Comment != "rollback to version 1" || res.Version.State != versions.Pending {
+	if r.Code != 200 || res.Version.Number != 3 || res.Version.Comment != "rollback to version 1" || res.Version.State != api.VersionPending {
 		t.Fatalf("rollback = %d %s", r.Code, r.Body)
 	}
 	if text, n, _ := m.InForce(); n != 3 || string(text) != fixtureConfig {
 		t.Errorf("after the rollback version %d is in force", n)
 	}
 	r = f.configCall("POST", "/api/v1/config/revert", api.ConfigVersionRef{Version: 3}, goodAuth)
-	if v := decode[versions.Version](t, r); r.Code != 200 || v.State != versions.Reverted || !strings.Contains(v.Reason, "reverted by ncpos@") {
+	if v := decode[api.Version](t, r); r.Code != 200 || v.State != api.VersionReverted || !strings.Contains(v.Reason, "reverted by ncpos@") {
 		t.Fatalf("revert = %d %s", r.Code, r.Body)
 	}
 	if _, n, _ := m.InForce(); n != 2 {
@@ -126,7 +126,7 @@ func TestConfigApplyConfirmRollback(t *testing.T) {
 	if v := h.Versions[1]; v.Number != 2 || !strings.Contains(v.Diff, "+mtu = 9000") || !strings.Contains(v.Diff, "--- version 1") {
 		t.Errorf("history of version 2: %+v", v)
 	}
-	if v := h.Versions[2]; v.Number != 1 || v.Source != "/etc/ncpos/ncpos.toml" || v.State != versions.Confirmed {
+	if v := h.Versions[2]; v.Number != 1 || v.Source != "/etc/ncpos/ncpos.toml" || v.State != api.VersionConfirmed {
 		t.Errorf("history of version 1: %+v", v)
 	}
 	f.srv.Configs.Changes = nil
@@ -228,7 +228,7 @@ func TestConfigApplyOutlastsWriteTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a revert taken in 700 ms behind a 200 ms WriteTimeout: %v", err)
 	}
-	if v.State != versions.Reverted {
+	if v.State != api.VersionReverted {
 		t.Errorf("version 2 after the revert: %s, want reverted", v.State)
 	}
 }

@@ -269,15 +269,19 @@ func (s *Server) status(r *http.Request) *api.Snapshot {
 	return &snap
 }
 
-func (s *Server) events(r *http.Request) []events.Event {
+func (s *Server) events(r *http.Request) []api.Event {
+	out := []api.Event{}
 	if s.Monitor.Events == nil {
-		return []events.Event{}
+		return out
 	}
 	n, err := strconv.Atoi(r.URL.Query().Get("limit"))
 	if err != nil || n <= 0 {
 		n = 50
 	}
-	return s.Monitor.Events.Recent(n)
+	for _, e := range s.Monitor.Events.Recent(n) {
+		out = append(out, api.Event{Seq: e.Seq, Time: e.Time, Severity: e.Severity.String(), Kind: e.Kind, Message: e.Message, Fields: e.Fields})
+	}
+	return out
 }
 
 func (s *Server) controlInfo(snap *api.Snapshot) api.ControlInfo {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -149,21 +148,14 @@ func TestMetricsDuplicates(t *testing.T) {
 }
 
 // TestRevertOwedShown: a configuration revert the box owes, as the change
-// manager publishes it, is a condition of the snapshot, a problem of the
+// manager tells the monitor of it, is a condition of the snapshot, a problem of the
 // summary (degraded) and a sample of ncpos_condition, and its end is an
 // event.
 func TestRevertOwedShown(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
-	var owed atomic.Pointer[health.Condition]
-	f.mon.BoxConditions = func() []health.Condition {
-		if c := owed.Load(); c != nil {
-			return []health.Condition{*c}
-		}
-		return nil
-	}
 	c := health.Condition{Kind: health.ConfigRevertOwed, Source: "statusd", Since: f.clock(),
 		Detail: "configuration version 2 is being undone: going back to version 1 failed (forwarderd: device busy)"}
-	owed.Store(&c)
+	f.mon.Tell("configuration", []health.Condition{c})
 	snap := f.mon.Step(context.Background())
 	if !slices.ContainsFunc(snap.Conditions, func(got health.Condition) bool { return got.Kind == health.ConfigRevertOwed }) ||
 		!slices.ContainsFunc(snap.Summary.Problems, func(p string) bool { return strings.Contains(p, "device busy") }) || snap.Summary.State == "ok" {
@@ -172,7 +164,7 @@ func TestRevertOwedShown(t *testing.T) {
 	if v, ok := value(scrape(t, f), "ncpos_condition", "kind", "config_revert_owed", "class", "box", "source", "statusd"); !ok || v != 1 {
 		t.Errorf("ncpos_condition of the owed revert: %v, %v", v, ok)
 	}
-	owed.Store(nil)
+	f.mon.Tell("configuration", nil)
 	f.mon.Step(context.Background())
 	if !hasEvent(f.events.Recent(0), "condition", "ended: config_revert_owed") {
 		t.Errorf("no event says the owed revert ended: %+v", f.events.Recent(5))

@@ -11,6 +11,7 @@ import (
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/pcapng"
+	"github.com/ncpos/ncpos/web/api"
 )
 
 const captureUsage = "usage: ncpos capture -host BOX -port LAN1 [-direction in|out|both] [-filter EXPR] [-seconds N] [-frames N] [-snaplen N] -w FILE|-"
@@ -21,7 +22,7 @@ func runCapture(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("ncpos capture", flag.ContinueOnError)
 	var box boxFlags
 	box.register(fs)
-	var r forwarderapi.CaptureRequest
+	var r api.CaptureRequest
 	var out string
 	fs.StringVar(&r.Port, "port", "", "the segment port, by its front-panel label (LAN1), required")
 	fs.StringVar(&r.Direction, "direction", forwarderapi.CaptureIn, "in: frames entering the port; out: frames leaving it; both")

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -120,7 +118,7 @@ func runConfigWith(ctx context.Context, args []string, in io.Reader) error {
 		if sub == "plan" || len(plan.Changes) == 0 {
 			return nil
 		}
-		if plan.Disturbs == config.EffectReboot && !o.reboot {
+		if plan.Disturbs == api.EffectReboot && !o.reboot {
 			return errors.New("only a reboot takes this change: give -reboot to let the box reboot into it (it boots on it once, and back unless it is confirmed)")
 		}
 		return o.applyConfig(ctx, c, text, plan.Version)
@@ -192,7 +190,7 @@ func (o *configOpts) settle(ctx context.Context, res *api.ConfigApplied) error {
 	} else {
 		fmt.Printf("version %d applied (%s); taken in %s\n", v.Number, v.State, tookList(res.TookMS))
 	}
-	if v.State != versions.Pending {
+	if v.State != api.VersionPending {
 		return nil
 	}
 	if o.keep {
@@ -214,7 +212,7 @@ func (o *configOpts) settle(ctx context.Context, res *api.ConfigApplied) error {
 		var h *api.ConfigHistory
 		if h, last = c.ConfigHistory(ctx); last == nil {
 			for _, hv := range h.Versions {
-				if hv.Number == v.Number && hv.State.Undone() {
+				if hv.Number == v.Number && hv.Undone() {
 					return fmt.Errorf("the box reverted version %d: %s", v.Number, hv.Reason)
 				}
 			}
@@ -236,7 +234,7 @@ func (o *configOpts) settle(ctx context.Context, res *api.ConfigApplied) error {
 
 // waitBooted waits until the box answers again on version v after the
 // reboot that takes it, or it is reverted, or its deadline passes.
-func waitBooted(ctx context.Context, c *api.Client, v versions.Version) error {
+func waitBooted(ctx context.Context, c *api.Client, v api.Version) error {
 	fmt.Println("waiting for the box to answer again")
 	for ; time.Now().Before(v.Deadline); time.Sleep(2 * time.Second) {
 		cur, err := c.Config(ctx)
@@ -246,7 +244,7 @@ func waitBooted(ctx context.Context, c *api.Client, v versions.Version) error {
 		if cur.Version != v.Number {
 			if h, err := c.ConfigHistory(ctx); err == nil {
 				for _, hv := range h.Versions {
-					if hv.Number == v.Number && hv.State.Undone() {
+					if hv.Number == v.Number && hv.Undone() {
 						return fmt.Errorf("the box reverted version %d: %s", v.Number, hv.Reason)
 					}
 				}
@@ -316,10 +314,10 @@ func printHistory(w io.Writer, h *api.ConfigHistory, diffs bool) {
 		if v.Comment != "" {
 			line += ": " + v.Comment
 		}
-		if v.State == versions.Pending {
+		if v.State == api.VersionPending {
 			line += fmt.Sprintf(" (reverts at %s unless confirmed)", v.Deadline.Local().Format("15:04:05"))
 		}
-		if v.Reason != "" && v.State != versions.Pending {
+		if v.Reason != "" && v.State != api.VersionPending {
 			line += " [" + v.Reason + "]"
 		}
 		fmt.Fprintln(w, line)

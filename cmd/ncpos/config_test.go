@@ -16,7 +16,6 @@ import (
 
 	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -51,8 +50,8 @@ func TestConfigCommands(t *testing.T) {
 					Errors: []api.ConfigError{{Line: 1, Field: "hostname", Message: "ncpos.toml:1: hostname: bad"}}}})
 				return
 			}
-			json.NewEncoder(w).Encode(api.ConfigPlan{Version: 3, Disturbs: config.EffectInPlace, Diff: "-hostname = \"fw1\"\n+hostname = \"fw2\"\n",
-				Changes: []config.Change{{Setting: "hostname", Effect: config.EffectInPlace, Taker: config.TakerInit}}})
+			json.NewEncoder(w).Encode(api.ConfigPlan{Version: 3, Disturbs: api.EffectInPlace, Diff: "-hostname = \"fw1\"\n+hostname = \"fw2\"\n",
+				Changes: []api.Change{{Setting: "hostname", Effect: api.EffectInPlace, Taker: config.TakerInit}}})
 		}
 	})
 	file := func(name, text string) string {
@@ -108,7 +107,7 @@ func TestConfigCommands(t *testing.T) {
 func TestConfigApplyCommand(t *testing.T) {
 	var asked []string
 	busy := false
-	state4, why4 := versions.Pending, ""
+	state4, why4 := api.VersionPending, ""
 	reads := 0 // of the configuration in force: a reboot taking version 5 is done on the second
 	args, dir := configBox(t, func(w http.ResponseWriter, r *http.Request) {
 		var req api.ConfigApply
@@ -130,15 +129,15 @@ func TestConfigApplyCommand(t *testing.T) {
 			json.NewEncoder(w).Encode(api.ConfigInForce{Text: "hostname = \"fw1\"\n", Version: 3})
 		case "/api/v1/config/plan":
 			if strings.Contains(req.Text, "platform") {
-				json.NewEncoder(w).Encode(api.ConfigPlan{Version: 3, Disturbs: config.EffectReboot, Diff: "+platform = \"qemu\"\n",
-					Changes: []config.Change{{Setting: "platform", Effect: config.EffectReboot, Detail: "only at boot"}}})
+				json.NewEncoder(w).Encode(api.ConfigPlan{Version: 3, Disturbs: api.EffectReboot, Diff: "+platform = \"qemu\"\n",
+					Changes: []api.Change{{Setting: "platform", Effect: api.EffectReboot, Detail: "only at boot"}}})
 				return
 			}
-			json.NewEncoder(w).Encode(api.ConfigPlan{Version: 3, Disturbs: config.EffectInPlace, Diff: "+hostname = \"fw2\"\n",
-				Changes: []config.Change{{Setting: "hostname", Effect: config.EffectInPlace, Taker: config.TakerInit}}})
+			json.NewEncoder(w).Encode(api.ConfigPlan{Version: 3, Disturbs: api.EffectInPlace, Diff: "+hostname = \"fw2\"\n",
+				Changes: []api.Change{{Setting: "hostname", Effect: api.EffectInPlace, Taker: config.TakerInit}}})
 		case "/api/v1/config/apply":
 			if req.Reboot {
-				json.NewEncoder(w).Encode(api.ConfigApplied{Version: versions.Version{Number: 5, Parent: 3, State: versions.Pending, Reboot: true,
+				json.NewEncoder(w).Encode(api.ConfigApplied{Version: api.Version{Number: 5, Parent: 3, State: api.VersionPending, Reboot: true,
 					Deadline: time.Now().Add(time.Minute)}, Rebooting: true})
 				return
 			}
@@ -147,14 +146,14 @@ func TestConfigApplyCommand(t *testing.T) {
 				json.NewEncoder(w).Encode(api.ConfigConflict{Error: "a change waits for its confirmation: version 4", Reason: api.ConfigBusy, Version: 4})
 				return
 			}
-			json.NewEncoder(w).Encode(api.ConfigApplied{Version: versions.Version{Number: 4, Parent: 3, State: versions.Pending,
+			json.NewEncoder(w).Encode(api.ConfigApplied{Version: api.Version{Number: 4, Parent: 3, State: api.VersionPending,
 				Deadline: time.Now().Add(time.Minute)}, TookMS: map[string]float64{"init": 2}})
 		case "/api/v1/config/confirm":
-			json.NewEncoder(w).Encode(versions.Version{Number: 4, State: versions.Confirmed})
+			json.NewEncoder(w).Encode(api.Version{Number: 4, State: api.VersionConfirmed})
 		case "/api/v1/config/history":
 			json.NewEncoder(w).Encode(api.ConfigHistory{Versions: []api.ConfigVersion{
-				{Version: versions.Version{Number: 4, State: state4, By: "ncpos", From: "192.0.2.7", Reason: why4}, Diff: "+hostname = \"fw2\""},
-				{Version: versions.Version{Number: 3, State: versions.Confirmed, By: "box", Comment: "the configuration the box booted on"}}}})
+				{Version: api.Version{Number: 4, State: state4, By: "ncpos", From: "192.0.2.7", Reason: why4}, Diff: "+hostname = \"fw2\""},
+				{Version: api.Version{Number: 3, State: api.VersionConfirmed, By: "box", Comment: "the configuration the box booted on"}}}})
 		}
 	})
 	good := filepath.Join(dir, "good.toml")
@@ -198,7 +197,7 @@ func TestConfigApplyCommand(t *testing.T) {
 	}
 
 	// The box reverted it meanwhile: not confirmed, and said so.
-	state4, why4 = versions.Reverted, "the box did not run well on it for 15s: segment seg1 forwarded before, now link_down"
+	state4, why4 = api.VersionReverted, "the box did not run well on it for 15s: segment seg1 forwarded before, now link_down"
 	if _, err := run("", "apply", "-file", good, "-yes", "-watch", "1ms"); err == nil || !strings.Contains(err.Error(), "the box reverted version 4: the box did not run well") ||
 		strings.Contains(strings.Join(asked, ";"), "confirm") {
 		t.Errorf("apply of a change the box reverted: %v, asked %q", err, asked)

@@ -146,6 +146,37 @@ func TestHostCommand(t *testing.T) {
 	t.Logf("cmd/ncpos: %d packages", len(linked))
 }
 
+// contracts are the packages of wire types and clients: statusd's API and
+// each daemon's contract. They link nothing of ncpos but the transport
+// (ipc, with the health report it carries), so that whoever speaks them,
+// the host's commands among them, links none of the box's code.
+var contracts = []string{
+	module + "/web/api",
+	module + "/forwarder/forwarderapi",
+	module + "/bypass/bypassapi",
+	module + "/watchdog/watchdogapi",
+	module + "/appliance/initapi",
+}
+
+func contractViolations(contract string, linked []string) []string {
+	var bad []string
+	for _, p := range linked {
+		if p == contract || !under(p, module) || under(p, module+"/ipc") {
+			continue
+		}
+		bad = append(bad, p)
+	}
+	return bad
+}
+
+func TestContracts(t *testing.T) {
+	for _, c := range contracts {
+		if bad := contractViolations(c, deps(t, c)); len(bad) > 0 {
+			t.Errorf("%s links:\n  %s", c, strings.Join(bad, "\n  "))
+		}
+	}
+}
+
 // TestRulesCatch feeds the rules the links they exist to stop, so that a
 // rule that no longer matches anything is noticed.
 func TestRulesCatch(t *testing.T) {
@@ -171,6 +202,9 @@ func TestRulesCatch(t *testing.T) {
 		if bad := hostViolations([]string{pkg}); len(bad) != 1 {
 			t.Errorf("host linking %s: violations %v, want one", pkg, bad)
 		}
+	}
+	if bad := contractViolations(module+"/web/api", []string{module + "/web/api", module + "/ipc", module + "/ipc/health", module + "/config", module + "/bypass/bypassapi"}); len(bad) != 2 {
+		t.Errorf("web/api linking config and bypassapi: violations %v, want both", bad)
 	}
 	if bad := hostViolations([]string{"github.com/gokrazy/internal/fat", "github.com/gokrazy/tools/packer", module + "/web/api"}); len(bad) != 0 {
 		t.Errorf("gokrazy's build libraries reported as its runtime: %v", bad)

@@ -117,9 +117,10 @@ func changes(cfg *config.Config, srv *web.Server, out *outputs, mon *monitor.Mon
 		LastGood: appliance.LastGoodConfig, Source: srv.Configs.Source, Takers: takers, Events: evlog,
 		Hold:        change.BypassHold(ipc.Dir(), cfg.Services, 30*time.Second),
 		TrialConfig: appliance.TrialConfig, Reboot: srv.Rebooter.Reboot,
-		Health: func(ctx context.Context) ([]api.Segment, []api.Daemon, error) {
-			snap := mon.Latest(ctx)
-			if snap.System == nil {
+		Tell: func(conds []health.Condition) { mon.Tell("configuration", conds) },
+		Health: func(context.Context) ([]api.Segment, []api.Daemon, error) {
+			snap := mon.Published()
+			if snap == nil || snap.System == nil {
 				return nil, nil, errors.New("no status yet")
 			}
 			return snap.Segments, snap.System.Daemons, nil
@@ -194,15 +195,15 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		if srv.Configs.Versions != nil {
 			srv.Configs.Changes = changes(cfg, srv, out, mon, evlog)
 			settled = srv.Configs.Changes.Settled
-			mon.BoxConditions = srv.Configs.Changes.Conditions
 		}
-		mon.LastGood = &monitor.LastGood{After: 2 * time.Minute, Keep: func() (bool, error) {
+		lg := &change.LastGood{After: 2 * time.Minute, Events: evlog, Keep: func() (bool, error) {
 			text, err := settled()
 			if err != nil {
 				return false, err
 			}
 			return appliance.KeepLastGood(appliance.LastGoodConfig, text)
 		}}
+		go lg.Run(ctx, mon.Published, time.Second)
 		if m := srv.Configs.Changes; m != nil {
 			go m.Run(ctx) // once the monitor is whole: it reads the monitor
 		}

@@ -9,9 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ncpos/ncpos/bypass/bypassapi"
 	"github.com/ncpos/ncpos/ipc/health"
-	"github.com/ncpos/ncpos/watchdog/watchdogapi"
 )
 
 // Summary is the one-word answer a remote engineer wants first.
@@ -40,11 +38,11 @@ type Daemon struct {
 
 // WatchdogInfo tells who holds the hardware watchdog and how it is petted.
 type WatchdogInfo struct {
-	Holders       []watchdogapi.Holder `json:"holders"`
-	ClaimedByInit bool                 `json:"claimed_by_init"`
-	GokrazyPinger string               `json:"gokrazy_pinger"`
-	Petter        *watchdogapi.Status  `json:"petter,omitempty"` // from watchdogd
-	Error         string               `json:"error,omitempty"`
+	Holders       []Holder `json:"holders"`
+	ClaimedByInit bool     `json:"claimed_by_init"`
+	GokrazyPinger string   `json:"gokrazy_pinger"`
+	Petter        *Petter  `json:"petter,omitempty"` // from watchdogd
+	Error         string   `json:"error,omitempty"`
 }
 
 // System is the snapshot behind the status page and /api/v1/system.
@@ -97,16 +95,16 @@ type SegmentForwarding struct {
 // BypassState is one segment's bypass relay as the dashboard shows it,
 // taken from bypassd's /status.
 type BypassState struct {
-	Segment  string              `json:"segment"`
-	Pair     string              `json:"pair"`
-	Backend  string              `json:"backend,omitempty"`
-	State    string              `json:"state"`             // as read back: normal, bypass, disconnect or unknown
-	Desired  string              `json:"desired,omitempty"` // what the policy wants
-	Reason   string              `json:"reason"`            // bypassd's cause of the last change
-	Since    time.Time           `json:"since,omitzero"`
-	Problem  string              `json:"problem,omitempty"`   // why bypassd cannot drive the relay
-	HoldDown string              `json:"hold_down,omitempty"` // in force: the start hold-down until the first normal, then the hold-down with flap damping (a Go duration)
-	Override *bypassapi.Override `json:"override,omitempty"`
+	Segment  string    `json:"segment"`
+	Pair     string    `json:"pair"`
+	Backend  string    `json:"backend,omitempty"`
+	State    string    `json:"state"`             // as read back: normal, bypass, disconnect or unknown
+	Desired  string    `json:"desired,omitempty"` // what the policy wants
+	Reason   string    `json:"reason"`            // bypassd's cause of the last change
+	Since    time.Time `json:"since,omitzero"`
+	Problem  string    `json:"problem,omitempty"`   // why bypassd cannot drive the relay
+	HoldDown string    `json:"hold_down,omitempty"` // in force: the start hold-down until the first normal, then the hold-down with flap damping (a Go duration)
+	Override *Override `json:"override,omitempty"`
 }
 
 // SelfTest is the latest self-test (RFC 2544) report as the dashboard shows

@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-
-	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 )
 
 // Capture starts a capture on the box (POST /api/v1/capture) and returns
@@ -13,7 +11,7 @@ import (
 // ending ctx, stops the capture. A refusal is a *StatusError: 400 for a
 // bad parameter or a filter that does not compile, 404 for a port that
 // is not a segment port, 409 for a port already being captured.
-func (c *Client) Capture(ctx context.Context, r forwarderapi.CaptureRequest) (io.ReadCloser, error) {
+func (c *Client) Capture(ctx context.Context, r CaptureRequest) (io.ReadCloser, error) {
 	path := "api/v1/capture?" + r.Query().Encode()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.URL+path, nil)
 	if err != nil {

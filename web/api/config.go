@@ -6,9 +6,6 @@ import (
 	"errors"
 	"net/http"
 	"time"
-
-	"github.com/ncpos/ncpos/config"
-	"github.com/ncpos/ncpos/config/versions"
 )
 
 // ConfigInForce is the answer of GET /api/v1/config: the configuration
@@ -69,9 +66,9 @@ type ConfigPlan struct {
 	Version int `json:"version"`
 	// Changes are the settings that differ, one per setting (per segment
 	// for segments), and what taking each does.
-	Changes []config.Change `json:"changes"`
+	Changes []Change `json:"changes"`
 	// Disturbs is the greatest effect of the changes.
-	Disturbs config.Effect `json:"disturbs"`
+	Disturbs string `json:"disturbs"`
 	// Diff is the unified diff from the text in force to the candidate.
 	Diff string `json:"diff"`
 }
@@ -149,8 +146,8 @@ type ConfigVersionRef struct {
 // ConfigApplied is the answer of an apply or a rollback: the version
 // made, what changed, and how long each taker took.
 type ConfigApplied struct {
-	Version versions.Version   `json:"version"`
-	Changes []config.Change    `json:"changes"`
+	Version Version            `json:"version"`
+	Changes []Change           `json:"changes"`
 	TookMS  map[string]float64 `json:"took_ms"`
 	// Rebooting: the box reboots to take the change.
 	Rebooting bool `json:"rebooting,omitempty"`
@@ -188,7 +185,7 @@ type ConfigHistory struct {
 
 // ConfigVersion is one version of the history.
 type ConfigVersion struct {
-	versions.Version
+	Version
 	Diff string `json:"diff"`
 }
 
@@ -211,8 +208,8 @@ func (c *Client) RollbackConfig(ctx context.Context, req ConfigRollback) (*Confi
 }
 
 // ConfirmConfig confirms the pending version n.
-func (c *Client) ConfirmConfig(ctx context.Context, n int) (*versions.Version, error) {
-	var v versions.Version
+func (c *Client) ConfirmConfig(ctx context.Context, n int) (*Version, error) {
+	var v Version
 	if err := c.Post(ctx, "api/v1/config/confirm", ConfigVersionRef{Version: n}, &v); err != nil {
 		return nil, err
 	}
@@ -220,8 +217,8 @@ func (c *Client) ConfirmConfig(ctx context.Context, n int) (*versions.Version, e
 }
 
 // RevertConfig reverts the pending version n now.
-func (c *Client) RevertConfig(ctx context.Context, n int) (*versions.Version, error) {
-	var v versions.Version
+func (c *Client) RevertConfig(ctx context.Context, n int) (*Version, error) {
+	var v Version
 	if err := c.Post(ctx, "api/v1/config/revert", ConfigVersionRef{Version: n}, &v); err != nil {
 		return nil, err
 	}

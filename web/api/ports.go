@@ -2,8 +2,6 @@ package api
 
 import (
 	"time"
-
-	"github.com/ncpos/ncpos/forwarder/forwarderapi"
 )
 
 // Port is one front-panel port as the dashboard shows it: an entry of the
@@ -34,10 +32,10 @@ type Port struct {
 // LLDP frames it could not read, and the newcomers its full table
 // dropped (16 a port; lldpStatsRemTablesDrops).
 type PortLLDP struct {
-	Neighbors []forwarderapi.Neighbor `json:"neighbors"`
-	Rejected  uint64                  `json:"rejected"`
-	LastError string                  `json:"last_error,omitempty"`
-	Dropped   uint64                  `json:"dropped"`
+	Neighbors []Neighbor `json:"neighbors"`
+	Rejected  uint64     `json:"rejected"`
+	LastError string     `json:"last_error,omitempty"`
+	Dropped   uint64     `json:"dropped"`
 }
 
 // PortCounters are the kernel's interface counters
@@ -75,10 +73,10 @@ type RatePoint struct {
 // attached and why, the MTU and longest frame it forwards, the NIC
 // settings as the driver read them back, and its drops by reason.
 type PortDatapath struct {
-	Attach    string                     `json:"attach"`
-	AttachWhy string                     `json:"attach_why,omitempty"`
-	MTU       int                        `json:"mtu"`
-	MaxFrame  int                        `json:"max_frame"`
-	Settings  []forwarderapi.PortSetting `json:"settings"`
-	Drops     map[string]uint64          `json:"drops,omitempty"`
+	Attach    string            `json:"attach"`
+	AttachWhy string            `json:"attach_why,omitempty"`
+	MTU       int               `json:"mtu"`
+	MaxFrame  int               `json:"max_frame"`
+	Settings  []PortSetting     `json:"settings"`
+	Drops     map[string]uint64 `json:"drops,omitempty"`
 }

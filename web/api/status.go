@@ -1,10 +1,9 @@
 package api
 
 import (
+	"encoding/json"
 	"time"
 
-	"github.com/ncpos/ncpos/bypass/bypassapi"
-	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc/health"
 )
 
@@ -26,10 +25,12 @@ type Snapshot struct {
 	// Hardware is bypassd's probe of this boot: what bypass and watchdog
 	// hardware the box has and which profiles fit (nil until bypassd
 	// has run it).
-	Hardware *bypassapi.HardwareProbe `json:"hardware"`
-	Events   []events.Event           `json:"events"`
-	Control  ControlInfo              `json:"control"`
-	Errors   []string                 `json:"errors,omitempty"`
+	// Hardware is bypassd's probe of this boot, passed on as bypassd
+	// wrote it (API.md shows its fields).
+	Hardware json.RawMessage `json:"hardware"`
+	Events   []Event         `json:"events"`
+	Control  ControlInfo     `json:"control"`
+	Errors   []string        `json:"errors,omitempty"`
 }
 
 // ControlInfo tells the dashboard how control works here.

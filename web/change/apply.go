@@ -59,7 +59,9 @@ type TakerFunc func(ctx context.Context) error
 func (f TakerFunc) Take(ctx context.Context) error { return f(ctx) }
 
 // Health reads what the verdict of a change looks at: the segments and
-// the daemons, as statusd shows them.
+// the daemons, as statusd's monitor last published them. The manager
+// asks it under its lock: it must not wait (for a step of the monitor,
+// say).
 type Health func(ctx context.Context) ([]api.Segment, []api.Daemon, error)
 
 // Manager applies, confirms and reverts configuration versions. One
@@ -110,6 +112,10 @@ type Manager struct {
 	// before its health counts against it, the daemons and segments
 	// starting meanwhile (2 min when 0).
 	BootWindow time.Duration
+	// Tell hears the manager's conditions (a revert the box owes) each
+	// time they change; nil: nobody is told. It must not wait for the
+	// manager.
+	Tell func([]health.Condition)
 	// RevertAttempts and RevertWithin bound a revert that fails: after
 	// that many failed attempts (5 when 0), or that long since the first
 	// (1 min when 0), the box reboots onto the version it boots on.
@@ -121,8 +127,7 @@ type Manager struct {
 	owed    *owed   // a revert the box owes; set with setOwed
 	// parent is the text of the configuration the box last settled on
 	// while a change is pending or being undone, for Settled, which
-	// the monitor calls while the manager may wait for the monitor
-	// (Health).
+	// takes no lock.
 	parent atomic.Pointer[[]byte]
 	// cond is the owed revert as a condition, for the monitor.
 	cond atomic.Pointer[health.Condition]
@@ -232,14 +237,12 @@ func (m *Manager) Pending() (versions.Version, bool) {
 
 // Apply takes a new version in place.
 func (m *Manager) Apply(ctx context.Context, req Request) (Applied, error) {
-	// The segments before, read before the lock: Health may wait for
-	// the monitor, which asks Settled.
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	before, err := m.baseline(ctx, req.Next)
 	if err != nil {
 		return Applied{}, fmt.Errorf("reading the segments before the change: %w", err)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	cur, text, number, changes, err := m.check(req)
 	if err != nil {
 		return Applied{}, err

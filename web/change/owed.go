@@ -130,6 +130,11 @@ func (m *Manager) rebootOnto(ctx context.Context, reason string) error {
 // as a condition.
 func (m *Manager) setOwed(o *owed) {
 	m.owed = o
+	defer func() {
+		if m.Tell != nil {
+			m.Tell(m.Conditions())
+		}
+	}()
 	if o == nil {
 		m.cond.Store(nil)
 		return

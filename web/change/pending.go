@@ -159,28 +159,23 @@ func (m *Manager) tick() time.Duration {
 // watch checks the pending change once, or tries the owed revert again.
 func (m *Manager) watch(ctx context.Context) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.owed != nil {
 		m.retry(ctx)
-		m.mu.Unlock()
 		return
 	}
 	p := m.pending
-	if p != nil && !p.due.IsZero() && !time.Now().Before(p.due) {
-		m.revert(ctx, p, "not confirmed by its deadline, "+p.version.Deadline.Format(time.RFC3339))
-		p = nil
-	}
-	m.mu.Unlock()
-	if p == nil || m.Health == nil {
+	if p == nil {
 		return
 	}
-	// Outside the lock: Health may wait for the monitor, which asks
-	// Settled.
-	segs, daemons, err := m.Health(ctx)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.pending != p {
-		return // confirmed or reverted meanwhile
+	if !p.due.IsZero() && !time.Now().Before(p.due) {
+		m.revert(ctx, p, "not confirmed by its deadline, "+p.version.Deadline.Format(time.RFC3339))
+		return
 	}
+	if m.Health == nil {
+		return
+	}
+	segs, daemons, err := m.Health(ctx)
 	now := time.Now()
 	if err == nil {
 		err = verdict.Accept(p.before, daemons, verdict.BaselineOf(segs))

@@ -51,21 +51,14 @@ func (m *Manager) resume(ctx context.Context) {
 	if m.pending == nil && m.owed == nil {
 		m.unwatched(ctx, text, settled, listErr)
 	}
-	p := m.pending
-	if p == nil {
-		return
-	}
-	// Held to the daemons alone until the segments are read, after
-	// the lock (Health may wait for the monitor, which asks Settled).
-	m.mu.Unlock()
-	next, perr := config.Parse("pending version", text)
-	var before verdict.Baseline
-	if perr == nil {
-		before, _ = m.baseline(ctx, next)
-	}
-	m.mu.Lock()
-	if m.pending == p && before != nil {
-		p.before = before
+	// A change picked up is held to the segments that forward now: the
+	// boot window lets those that start meanwhile come up.
+	if p := m.pending; p != nil {
+		if next, err := config.Parse("pending version", text); err == nil {
+			if before, err := m.baseline(ctx, next); err == nil {
+				p.before = before
+			}
+		}
 	}
 }
 

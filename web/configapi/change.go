@@ -148,7 +148,7 @@ func (c *Configs) answerApplied(w http.ResponseWriter, r *http.Request, m *chang
 		c.conflict(w, code, reason, err)
 		return
 	}
-	ipc.WriteJSON(w, api.ConfigApplied{Version: res.Version, Changes: res.Changes, TookMS: res.Took, Rebooting: res.Rebooting})
+	ipc.WriteJSON(w, api.ConfigApplied{Version: apiVersion(res.Version), Changes: apiChanges(res.Changes), TookMS: res.Took, Rebooting: res.Rebooting})
 }
 
 // conflict answers a change the box did not make, with the version in
@@ -191,7 +191,7 @@ func (c *Configs) settle(w http.ResponseWriter, r *http.Request, do func(*change
 	case err != nil:
 		reply.Error(w, http.StatusInternalServerError, err.Error())
 	default:
-		ipc.WriteJSON(w, v)
+		ipc.WriteJSON(w, apiVersion(v))
 	}
 }
 
@@ -212,7 +212,7 @@ func (c *Configs) History(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, v := range all {
-		cv := api.ConfigVersion{Version: v}
+		cv := api.ConfigVersion{Version: apiVersion(v)}
 		_, text, err := c.Versions.Get(v.Number)
 		if err != nil {
 			h.Errors = append(h.Errors, err.Error())

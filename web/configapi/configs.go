@@ -137,6 +137,23 @@ func (c *Configs) Plan(w http.ResponseWriter, r *http.Request) {
 		reattach = c.Changes.Reattach()
 	}
 	changes := change.Plan(running, next, reattach)
-	ipc.WriteJSON(w, api.ConfigPlan{Version: cur.Version, Changes: changes, Disturbs: config.Disturbs(changes),
+	ipc.WriteJSON(w, api.ConfigPlan{Version: cur.Version, Changes: apiChanges(changes), Disturbs: string(config.Disturbs(changes)),
 		Diff: versions.Diff(inForceLabel(cur.Version), []byte(cur.Text), "candidate", []byte(req.Text))})
+}
+
+// apiVersion is a version's record as the API carries it.
+func apiVersion(v versions.Version) api.Version {
+	return api.Version{Number: v.Number, Parent: v.Parent, Time: v.Time, By: v.By, From: v.From, Source: v.Source,
+		Comment: v.Comment, State: string(v.State), Deadline: v.Deadline, Reboot: v.Reboot, Reason: v.Reason,
+		Done: v.Done, SHA256: v.SHA256}
+}
+
+// apiChanges are a plan's changes as the API carries them.
+func apiChanges(cs []config.Change) []api.Change {
+	out := make([]api.Change, len(cs))
+	for i, c := range cs {
+		out[i] = api.Change{Setting: c.Setting, Effect: string(c.Effect), Taker: c.Taker, Segments: c.Segments,
+			AwayMS: c.AwayMS, Detail: c.Detail}
+	}
+	return out
 }

@@ -30,9 +30,10 @@ func (m *Monitor) conditions(now time.Time, reports []health.Report, rec *sysinf
 		all = append(all, health.Condition{Kind: health.ProfileIncomplete, Port: rec.ManagementPort, Source: "init", Since: rec.Started.UTC(),
 			Detail: "management port " + rec.ManagementPort + " not found on this box: no DHCP, no status page on the network"})
 	}
-	if m.BoxConditions != nil {
-		all = append(all, m.BoxConditions()...)
-	}
+	m.told.Range(func(_, conds any) bool {
+		all = append(all, conds.([]health.Condition)...)
+		return true
+	})
 	if now.Year() < 2020 {
 		all = append(all, health.Condition{Kind: health.ClockNotSet, Source: "statusd", Since: now.UTC(), Detail: "the system clock reads " + now.UTC().Format(time.RFC3339)})
 	}

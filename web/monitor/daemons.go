@@ -23,7 +23,7 @@ func BypassPair(b *bypassapi.Status, seg, pair string) (*api.BypassState, bool) 
 	for _, p := range b.Pairs {
 		if (p.Segment != "" && p.Segment == seg) || (p.Segment == "" && p.Name == pair) {
 			return &api.BypassState{Segment: seg, Pair: p.Name, Backend: p.Backend, State: string(p.State), Desired: string(p.Desired),
-				Reason: p.Cause, Since: p.Since, Problem: p.Problem, HoldDown: time.Duration(p.HoldDown).String(), Override: p.Override}, true
+				Reason: p.Cause, Since: p.Since, Problem: p.Problem, HoldDown: time.Duration(p.HoldDown).String(), Override: apiOverride(p.Override)}, true
 		}
 	}
 	return nil, false

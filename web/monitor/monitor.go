@@ -7,8 +7,10 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ncpos/ncpos/bypass/bypassapi"
@@ -33,18 +35,19 @@ type Monitor struct {
 	SelfTestFile string        // default api.SelfTestFile
 	Interval     time.Duration // default 1 s
 	HistoryLen   int           // chart points per port, default 120
-	LastGood     *LastGood     // nil: the configuration is not kept as last good
 	Now          func() time.Time
-	// BoxConditions are statusd's conditions from beyond the monitor
-	// (a configuration revert the box owes); nil: none. It must not
-	// wait for the monitor.
-	BoxConditions func() []health.Condition
 
 	cfgMu  sync.Mutex     // guards cfg
 	cfg    *config.Config // set by SetConfig; nil: Config
 	stepMu sync.Mutex     // one Step at a time
 	st     monitorState   // guarded by stepMu
 	mu     sync.Mutex     // guards last, lastAt and doneAt
+	// published is the snapshot last kept, for readers that must not
+	// wait for a step (Published).
+	published atomic.Pointer[api.Snapshot]
+	// told are the conditions statusd's other parts told the monitor of
+	// (Tell), by source.
+	told   sync.Map // string -> []health.Condition
 	last   sample
 	lastAt time.Time // when the last snapshot's step began: its time
 	doneAt time.Time // when it ended
@@ -68,8 +71,8 @@ type monitorState struct {
 	daemons   map[string]string // daemon -> state
 	conds     map[string]health.Condition
 	resetSeen bool
-	selfTest  time.Time // Finished of the last reported self-test
-	hardware  *bypassapi.HardwareProbe
+	selfTest  time.Time       // Finished of the last reported self-test
+	hardware  json.RawMessage // bypassd's probe, once read
 }
 
 type portState struct {
@@ -144,6 +147,20 @@ func (m *Monitor) Run(ctx context.Context) {
 func (m *Monitor) Latest(ctx context.Context) *api.Snapshot {
 	return m.latest(ctx).snap
 }
+
+// Tell sets the conditions source (a part of statusd beside the monitor:
+// the configuration's change manager) holds now; none ends them. The
+// next step shows them, and their start and end are events. It takes no
+// lock the monitor's steps hold.
+func (m *Monitor) Tell(source string, conds []health.Condition) {
+	m.told.Store(source, slices.Clone(conds))
+}
+
+// Published is the snapshot last kept, nil before the first: it never
+// waits for a step, and takes no lock. The configuration's change
+// manager and the keeper of the last good configuration read it, and the
+// monitor asks neither of them anything.
+func (m *Monitor) Published() *api.Snapshot { return m.published.Load() }
 
 // LatestCPU is Latest with the CPU times the step read beside it (nil
 // when /proc/stat could not be read).
@@ -315,12 +332,12 @@ func (m *Monitor) step(ctx context.Context) sample {
 		}
 	}
 	snap.Summary = summarize(snap, rec)
-	m.observeLastGood(now, snap)
 
 	s := sample{snap: snap, cpu: cpu}
 	done := m.Time()
 	m.mu.Lock()
 	m.last, m.lastAt, m.doneAt = s, now, done
+	m.published.Store(snap)
 	m.mu.Unlock()
 	return s
 }
@@ -510,14 +527,19 @@ func (m *Monitor) daemonEvents(ds []api.Daemon, first bool) {
 }
 
 // readHardware reads bypassd's probe of this boot, nil until it is there.
-func readHardware(runDir string) *bypassapi.HardwareProbe {
+func readHardware(runDir string) json.RawMessage {
 	b, err := os.ReadFile(filepath.Join(runDir, bypassapi.HardwareFile))
 	if err != nil {
 		return nil
 	}
+	// Read as bypassd's contract says, and passed on as such.
 	var h bypassapi.HardwareProbe
 	if json.Unmarshal(b, &h) != nil {
 		return nil
 	}
-	return &h
+	out, err := json.Marshal(h)
+	if err != nil {
+		return nil
+	}
+	return out
 }

@@ -16,11 +16,8 @@ func addDatapath(ports []api.Port, fwd []forwarderapi.PortStatus) {
 	for i := range ports {
 		for _, f := range fwd {
 			if f.Interface == ports[i].Interface {
-				ports[i].Datapath = &api.PortDatapath{Attach: f.Attach, AttachWhy: f.AttachWhy, MTU: f.MTU, MaxFrame: f.MaxFrame, Settings: f.Settings, Drops: f.Drops}
-				ports[i].LLDP = &api.PortLLDP{Neighbors: f.Neighbors, Rejected: f.LLDPRejected, LastError: f.LLDPLastError, Dropped: f.LLDPDropped}
-				if ports[i].LLDP.Neighbors == nil {
-					ports[i].LLDP.Neighbors = []forwarderapi.Neighbor{}
-				}
+				ports[i].Datapath = &api.PortDatapath{Attach: f.Attach, AttachWhy: f.AttachWhy, MTU: f.MTU, MaxFrame: f.MaxFrame, Settings: apiSettings(f.Settings), Drops: f.Drops}
+				ports[i].LLDP = &api.PortLLDP{Neighbors: apiNeighbors(f.Neighbors), Rejected: f.LLDPRejected, LastError: f.LLDPLastError, Dropped: f.LLDPDropped}
 			}
 		}
 	}

@@ -92,14 +92,14 @@ func (c *Collector) Collect(ctx context.Context) *api.System {
 	if hs, err := watchdog.Holders(filepath.Join(c.Root, "proc")); err != nil {
 		fail("watchdog holders", err)
 	} else {
-		s.Watchdog.Holders = hs
+		s.Watchdog.Holders = apiHolders(hs)
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if st, err := watchdogapi.NewClient(c.RunDir, time.Second).Status(wctx); err != nil {
 		s.Watchdog.Error = err.Error()
 	} else {
-		s.Watchdog.Petter = &st
+		s.Watchdog.Petter = apiPetter(&st)
 	}
 	return s
 }

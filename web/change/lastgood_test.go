@@ -1,4 +1,4 @@
-package monitor
+package change
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 
 func TestLastGood(t *testing.T) {
 	kept := 0
-	m := &Monitor{Events: events.NewLog(10), LastGood: &LastGood{After: 2 * time.Minute, Keep: func() (bool, error) { kept++; return true, nil }}}
+	l := &LastGood{After: 2 * time.Minute, Keep: func() (bool, error) { kept++; return true, nil }, Events: events.NewLog(10)}
 	good := &api.Snapshot{System: &api.System{Daemons: []api.Daemon{{Name: "forwarderd", Configured: true, Healthy: true}}},
 		Segments: []api.Segment{{Name: "seg1", Forwarding: &api.SegmentForwarding{Healthy: true}}}}
 	bad := &api.Snapshot{System: good.System, Segments: []api.Segment{{Name: "seg1", Forwarding: &api.SegmentForwarding{Healthy: false}}}}
@@ -28,12 +28,12 @@ func TestLastGood(t *testing.T) {
 		{230 * time.Second, good, 1},
 		{400 * time.Second, good, 1}, // once per boot
 	} {
-		m.observeLastGood(t0.Add(step.at), step.snap)
+		l.observe(t0.Add(step.at), step.snap)
 		if kept != step.want {
 			t.Fatalf("at %v: kept %d times, want %d", step.at, kept, step.want)
 		}
 	}
-	if ev := m.Events.Recent(0); len(ev) != 1 || ev[0].Kind != events.KindConfig || ev[0].Fields["action"] != "keep_last_good" {
+	if ev := l.Events.Recent(0); len(ev) != 1 || ev[0].Kind != events.KindConfig || ev[0].Fields["action"] != "keep_last_good" {
 		t.Errorf("events %+v, want one, of the last good configuration kept", ev)
 	}
 }
