@@ -20,14 +20,15 @@ const (
 	EngineAFXDPGen = "AF_XDP generator, kernel analyzer"
 )
 
-// kernelGenerator sends a stream with the kernel's live frames; tx reads
-// the sending port's tx_packets.
-type kernelGenerator struct {
+// trafficGenerator sends a stream with xdptraffic's generator: the
+// kernel's live frames, or where they cannot go an AF_XDP socket; tx
+// reads the sending port's tx_packets.
+type trafficGenerator struct {
 	g  *xdptraffic.Generator
 	tx func() (uint64, error)
 }
 
-func (k *kernelGenerator) run(b *Builder, trial uint16, spec TrialSpec) (genResult, error) {
+func (k *trafficGenerator) run(b *Builder, trial uint16, spec TrialSpec) (genResult, error) {
 	frame := b.Write(make([]byte, b.Len()), trial, 0, 0)
 	// A burst goes at the rate asked too: the line rate, which a real
 	// port cannot exceed and a veth would.
@@ -49,8 +50,8 @@ func (k *kernelGenerator) run(b *Builder, trial uint16, spec TrialSpec) (genResu
 	if err != nil {
 		return genResult{}, err
 	}
-	// From the first frame to one frame's time after the last, as the
-	// AF_XDP generator counts: on schedule, the rate asked.
+	// From the first frame to one frame's time after the last: on
+	// schedule, the rate asked.
 	elapsed := s.Elapsed()
 	if spec.Burst == 0 && spec.RatePPS > 0 {
 		elapsed += time.Duration(float64(time.Second) / spec.RatePPS)
@@ -60,7 +61,7 @@ func (k *kernelGenerator) run(b *Builder, trial uint16, spec TrialSpec) (genResu
 	return res, nil
 }
 
-func (k *kernelGenerator) close() error { return k.g.Close() }
+func (k *trafficGenerator) close() error { return k.g.Close() }
 
 // waitSent reads a port's transmit counter until it has moved by want
 // since from, or within has passed, and returns how far it moved: a
@@ -124,28 +125,24 @@ func newKernelStream(s *portStream) error {
 	if err != nil {
 		return err
 	}
-	if why := xdptraffic.LiveFrames(); why != nil {
-		// The kernel's analyzer counts what a socket sends as well.
-		if err := newAFXDPGenerator(s); err != nil {
-			an.Close()
-			return fmt.Errorf("%w; %w", why, err)
-		}
-		s.an = &kernelAnalyzer{a: an, stream: s.spec.Stream}
-		s.Engine, s.Why = EngineAFXDPGen, why.Error()
-		return nil
-	}
 	// One core per stream: the frames' way through the kernel (the
 	// receiving veth's NAPI, in the lab) runs on the sender's core too,
 	// and a stream spread over several would feed one queue from each.
+	// The generator decides how it sends: live frames, or a socket
+	// where the kernel refuses them, whose frames the kernel's analyzer
+	// counts as well.
 	gen, err := xdptraffic.NewGenerator(xdptraffic.GeneratorOptions{Ifindex: s.txIndex, Flows: s.spec.Flows, Do: s.Sender.do,
 		CPU: int(s.spec.Stream) % runtime.NumCPU()})
 	if err != nil {
 		an.Close()
 		return err
 	}
-	s.gen = &kernelGenerator{g: gen, tx: s.txPackets}
+	s.gen = &trafficGenerator{g: gen, tx: s.txPackets}
 	s.an = &kernelAnalyzer{a: an, stream: s.spec.Stream}
 	s.Engine = EngineKernel
+	if engine, why := gen.Engine(); engine != xdptraffic.EngineLiveFrames {
+		s.Engine, s.Why = EngineAFXDPGen, why
+	}
 	return nil
 }
 
@@ -156,9 +153,12 @@ func newKernelStream(s *portStream) error {
 // not, an AF_XDP socket sends the stream instead, and the kernel's
 // analyzer still counts it.
 func (s *portStream) probe() error {
-	k, ok := s.gen.(*kernelGenerator)
+	k, ok := s.gen.(*trafficGenerator)
 	if !ok {
 		return nil
+	}
+	if engine, _ := k.g.Engine(); engine != xdptraffic.EngineLiveFrames {
+		return nil // a socket's frames go the stack's way
 	}
 	spec := s.spec
 	spec.Size = 64

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 
 	"github.com/asavie/xdp"
 	"github.com/cilium/ebpf/link"
+	"github.com/ncpos/ncpos/bench/xdptraffic"
 	"github.com/vishvananda/netlink"
 )
 
@@ -167,18 +169,15 @@ func newAFXDPStream(s *portStream) error {
 	return nil
 }
 
-// newAFXDPGenerator opens the AF_XDP socket that sends s.
+// newAFXDPGenerator opens the AF_XDP socket that sends s: xdptraffic's
+// generator, asked to send from its socket.
 func newAFXDPGenerator(s *portStream) error {
-	err := s.Sender.do(func() error {
-		x, err := newXSK(s.txIndex, &xskOptions)
-		if err == nil {
-			s.gen = &generator{xsk: x, frame: s.spec}
-		}
-		return err
-	})
+	gen, err := xdptraffic.NewGenerator(xdptraffic.GeneratorOptions{Ifindex: s.txIndex, Flows: s.spec.Flows, Do: s.Sender.do,
+		CPU: int(s.spec.Stream) % runtime.NumCPU(), Socket: true})
 	if err != nil {
 		return fmt.Errorf("generator on %s: %w", s.Sender.Ifname, err)
 	}
+	s.gen = &trafficGenerator{g: gen, tx: s.txPackets}
 	return nil
 }
 

@@ -19,6 +19,14 @@ type trialStream struct {
 	rx   func() (uint64, error)
 }
 
+// genResult is what one run of a generator did.
+type genResult struct {
+	sent      uint64 // frames the port transmitted
+	elapsed   time.Duration
+	txDropped uint64        // made but not transmitted
+	behind    time.Duration // the furthest behind its schedule it fell; 0: not known
+}
+
 // streamGenerator sends a stream's frames: the kernel's live frames or an
 // AF_XDP socket.
 type streamGenerator interface {

@@ -7,10 +7,12 @@ import (
 
 	"github.com/vishvananda/netlink"
 
+	"github.com/ncpos/ncpos/bench/xdptraffic"
 	"github.com/ncpos/ncpos/internal/testenv"
 )
 
-// TestAFXDPGeneratorKeepsRate paces the AF_XDP generator on a veth at
+// TestAFXDPGeneratorKeepsRate paces the AF_XDP generator (xdptraffic's
+// socket, as the bench's streams send from it) on a veth at
 // rates whose frame interval does not divide the trial (one frame every
 // 1.6 ms among them): it must send round(rate × duration) frames and
 // offer the rate asked within the search's tolerance, or RFC 2544
@@ -34,11 +36,17 @@ func TestAFXDPGeneratorKeepsRate(t *testing.T) {
 		}
 		index = l.Attrs().Index
 	}
-	x, err := newXSK(index, &xskOptions)
+	gen, err := xdptraffic.NewGenerator(xdptraffic.GeneratorOptions{Ifindex: index, CPU: -1, Socket: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &generator{xsk: x}
+	g := &trafficGenerator{g: gen, tx: func() (uint64, error) {
+		l, err := netlink.LinkByIndex(index)
+		if err != nil {
+			return 0, err
+		}
+		return l.Attrs().Statistics.TxPackets, nil
+	}}
 	defer g.close()
 
 	const trial = 200 * time.Millisecond
