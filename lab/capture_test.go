@@ -350,3 +350,99 @@ func sinkCounts(t *testing.T, s *lab.Sinks) [2]uint64 {
 	}
 	return n
 }
+
+// TestCaptureRealTraffic sends traffic dumpcap captured on a Linux host
+// (pcapfilter's fixture) into a segment port and captures it with filters:
+// each capture holds exactly the frames tcpdump keeps of that traffic,
+// bit for bit, in their order (its frames shorter than Ethernet's least
+// marked as runts, and forwarded all the same).
+func TestCaptureRealTraffic(t *testing.T) {
+	frames := fixtureFrames(t, "../pcapfilter/testdata/traffic.pcapng")
+	keeps := fixtureKeeps(t, "../pcapfilter/testdata/traffic.tcpdump")
+	l := newLab(t, 1, 1)
+	d := startForwarderd(t, l, "-engine", "xdp")
+	seg := l.Segments[0]
+	a, b := seg.Ports[0], seg.Ports[1]
+	snd, err := l.Sender(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snd.Close()
+	for _, filter := range []string{"", "vlan 42", "tcp", "icmp6", "src host 192.0.2.2", "less 60"} {
+		keep, ok := keeps[filter]
+		if !ok || len(keep) == 0 {
+			t.Fatalf("the fixture keeps nothing of %q", filter)
+		}
+		file := capture(t, d, forwarderapi.CaptureRequest{Port: a, Filter: filter, Frames: len(keep), Seconds: 30}, func() {
+			for _, f := range frames {
+				if err := snd.Send(f); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+		var want []tsharkFrame
+		for _, n := range keep {
+			comment := a + " in: forwarded to " + b
+			if len(frames[n-1]) < 60 {
+				// Captured on the host before padding: shorter than
+				// Ethernet's least, which the box marks and forwards.
+				comment += "|malformed: runt"
+			}
+			want = append(want, tsharkFrame{iface: a, direction: "0x00000001", comment: comment, verdict: "4", data: frames[n-1]})
+		}
+		t.Run(strings.ReplaceAll(filter+"_", " ", "_"), func(t *testing.T) { checkTshark(t, file, want) })
+	}
+}
+
+// fixtureFrames reads the frames of a pcapng fixture.
+func fixtureFrames(t *testing.T, path string) [][]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := pcapng.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for {
+		blk, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := blk.(*pcapng.PacketBlock); ok {
+			out = append(out, p.Data)
+		}
+	}
+}
+
+// fixtureKeeps reads what tcpdump keeps of a fixture: frame numbers (from
+// 1) by filter.
+func fixtureKeeps(t *testing.T, path string) map[string][]int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]int{}
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		expr, nums, _ := strings.Cut(line, "\t")
+		keep := []int{}
+		for _, f := range strings.Fields(nums) {
+			var n int
+			if _, err := fmt.Sscan(f, &n); err != nil {
+				t.Fatalf("%s: %q", path, line)
+			}
+			keep = append(keep, n)
+		}
+		out[expr] = keep
+	}
+	return out
+}

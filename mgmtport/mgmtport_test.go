@@ -2,6 +2,8 @@ package mgmtport
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -205,4 +207,125 @@ func portRevertsHalfChange(t *testing.T) {
 	waitPid(t, pidFile, dhcp)
 	time.Sleep(p.Linger + time.Second)
 	wantState(t, p, []string{lease}, leaseGW)
+}
+
+// updateGolden writes the golden files anew from what the tests see.
+var updateGolden = os.Getenv("NCPOS_UPDATE_GOLDEN") != ""
+
+// TestPortGolden sets the port to each state twice, as router7's
+// netconfig tests do: the addresses, routes and DHCP client it leaves
+// are the golden file's, and a state set again leaves the port exactly
+// as it was.
+func TestPortGolden(t *testing.T) {
+	if testenv.InNetNS(t) {
+		portGolden(t)
+	}
+}
+
+func portGolden(t *testing.T) {
+	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: "ncpt-peer"}); err != nil {
+		t.Fatal(err)
+	}
+	peer, _ := netlink.LinkByName("ncpt-peer")
+	netlink.LinkSetUp(peer)
+	pidFile := filepath.Join(t.TempDir(), "dhcp.pid")
+	p := &Port{Ifname: port, DHCP: []string{os.Args[0]}, Linger: time.Hour} // an address given up lingers through the test
+	t.Setenv(dhcpEnv, pidFile)
+	defer p.Close()
+	var out strings.Builder
+	for _, s := range []struct {
+		what string
+		m    config.Management
+	}{
+		{"static, with a gateway", config.Management{Address: "192.0.2.10/24", Gateway: "192.0.2.1"}},
+		{"another address on the subnet, no gateway", config.Management{Address: "192.0.2.11/24"}},
+		{"DHCP", config.Management{DHCP: true}},
+		{"static on another subnet", config.Management{Address: "198.51.100.7/24", Gateway: "198.51.100.1"}},
+	} {
+		var before string
+		for again := range 2 {
+			fmt.Fprintf(&out, "## %s%s\n", s.what, map[int]string{1: ", again"}[again])
+			if err := p.Set(s.m); err != nil {
+				t.Fatalf("%s: %v", s.what, err)
+			}
+			if s.m.DHCP {
+				waitPid(t, pidFile, 0)
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+					if st, _ := p.State(); slices.Contains(st.Addresses, lease) && st.Gateway == leaseGW {
+						break // the stand-in client took its lease
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the DHCP client took no lease")
+					}
+				}
+			}
+			state := linkState(t, p)
+			out.WriteString(state)
+			if again == 1 && state != before {
+				t.Errorf("%s, set again, changed the port:\n%s\nwas:\n%s", s.what, state, before)
+			}
+			before = state
+		}
+		os.Remove(pidFile)
+	}
+	golden(t, "port.golden", out.String())
+}
+
+// linkState is the port's IPv4 addresses (lingering: given up, valid for
+// a while), its routes and whether the DHCP client runs.
+func linkState(t *testing.T, p *Port) string {
+	t.Helper()
+	link, err := netlink.LinkByName(p.Ifname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := netlink.AddrList(link, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, a := range addrs {
+		kind := "valid"
+		if a.ValidLft > 0 && a.ValidLft < math.MaxUint32 {
+			kind = "lingering"
+		}
+		lines = append(lines, fmt.Sprintf("address %s, %s", a.IPNet, kind))
+	}
+	routes, err := netlink.RouteList(link, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range routes {
+		dst := "default"
+		if !isDefault(r) {
+			dst = r.Dst.String()
+		}
+		lines = append(lines, fmt.Sprintf("route %s via %v, metric %d", dst, r.Gw, r.Priority))
+	}
+	slices.Sort(lines)
+	st, _ := p.State()
+	lines = append(lines, fmt.Sprintf("DHCP client runs: %v", st.DHCP))
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// golden compares got with testdata/name, or writes it there with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if updateGolden {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (NCPOS_UPDATE_GOLDEN=1 go test -run %s writes it)", err, t.Name())
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from what the test saw (NCPOS_UPDATE_GOLDEN=1 writes it anew):\n--- got\n%s--- want\n%s", path, got, want)
+	}
 }
