@@ -17,13 +17,13 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cfg, src, rej := LoadConfig(base, override)
+	cfg, src, rej := loadConfig(base, override)
 	if cfg.Hostname != "from-etc" || src != base || len(rej) != 0 {
 		t.Fatalf("no override: %q from %s, rejected %v", cfg.Hostname, src, rej)
 	}
 
 	os.WriteFile(override, []byte("hostname = \"from-perm\"\n[watchdog]\ntimeout = \"0s\"\n"), 0o644)
-	cfg, src, rej = LoadConfig(base, override)
+	cfg, src, rej = loadConfig(base, override)
 	if cfg.Hostname != "from-etc" || src != base {
 		t.Fatalf("invalid override took effect: %q from %s", cfg.Hostname, src)
 	}
@@ -32,12 +32,12 @@ func TestLoadConfig(t *testing.T) {
 	}
 
 	os.WriteFile(override, []byte("hostname = \"from-perm\"\n[[segment]]\nname = \"s\"\nports = [\"LAN3\", \"LAN4\"]\n"), 0o644)
-	cfg, src, _ = LoadConfig(base, override)
+	cfg, src, _ = loadConfig(base, override)
 	if cfg.Hostname != "from-perm" || src != override {
 		t.Fatalf("valid override: %q from %s", cfg.Hostname, src)
 	}
 
-	cfg, src, _ = LoadConfig(filepath.Join(dir, "missing"), "")
+	cfg, src, _ = loadConfig(filepath.Join(dir, "missing"), "")
 	if src != "built-in default" || cfg.Hostname != config.Default().Hostname {
 		t.Fatalf("nothing there: %q from %s", cfg.Hostname, src)
 	}
@@ -45,11 +45,11 @@ func TestLoadConfig(t *testing.T) {
 
 func TestMachineID(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "machine-id")
-	id, err := MachineID(path)
+	id, err := machineID(path)
 	if err != nil || len(id) != 32 {
 		t.Fatalf("first boot: %q, %v", id, err)
 	}
-	again, err := MachineID(path)
+	again, err := machineID(path)
 	if err != nil || again != id {
 		t.Fatalf("second boot: %q, want %q", again, id)
 	}
@@ -116,12 +116,12 @@ func TestChooseConfig(t *testing.T) {
 // once taken, and one that does not load is gone too, with its error.
 func TestTakeTrial(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "trial.toml")
-	if c, err := TakeTrial(path); c != nil || err != nil {
+	if c, err := takeTrial(path); c != nil || err != nil {
 		t.Fatalf("no trial: %v, %v", c, err)
 	}
 	text := "hostname = \"trial\"\n[[segment]]\nname = \"s\"\nports = [\"LAN1\", \"LAN2\"]\n"
 	os.WriteFile(path, []byte(text), 0o600)
-	c, err := TakeTrial(path)
+	c, err := takeTrial(path)
 	if err != nil || c == nil || c.Config.Hostname != "trial" || string(c.Text) != text || !strings.Contains(c.Source, path) {
 		t.Fatalf("a trial: %+v, %v", c, err)
 	}
@@ -129,7 +129,7 @@ func TestTakeTrial(t *testing.T) {
 		t.Errorf("the trial is still there once taken: %v", err)
 	}
 	os.WriteFile(path, []byte("hostname = 7\n"), 0o600)
-	if c, err := TakeTrial(path); c != nil || err == nil || !strings.Contains(err.Error(), "hostname") {
+	if c, err := takeTrial(path); c != nil || err == nil || !strings.Contains(err.Error(), "hostname") {
 		t.Errorf("a trial that does not load: %+v, %v, want an error naming hostname", c, err)
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {

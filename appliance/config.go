@@ -40,11 +40,11 @@ const (
 	ConfigVersions = "/perm/ncpos/versions"
 )
 
-// LoadConfig returns the configuration that takes effect: override when it
+// loadConfig returns the configuration that takes effect: override when it
 // exists and is valid, else base, else the built-in default. An invalid file
 // never takes effect; its error is returned in rejected so that it can be
 // shown and logged. source names the file that took effect.
-func LoadConfig(base, override string) (cfg *config.Config, source string, rejected []error) {
+func loadConfig(base, override string) (cfg *config.Config, source string, rejected []error) {
 	cfg, _, source, rejected = chooseConfig(base, override, "")
 	return cfg, source, rejected
 }
@@ -101,11 +101,11 @@ func chooseConfig(base, override, lastGood string) (*config.Config, []byte, stri
 	return config.Default(), config.DefaultTOML(), "built-in default", rejected
 }
 
-// TakeTrial returns the trial configuration at path (TrialConfig) and
+// takeTrial returns the trial configuration at path (TrialConfig) and
 // removes it, durably, before the box runs on it; nil when there is none.
 // One that does not load is removed all the same, and its error returned:
 // the box then boots as if there were none.
-func TakeTrial(path string) (*Choice, error) {
+func takeTrial(path string) (*Choice, error) {
 	text, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -124,9 +124,9 @@ func TakeTrial(path string) (*Choice, error) {
 	return &Choice{Config: cfg, Text: text, Source: path + " (once: the next boot is on the version before unless it is confirmed)"}, nil
 }
 
-// WriteBootConfig keeps the boot's configuration text in path (BootConfig),
+// writeBootConfig keeps the boot's configuration text in path (BootConfig),
 // atomically.
-func WriteBootConfig(path string, text []byte) error {
+func writeBootConfig(path string, text []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func DaemonConfig(path string) (*config.Config, error) {
 	if _, err := os.Stat(BootConfig); err == nil {
 		return config.Load(BootConfig)
 	}
-	cfg, source, rejected := LoadConfig(EtcConfig, PermConfig)
+	cfg, source, rejected := loadConfig(etcConfig, PermConfig)
 	for _, r := range rejected {
 		log.Print(r)
 	}

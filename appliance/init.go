@@ -32,14 +32,14 @@ import (
 
 // Paths on the appliance's root file system, shared with the image builder.
 const (
-	// EtcConfig is the configuration compiled into the image.
-	EtcConfig = "/etc/ncpos/ncpos.toml"
+	// etcConfig is the configuration compiled into the image.
+	etcConfig = "/etc/ncpos/ncpos.toml"
 	// PermConfig overrides EtcConfig at run time when it is valid.
 	PermConfig = "/perm/ncpos/ncpos.toml"
-	// BinDir holds the ncpos daemons.
-	BinDir = "/user"
-	// DHCPPath is gokrazy's DHCP client.
-	DHCPPath = "/gokrazy/dhcp"
+	// binDir holds the ncpos daemons.
+	binDir = "/user"
+	// dhcpPath is gokrazy's DHCP client.
+	dhcpPath = "/gokrazy/dhcp"
 )
 
 // Init runs the appliance's boot sequence and returns once the daemons are
@@ -66,7 +66,7 @@ func Init(buildID string) error {
 	// Without watchdogd, gokrazy's own pinger opens it and pets it every
 	// second for as long as the kernel runs, which still resets a box
 	// whose kernel hangs.
-	early, _, _ := LoadConfig(EtcConfig, "")
+	early, _, _ := loadConfig(etcConfig, "")
 	var wd *watchdog.Device
 	if slices.Contains(early.Services, "watchdogd") {
 		wd = claimWatchdog(early.Watchdog.Device, rec)
@@ -84,21 +84,21 @@ func Init(buildID string) error {
 
 	tuneLogging("/proc/sys")
 
-	if id, err := MachineID(MachineIDPath); err != nil {
+	if id, err := machineID(machineIDPath); err != nil {
 		log.Printf("machine id: %v", err)
 	} else {
 		rec.MachineID = id
 	}
 
-	choice := ChooseConfig(EtcConfig, PermConfig, LastGoodConfig)
-	if trial, err := TakeTrial(TrialConfig); err != nil {
+	choice := ChooseConfig(etcConfig, PermConfig, LastGoodConfig)
+	if trial, err := takeTrial(TrialConfig); err != nil {
 		choice.Rejected = append(choice.Rejected, err)
 	} else if trial != nil {
 		choice.Config, choice.Text, choice.Source = trial.Config, trial.Text, trial.Source
 	}
 	cfg, source, rejected := choice.Config, choice.Source, choice.Rejected
 	rec.Config.Source = source
-	if err := WriteBootConfig(BootConfig, choice.Text); err != nil {
+	if err := writeBootConfig(BootConfig, choice.Text); err != nil {
 		log.Printf("keeping this boot's configuration in %s: %v (the daemons read the files themselves)", BootConfig, err)
 	}
 	for _, r := range rejected {
@@ -142,7 +142,7 @@ func Init(buildID string) error {
 		log.Printf("management port %s not found on this box: no DHCP and no status page on the network", cfg.Management.Port)
 	} else {
 		b.port = &mgmtport.Port{Ifname: rec.ManagementInterface, Out: os.Stderr,
-			DHCP: []string{DHCPPath, "-interface=" + rec.ManagementInterface}}
+			DHCP: []string{dhcpPath, "-interface=" + rec.ManagementInterface}}
 	}
 	if err := b.take(cfg); err != nil {
 		log.Printf("box settings: %v", err)
@@ -267,7 +267,7 @@ func tuneLogging(procSys string) {
 // daemonCommand builds the command line of one ncpos daemon from the
 // configuration.
 func daemonCommand(name string, cfg *config.Config, rec *sysinfo.InitRecord, wd *watchdog.Device) (*exec.Cmd, error) {
-	path := filepath.Join(BinDir, name)
+	path := filepath.Join(binDir, name)
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("not in this image: %w", err)
 	}
@@ -284,7 +284,7 @@ func daemonCommand(name string, cfg *config.Config, rec *sysinfo.InitRecord, wd 
 			"-timeout=" + cfg.Watchdog.Timeout.String(),
 			"-interval=" + cfg.Watchdog.Interval.String(),
 			"-grace=" + cfg.Watchdog.BootGrace.String(),
-			"-require=" + strings.Join(RequiredDaemons(cfg), ","),
+			"-require=" + strings.Join(requiredDaemons(cfg), ","),
 		}
 	case "statusd":
 		args = []string{
@@ -296,9 +296,9 @@ func daemonCommand(name string, cfg *config.Config, rec *sysinfo.InitRecord, wd 
 	return exec.Command(path, args...), nil
 }
 
-// RequiredDaemons are the daemons whose /healthz gates the watchdog: every
+// requiredDaemons are the daemons whose /healthz gates the watchdog: every
 // configured one but watchdogd itself.
-func RequiredDaemons(cfg *config.Config) []string {
+func requiredDaemons(cfg *config.Config) []string {
 	var out []string
 	for _, s := range cfg.Services {
 		if s != "watchdogd" {

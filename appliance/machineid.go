@@ -11,14 +11,14 @@ import (
 	"github.com/ncpos/ncpos/internal/durable"
 )
 
-// MachineIDPath is where gokrazy looks for the machine id first.
-const MachineIDPath = "/perm/machine-id"
+// machineIDPath is where gokrazy looks for the machine id first.
+const machineIDPath = "/perm/machine-id"
 
-// MachineID returns the box's identity, creating it on first boot. It lives
+// machineID returns the box's identity, creating it on first boot. It lives
 // on /perm, so it survives updates and reinstalls that keep /perm: a fleet
 // monitor can tell boxes apart, and a test can tell /perm was kept. It is
 // written once, never again.
-func MachineID(path string) (string, error) {
+func machineID(path string) (string, error) {
 	if b, err := os.ReadFile(path); err == nil {
 		if id := strings.TrimSpace(string(b)); id != "" {
 			return id, nil

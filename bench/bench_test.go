@@ -26,7 +26,7 @@ func TestLineRate(t *testing.T) {
 		{1024, 1e9, 119731}, {1280, 1e9, 96153}, {1518, 1e9, 81274},
 		{64, 10e9, 14880952}, {1518, 10e9, 812743}, {64, 100e6, 148809},
 	} {
-		if got := LinePPSInt(c.size, c.bps); got != c.want {
+		if got := linePPSInt(c.size, c.bps); got != c.want {
 			t.Errorf("LinePPSInt(%d, %g) = %d, want %d", c.size, c.bps, got, c.want)
 		}
 	}
@@ -307,7 +307,7 @@ func TestReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&cs).ReadAll()
-	if err != nil || len(rows) != 1+14 || len(rows[1]) != len(CSVHeader) {
+	if err != nil || len(rows) != 1+14 || len(rows[1]) != len(csvHeader) {
 		t.Fatalf("CSV: %d rows, %v", len(rows), err)
 	}
 	var svg bytes.Buffer

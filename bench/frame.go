@@ -22,10 +22,10 @@ import (
 // 18 bytes fit the smallest frame: 64 bytes with FCS are 60 on the wire
 // side of the NIC, 42 of them headers.
 const (
-	Magic       = 0x4e42
-	HeaderLen   = 14 + 20 + 8
-	StampLen    = 18
-	StampOffset = HeaderLen
+	magic       = 0x4e42
+	headerLen   = 14 + 20 + 8
+	stampLen    = 18
+	StampOffset = headerLen
 	fcsLen      = 4
 )
 
@@ -72,9 +72,9 @@ func NewBuilder(spec FrameSpec) (*Builder, error) {
 	return b, nil
 }
 
-// FlowAddrs gives flow i's addresses and ports: sources and destinations
+// flowAddrs gives flow i's addresses and ports: sources and destinations
 // vary in their last two bytes, ports over 1024-... and 7-....
-func FlowAddrs(spec FrameSpec, i int) (src, dst [4]byte, sport, dport uint16) {
+func flowAddrs(spec FrameSpec, i int) (src, dst [4]byte, sport, dport uint16) {
 	s := uint16(spec.Stream)
 	src = [4]byte{198, 18, byte(s<<4) | byte(i>>12&0x0f), byte(i >> 4)}
 	dst = [4]byte{198, 19, byte(s<<4) | byte(i>>8&0x0f), byte(i)}
@@ -88,10 +88,10 @@ func FlowAddrs(spec FrameSpec, i int) (src, dst [4]byte, sport, dport uint16) {
 }
 
 func header(spec FrameSpec, flow int) []byte {
-	src, dst, sport, dport := FlowAddrs(spec, flow)
-	udp := frames.UDP(sport, dport, make([]byte, spec.Size-fcsLen-HeaderLen))
+	src, dst, sport, dport := flowAddrs(spec, flow)
+	udp := frames.UDP(sport, dport, make([]byte, spec.Size-fcsLen-headerLen))
 	f := frames.Ethernet(spec.DstMAC, spec.SrcMAC, 0x0800, frames.IPv4(netip.AddrFrom4(src), netip.AddrFrom4(dst), 17, udp))
-	return f[:HeaderLen]
+	return f[:headerLen]
 }
 
 // Len is the length of each frame as handed to the NIC (no FCS).
@@ -113,7 +113,7 @@ func (b *Builder) Write(buf []byte, trial uint16, seq uint32, now uint64) []byte
 // PutStamp writes st into a frame.
 func PutStamp(f []byte, st Stamp) {
 	p := f[StampOffset:]
-	binary.BigEndian.PutUint16(p[0:], Magic)
+	binary.BigEndian.PutUint16(p[0:], magic)
 	binary.BigEndian.PutUint16(p[2:], st.Trial)
 	binary.BigEndian.PutUint32(p[4:], st.Seq)
 	binary.BigEndian.PutUint64(p[8:], st.Time)
@@ -125,11 +125,11 @@ var errNotTest = errors.New("not a test frame")
 // ParseStamp reads the stamp of a test frame; frames that are not IPv4
 // UDP test frames are an error.
 func ParseStamp(f []byte) (Stamp, error) {
-	if len(f) < StampOffset+StampLen || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[14] != 0x45 || f[23] != 17 {
+	if len(f) < StampOffset+stampLen || binary.BigEndian.Uint16(f[12:]) != 0x0800 || f[14] != 0x45 || f[23] != 17 {
 		return Stamp{}, errNotTest
 	}
 	p := f[StampOffset:]
-	if binary.BigEndian.Uint16(p) != Magic {
+	if binary.BigEndian.Uint16(p) != magic {
 		return Stamp{}, errNotTest
 	}
 	return Stamp{

@@ -12,17 +12,17 @@ import (
 	"math"
 )
 
-// Overhead is what each frame costs on the wire besides its own bytes:
+// overhead is what each frame costs on the wire besides its own bytes:
 // 7 bytes of preamble, 1 of start-of-frame delimiter and 12 of
 // inter-frame gap.
-const Overhead = 20
+const overhead = 20
 
 // Frame sizes, as RFC 2544 counts them: from the destination MAC to the
 // FCS inclusive.
 const (
-	MinFrameSize   = 64
-	MaxFrameSize   = 1518
-	MaxJumboSize   = 9018
+	minFrameSize   = 64
+	maxFrameSize   = 1518
+	maxJumboSize   = 9018
 	DefaultLineBPS = 1e9
 )
 
@@ -33,11 +33,11 @@ var RFC2544Sizes = []int{64, 128, 256, 512, 1024, 1280, 1518}
 // per second carries: bps / ((size + 20) * 8). 64-byte frames at 1 Gb/s:
 // 1,488,095.2; 1518-byte frames: 81,274.4.
 func LinePPS(size int, bps float64) float64 {
-	return bps / (float64(size+Overhead) * 8)
+	return bps / (float64(size+overhead) * 8)
 }
 
-// LinePPSInt is LinePPS rounded down, as the tables print it.
-func LinePPSInt(size int, bps float64) uint64 {
+// linePPSInt is LinePPS rounded down, as the tables print it.
+func linePPSInt(size int, bps float64) uint64 {
 	return uint64(math.Floor(LinePPS(size, bps)))
 }
 
@@ -53,13 +53,13 @@ func PercentOfLine(pps float64, size int, bps float64) float64 {
 
 // CheckSize says why size is not a frame size the bench sends, or nil.
 func CheckSize(size int, jumbo bool) error {
-	max := MaxFrameSize
+	max := maxFrameSize
 	if jumbo {
-		max = MaxJumboSize
+		max = maxJumboSize
 	}
 	switch {
-	case size < MinFrameSize:
-		return fmt.Errorf("frame size %d is below the Ethernet minimum of %d bytes", size, MinFrameSize)
+	case size < minFrameSize:
+		return fmt.Errorf("frame size %d is below the Ethernet minimum of %d bytes", size, minFrameSize)
 	case size > max && !jumbo:
 		return fmt.Errorf("frame size %d is above the Ethernet maximum of %d bytes (jumbo frames need -jumbo)", size, max)
 	case size > max:

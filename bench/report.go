@@ -167,8 +167,8 @@ func WriteJSON(w io.Writer, reports ...*Report) error {
 	}{reports})
 }
 
-// CSVHeader are the columns of WriteCSV.
-var CSVHeader = []string{"target", "segments", "directions", "line_bps", "frame_size", "line_pps",
+// csvHeader are the columns of WriteCSV.
+var csvHeader = []string{"target", "segments", "directions", "line_bps", "frame_size", "line_pps",
 	"throughput_pps", "percent_line", "gbps", "mpps", "loss_percent", "generator_limited",
 	"latency_rfc2544_us", "latency_trials", "latency_min_us", "latency_mean_us", "latency_p99_us", "latency_max_us", "back_to_back_frames"}
 
@@ -176,7 +176,7 @@ var CSVHeader = []string{"target", "segments", "directions", "line_bps", "frame_
 // over all streams, % of line rate per port.
 func WriteCSV(w io.Writer, reports ...*Report) error {
 	c := csv.NewWriter(w)
-	c.Write(CSVHeader)
+	c.Write(csvHeader)
 	f := func(v float64, prec int) string { return strconv.FormatFloat(v, 'f', prec, 64) }
 	for _, r := range reports {
 		for _, s := range r.Results {

@@ -67,12 +67,12 @@ func TestSlots(t *testing.T) {
 		{"console=ttyS0 root=PARTUUID=cafe0001-02 ro", SlotA},
 		{"root=PARTUUID=cafe0001-03", SlotB},
 	} {
-		if s, err := RunningSlot(c.cmdline); err != nil || s != c.want || s.Other() == s {
+		if s, err := runningSlot(c.cmdline); err != nil || s != c.want || s.Other() == s {
 			t.Errorf("RunningSlot(%q) = %q, %v; want %q", c.cmdline, s, err, c.want)
 		}
 	}
 	for _, bad := range []string{"root=/dev/sda2", "root=PARTUUID=cafe0001-04", ""} {
-		if s, err := RunningSlot(bad); err == nil {
+		if s, err := runningSlot(bad); err == nil {
 			t.Errorf("RunningSlot(%q) = %q, want an error", bad, s)
 		}
 	}

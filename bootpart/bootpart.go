@@ -21,9 +21,9 @@ import (
 	"github.com/ncpos/ncpos/sysinfo"
 )
 
-// Device finds the boot partition: partition 1 of the disk that holds the
+// device finds the boot partition: partition 1 of the disk that holds the
 // root file system (root is "/" on the appliance).
-func Device(root string) (string, error) {
+func device(root string) (string, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(filepath.Join(root, "/"), &st); err != nil {
 		return "", fmt.Errorf("stat /: %w", err)

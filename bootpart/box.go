@@ -49,7 +49,7 @@ type Box struct {
 // OpenBox finds the boot partition of the box whose root is root ("/"),
 // to be mounted at mnt; it mounts efivarfs when the box booted by UEFI.
 func OpenBox(root, mnt string) (*Box, error) {
-	dev, err := Device(root)
+	dev, err := device(root)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +59,7 @@ func OpenBox(root, mnt string) (*Box, error) {
 	}
 	b := &Box{Dev: dev, Mnt: mnt, Cmdline: string(cmdline)}
 	if _, err := os.Stat(filepath.Join(root, "sys/firmware/efi")); err == nil {
-		vars := filepath.Join(root, EFIVars)
+		vars := filepath.Join(root, efiVars)
 		if err := mountEFIVars(vars); err != nil {
 			return nil, err
 		}
@@ -162,8 +162,8 @@ func Root(cmdline string) (sig uint32, part int, err error) {
 	return uint32(s), part, nil
 }
 
-// RunningSlot is the slot whose root the kernel command line names.
-func RunningSlot(cmdline string) (Slot, error) {
+// runningSlot is the slot whose root the kernel command line names.
+func runningSlot(cmdline string) (Slot, error) {
 	_, part, err := Root(cmdline)
 	if err != nil {
 		return "", err
@@ -173,7 +173,7 @@ func RunningSlot(cmdline string) (Slot, error) {
 
 // Read reads the state.
 func (b *Box) Read() (*State, error) {
-	running, err := RunningSlot(b.Cmdline)
+	running, err := runningSlot(b.Cmdline)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func (b *Box) Read() (*State, error) {
 			return err
 		}
 		if once := adv.BootOnce(); once != "" {
-			s.Once, err = ParseSlot(once)
+			s.Once, err = parseSlot(once)
 		}
 		return err
 	})
@@ -230,7 +230,7 @@ func readDefault(dir, name, prefix, suffix string) (Slot, error) {
 
 // readADV reads syslinux's ADV from ldlinux.sys.
 func readADV(dir string) (*ADV, int64, error) {
-	f, err := os.Open(filepath.Join(dir, SyslinuxFile))
+	f, err := os.Open(filepath.Join(dir, syslinuxFile))
 	if err != nil {
 		return nil, 0, fmt.Errorf("syslinux: %w", err)
 	}
@@ -241,7 +241,7 @@ func readADV(dir string) (*ADV, int64, error) {
 	}
 	off := fi.Size() - int64(len(ADV{}))
 	if off <= 0 {
-		return nil, 0, fmt.Errorf("syslinux: %s of %d bytes holds no ADV", SyslinuxFile, fi.Size())
+		return nil, 0, fmt.Errorf("syslinux: %s of %d bytes holds no ADV", syslinuxFile, fi.Size())
 	}
 	raw := make([]byte, len(ADV{}))
 	if _, err := f.ReadAt(raw, off); err != nil {
@@ -270,7 +270,7 @@ func (b *Box) setADV(once string) error {
 	if err := adv.SetBootOnce(once); err != nil {
 		return err
 	}
-	return b.overwrite(SyslinuxFile, off, adv[:])
+	return b.overwrite(syslinuxFile, off, adv[:])
 }
 
 // rewrite replaces a file's content by one of the same length, in place.
@@ -312,7 +312,7 @@ func (b *Box) size(name string) (int64, error) {
 // against the signed manifest, so a write cut short leaves a slot that is
 // never booted.
 func (b *Box) WriteKernel(s Slot, k []byte) error {
-	running, err := RunningSlot(b.Cmdline)
+	running, err := runningSlot(b.Cmdline)
 	if err != nil {
 		return err
 	}

@@ -22,8 +22,8 @@ const (
 	oneShotVar    = "LoaderEntryOneShot-" + loaderGUID
 	efiAttributes = 0x7  // non-volatile, boot service and runtime access
 	fsImmutable   = 0x10 // FS_IMMUTABLE_FL, linux/fs.h
-	// EFIVars is where efivarfs is mounted.
-	EFIVars = "sys/firmware/efi/efivars"
+	// efiVars is where efivarfs is mounted.
+	efiVars = "sys/firmware/efi/efivars"
 )
 
 // efiString is a NUL-terminated UTF-16LE string.

@@ -31,8 +31,8 @@ func SlotOf(n int) (Slot, error) {
 	return "", fmt.Errorf("partition %d is no root partition (want %d or %d)", n, partition.RootA, partition.RootB)
 }
 
-// ParseSlot reads a slot's name.
-func ParseSlot(s string) (Slot, error) {
+// parseSlot reads a slot's name.
+func parseSlot(s string) (Slot, error) {
 	switch Slot(s) {
 	case SlotA, SlotB:
 		return Slot(s), nil
@@ -89,9 +89,9 @@ const ManifestFile = "ncpos-manifest.json"
 const (
 	SyslinuxDefaultFile = "slot.cfg"           // included by syslinux.cfg
 	LoaderConfFile      = "loader/loader.conf" // systemd-boot's
-	// SyslinuxFile holds syslinux's auxiliary data vector (ADV), where
+	// syslinuxFile holds syslinux's auxiliary data vector (ADV), where
 	// its boot-once command lives.
-	SyslinuxFile = "ldlinux.sys"
+	syslinuxFile = "ldlinux.sys"
 )
 
 // SyslinuxDefault is slot.cfg naming s.
@@ -132,5 +132,5 @@ func defaultIn(b []byte, prefix, suffix string) (Slot, error) {
 	if !ok {
 		return "", fmt.Errorf("first line %q does not end with %q", line, suffix)
 	}
-	return ParseSlot(strings.TrimPrefix(name, "ncpos-"))
+	return parseSlot(strings.TrimPrefix(name, "ncpos-"))
 }

@@ -27,10 +27,10 @@ import (
 	"github.com/ncpos/ncpos/internal/durable"
 )
 
-// File is where the identity lives in its directory: the certificate and
+// file is where the identity lives in its directory: the certificate and
 // its key in one PEM file (mode 0600), written in one atomic rename, so a
 // power cut leaves either the old identity or the new one.
-const File = "identity.pem"
+const file = "identity.pem"
 
 // Identity is a box's certificate and what hosts compare it by.
 type Identity struct {
@@ -44,8 +44,8 @@ type Identity struct {
 	Path     string
 }
 
-// ErrDamaged is a kept identity that reads but does not parse.
-var ErrDamaged = errors.New("damaged")
+// errDamaged is a kept identity that reads but does not parse.
+var errDamaged = errors.New("damaged")
 
 // Ensure loads the identity kept in dir, or makes one there when dir has
 // none or only a damaged one: a box far away must stay reachable, and its
@@ -54,13 +54,13 @@ var ErrDamaged = errors.New("damaged")
 // returns the error and leaves the file as it is, since every host that
 // pinned its key would refuse a new one.
 func Ensure(dir, hostname string, now time.Time) (*Identity, error) {
-	path := filepath.Join(dir, File)
+	path := filepath.Join(dir, file)
 	var replaced string
 	switch id, err := load(path); {
 	case err == nil:
 		return id, nil
 	case errors.Is(err, os.ErrNotExist):
-	case !errors.Is(err, ErrDamaged):
+	case !errors.Is(err, errDamaged):
 		return nil, fmt.Errorf("reading the TLS identity: %w (left as it is)", err)
 	default:
 		replaced = err.Error()
@@ -93,11 +93,11 @@ func load(path string) (*Identity, error) {
 	}
 	cert, err := tls.X509KeyPair(b, b)
 	if err != nil {
-		return nil, fmt.Errorf("the TLS identity %s is %w: %v", path, ErrDamaged, err)
+		return nil, fmt.Errorf("the TLS identity %s is %w: %v", path, errDamaged, err)
 	}
 	fp, err := Fingerprint(cert.Certificate[0])
 	if err != nil {
-		return nil, fmt.Errorf("the TLS identity %s is %w: %v", path, ErrDamaged, err)
+		return nil, fmt.Errorf("the TLS identity %s is %w: %v", path, errDamaged, err)
 	}
 	return &Identity{Cert: cert, Fingerprint: fp, Path: path}, nil
 }

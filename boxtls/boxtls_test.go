@@ -22,7 +22,7 @@ func TestEnsureMakesOnceAndKeeps(t *testing.T) {
 	if !a.Created || !strings.HasPrefix(a.Fingerprint, "sha256:") || len(a.Fingerprint) != 7+64 {
 		t.Fatalf("first Ensure: created %v fingerprint %q", a.Created, a.Fingerprint)
 	}
-	st, err := os.Stat(filepath.Join(dir, File))
+	st, err := os.Stat(filepath.Join(dir, file))
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("identity file: %v mode %v, want 0600", err, st.Mode())
 	}
@@ -49,7 +49,7 @@ func TestEnsureMakesOnceAndKeeps(t *testing.T) {
 
 func TestEnsureReplacesDamaged(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, File)
+	path := filepath.Join(dir, file)
 	if err := os.WriteFile(path, []byte("-----BEGIN CERTIFICATE-----\ngarbage\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -180,8 +180,8 @@ func TestKnownFile(t *testing.T) {
 // stands for any read error (EIO, EMFILE) that root cannot be denied.
 func TestEnsureLeavesUnreadable(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, File)
-	if err := os.Symlink(File, path); err != nil {
+	path := filepath.Join(dir, file)
+	if err := os.Symlink(file, path); err != nil {
 		t.Fatal(err)
 	}
 	if id, err := Ensure(dir, "fw1", time.Now()); err == nil || !strings.Contains(err.Error(), "left as it is") {

@@ -6,14 +6,14 @@ import (
 	"time"
 )
 
-// ErrUnsupported is returned for an operation the hardware (or its map)
+// errUnsupported is returned for an operation the hardware (or its map)
 // does not offer; Caps says so up front.
-var ErrUnsupported = errors.New("not supported by this relay")
+var errUnsupported = errors.New("not supported by this relay")
 
-// ErrTimerExpired is returned by Kick when the controller's timer had
+// errTimerExpired is returned by Kick when the controller's timer had
 // already run out: the relay has fallen to its timer_expiry state and must
 // be set again.
-var ErrTimerExpired = errors.New("controller timer had expired")
+var errTimerExpired = errors.New("controller timer had expired")
 
 // Backend drives one bypass pair's relay. Implementations do exactly the
 // hardware access they are asked for; reading back after a set, retrying

@@ -199,7 +199,7 @@ func (b *bpctlBackend) Caps() bypassapi.Caps { return b.caps }
 
 func (b *bpctlBackend) Set(s bypassapi.State) error {
 	if !b.caps.Can(s) {
-		return fmt.Errorf("bpctl: state %s: %w", s, ErrUnsupported)
+		return fmt.Errorf("bpctl: state %s: %w", s, errUnsupported)
 	}
 	disc := b.bits&discCap != 0
 	var err error
@@ -229,7 +229,7 @@ func boolInt(b bool) int32 {
 
 func (b *bpctlBackend) Get() (bypassapi.State, error) {
 	if !b.caps.ReadBack {
-		return bypassapi.Unknown, fmt.Errorf("bpctl: reading the state: %w", ErrUnsupported)
+		return bypassapi.Unknown, fmt.Errorf("bpctl: reading the state: %w", errUnsupported)
 	}
 	c, err := b.call(bpGetBypass, 0)
 	if err != nil {
@@ -252,7 +252,7 @@ func (b *bpctlBackend) Get() (bypassapi.State, error) {
 
 func (b *bpctlBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 	if !b.caps.CanDefault(e, s) {
-		return fmt.Errorf("bpctl: %s default %s: %w", e, s, ErrUnsupported)
+		return fmt.Errorf("bpctl: %s default %s: %w", e, s, errUnsupported)
 	}
 	switch e {
 	case bypassapi.PowerOff:
@@ -267,7 +267,7 @@ func (b *bpctlBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 		_, err := b.call(bpSetBypassPwup, boolInt(s == bypassapi.Bypass))
 		return err
 	}
-	return fmt.Errorf("bpctl: %s default: %w", e, ErrUnsupported)
+	return fmt.Errorf("bpctl: %s default: %w", e, errUnsupported)
 }
 
 func (b *bpctlBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
@@ -309,12 +309,12 @@ func (b *bpctlBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
 	if f, ok := b.caps.Fixed[e]; ok {
 		return f, nil
 	}
-	return bypassapi.Unknown, fmt.Errorf("bpctl: %s default: %w", e, ErrUnsupported)
+	return bypassapi.Unknown, fmt.Errorf("bpctl: %s default: %w", e, errUnsupported)
 }
 
 func (b *bpctlBackend) Arm(d time.Duration) (time.Duration, error) {
 	if b.caps.Timer == nil {
-		return 0, fmt.Errorf("bpctl: bypass watchdog: %w", ErrUnsupported)
+		return 0, fmt.Errorf("bpctl: bypass watchdog: %w", errUnsupported)
 	}
 	ms := int32(max(d.Milliseconds(), 1))
 	c, err := b.call(bpSetBypassWD, ms)
@@ -330,12 +330,12 @@ func (b *bpctlBackend) Arm(d time.Duration) (time.Duration, error) {
 
 func (b *bpctlBackend) Kick() error {
 	if b.caps.Timer == nil {
-		return fmt.Errorf("bpctl: bypass watchdog: %w", ErrUnsupported)
+		return fmt.Errorf("bpctl: bypass watchdog: %w", errUnsupported)
 	}
 	if b.caps.Timer.TimeLeft {
 		c, err := b.call(bpGetWDExpireTime, 0)
 		if err == nil && c.Data[0] < 0 {
-			return fmt.Errorf("bpctl: %w", ErrTimerExpired)
+			return fmt.Errorf("bpctl: %w", errTimerExpired)
 		}
 	}
 	c, err := b.call(bpResetBypassWD, 0)
@@ -350,7 +350,7 @@ func (b *bpctlBackend) Kick() error {
 
 func (b *bpctlBackend) Disarm() error {
 	if b.caps.Timer == nil {
-		return fmt.Errorf("bpctl: bypass watchdog: %w", ErrUnsupported)
+		return fmt.Errorf("bpctl: bypass watchdog: %w", errUnsupported)
 	}
 	_, err := b.call(bpSetBypassWD, 0)
 	return err
@@ -358,7 +358,7 @@ func (b *bpctlBackend) Disarm() error {
 
 func (b *bpctlBackend) TimeLeft() (time.Duration, error) {
 	if b.caps.Timer == nil || !b.caps.Timer.TimeLeft {
-		return 0, fmt.Errorf("bpctl: watchdog time left: %w", ErrUnsupported)
+		return 0, fmt.Errorf("bpctl: watchdog time left: %w", errUnsupported)
 	}
 	c, err := b.call(bpGetWDExpireTime, 0)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 func SimSetup(specs []string, timer, unit time.Duration, cutLinks bool) (Setup, error) {
 	set := Setup{Source: "-sim-pair flags"}
 	for _, spec := range specs {
-		p, err := SimPair(spec, timer, unit, cutLinks)
+		p, err := simPair(spec, timer, unit, cutLinks)
 		if err != nil {
 			return set, err
 		}
@@ -46,11 +46,11 @@ type DaemonOptions struct {
 func NewDaemon(set Setup, o DaemonOptions) *Supervisor {
 	p := o.Policy.withDefaults()
 	log.Printf("profile: %s; %d bypass pairs; budget %v, hold-down %v (at start %v)", set.Source, len(set.Pairs), o.Budget, p.HoldDown, p.StartHoldDown)
-	return NewSupervisor(set.Pairs, Options{
+	return newSupervisor(set.Pairs, Options{
 		Policy:    o.Policy,
 		Budget:    o.Budget,
-		Prober:    NewForwarderProber(o.RunDir, o.Budget/3),
-		Log:       NewJournal(o.JournalPath, o.JournalCap),
+		Prober:    newForwarderProber(o.RunDir, o.Budget/3),
+		Log:       newJournal(o.JournalPath, o.JournalCap),
 		ReadBack:  o.ReadBack,
 		Failsafe:  set.Failsafe,
 		Overrides: o.Overrides,

@@ -104,7 +104,7 @@ func (b *execBackend) Caps() bypassapi.Caps { return b.caps }
 func (b *execBackend) Set(s bypassapi.State) error {
 	argv := writesOf(&b.cfg.State, s)
 	if len(argv) == 0 {
-		return fmt.Errorf("exec: state %s: %w", s, ErrUnsupported)
+		return fmt.Errorf("exec: state %s: %w", s, errUnsupported)
 	}
 	_, err := b.exec(argv, nil)
 	return err
@@ -112,7 +112,7 @@ func (b *execBackend) Set(s bypassapi.State) error {
 
 func (b *execBackend) Get() (bypassapi.State, error) {
 	if len(b.cfg.Get) == 0 {
-		return bypassapi.Unknown, fmt.Errorf("exec: reading the state: %w", ErrUnsupported)
+		return bypassapi.Unknown, fmt.Errorf("exec: reading the state: %w", errUnsupported)
 	}
 	out, err := b.exec(b.cfg.Get, nil)
 	if err != nil {
@@ -129,19 +129,19 @@ func (b *execBackend) Get() (bypassapi.State, error) {
 func (b *execBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 	argv := writesOf(b.cfg.Event(string(e)), s)
 	if len(argv) == 0 {
-		return fmt.Errorf("exec: %s default %s: %w", e, s, ErrUnsupported)
+		return fmt.Errorf("exec: %s default %s: %w", e, s, errUnsupported)
 	}
 	_, err := b.exec(argv, nil)
 	return err
 }
 
 func (b *execBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
-	return bypassapi.Unknown, fmt.Errorf("exec: reading the %s default: %w", e, ErrUnsupported)
+	return bypassapi.Unknown, fmt.Errorf("exec: reading the %s default: %w", e, errUnsupported)
 }
 
 func (b *execBackend) Arm(d time.Duration) (time.Duration, error) {
 	if len(b.cfg.Arm) == 0 {
-		return 0, fmt.Errorf("exec: controller timer: %w", ErrUnsupported)
+		return 0, fmt.Errorf("exec: controller timer: %w", errUnsupported)
 	}
 	t := time.Duration(roundUp(d, b.unit)) * b.unit
 	if m := b.cfg.TimerMax.Duration; m > 0 && t > m {
@@ -153,7 +153,7 @@ func (b *execBackend) Arm(d time.Duration) (time.Duration, error) {
 
 func (b *execBackend) Kick() error {
 	if len(b.cfg.Kick) == 0 {
-		return fmt.Errorf("exec: controller timer: %w", ErrUnsupported)
+		return fmt.Errorf("exec: controller timer: %w", errUnsupported)
 	}
 	_, err := b.exec(b.cfg.Kick, nil)
 	return err
@@ -161,14 +161,14 @@ func (b *execBackend) Kick() error {
 
 func (b *execBackend) Disarm() error {
 	if len(b.cfg.Disarm) == 0 {
-		return fmt.Errorf("exec: controller timer: %w", ErrUnsupported)
+		return fmt.Errorf("exec: controller timer: %w", errUnsupported)
 	}
 	_, err := b.exec(b.cfg.Disarm, nil)
 	return err
 }
 
 func (b *execBackend) TimeLeft() (time.Duration, error) {
-	return 0, fmt.Errorf("exec: timer time left: %w", ErrUnsupported)
+	return 0, fmt.Errorf("exec: timer time left: %w", errUnsupported)
 }
 
 func (b *execBackend) Close() error { return nil }

@@ -166,7 +166,7 @@ func TestSysfsSilicom(t *testing.T) {
 	if s, _ := b.Get(); s != bypassapi.Bypass {
 		t.Errorf("after the watchdog expired: %s, want bypass", s)
 	}
-	if err := b.Kick(); !errors.Is(err, ErrTimerExpired) {
+	if err := b.Kick(); !errors.Is(err, errTimerExpired) {
 		t.Errorf("kick after expiry: %v", err)
 	}
 	if err := b.Disarm(); err != nil {
@@ -364,7 +364,7 @@ func TestBpctl(t *testing.T) {
 			t.Errorf("%s default reads %s, %v", tc.e, s, err)
 		}
 	}
-	if err := b.SetDefault(bypassapi.TimerExpiry, bypassapi.Disconnect); !errors.Is(err, ErrUnsupported) {
+	if err := b.SetDefault(bypassapi.TimerExpiry, bypassapi.Disconnect); !errors.Is(err, errUnsupported) {
 		t.Errorf("timer_expiry disconnect: %v", err)
 	}
 	if s, _ := b.Default(bypassapi.TimerExpiry); s != bypassapi.Bypass {
@@ -386,7 +386,7 @@ func TestBpctl(t *testing.T) {
 	if s, _ := b.Get(); s != bypassapi.Bypass {
 		t.Errorf("after the watchdog expired: %s", s)
 	}
-	if err := b.Kick(); !errors.Is(err, ErrTimerExpired) {
+	if err := b.Kick(); !errors.Is(err, errTimerExpired) {
 		t.Errorf("kick after expiry: %v", err)
 	}
 	c := b.Caps()
@@ -452,7 +452,7 @@ func TestExec(t *testing.T) {
 	if s, err := b.Get(); s != bypassapi.Unknown || err == nil {
 		t.Errorf("unrecognised output read as %s, %v", s, err)
 	}
-	if err := b.SetDefault(bypassapi.PowerOff, bypassapi.Bypass); !errors.Is(err, ErrUnsupported) {
+	if err := b.SetDefault(bypassapi.PowerOff, bypassapi.Bypass); !errors.Is(err, errUnsupported) {
 		t.Errorf("power_off without a command: %v", err)
 	}
 }

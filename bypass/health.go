@@ -100,8 +100,8 @@ type ForwarderProber struct {
 	timeout time.Duration
 }
 
-// NewForwarderProber probes the forwarderd socket in dir.
-func NewForwarderProber(dir string, timeout time.Duration) *ForwarderProber {
+// newForwarderProber probes the forwarderd socket in dir.
+func newForwarderProber(dir string, timeout time.Duration) *ForwarderProber {
 	return &ForwarderProber{dir: dir, client: forwarderapi.NewClient(dir, timeout), timeout: timeout}
 }
 

@@ -33,7 +33,7 @@ func TestProbeTimeoutReadsAsWritten(t *testing.T) {
 			defer c.Close() // held open, never answered
 		}
 	}()
-	v := NewForwarderProber(dir, 2*time.Second/3).Probe(context.Background())
+	v := newForwarderProber(dir, 2*time.Second/3).Probe(context.Background())
 	if !strings.Contains(v.Err, "did not answer within 667ms") {
 		t.Errorf("probe of a silent forwarderd: %q, want it to say 667ms", v.Err)
 	}

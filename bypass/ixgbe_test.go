@@ -141,7 +141,7 @@ func TestIxgbeBackend(t *testing.T) {
 		if len(r.fw.violations) > 0 {
 			t.Errorf("%04x: protocol violations: %q", dev, r.fw.violations)
 		}
-		if err := b.Set(bypassapi.State("tap")); !errors.Is(err, ErrUnsupported) {
+		if err := b.Set(bypassapi.State("tap")); !errors.Is(err, errUnsupported) {
 			t.Errorf("tap: %v", err)
 		}
 	}

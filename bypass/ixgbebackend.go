@@ -208,7 +208,7 @@ func (b *ixgbeBackend) writeCTL0(mask, value uint32, verify bool) error {
 func (b *ixgbeBackend) Set(s bypassapi.State) error {
 	code, ok := ixgbeCode(s)
 	if !ok {
-		return fmt.Errorf("ixgbe: %s: %w", s, ErrUnsupported)
+		return fmt.Errorf("ixgbe: %s: %w", s, errUnsupported)
 	}
 	if err := b.writeCTL0(ixgbe.ModeMask, code, true); err != nil {
 		return fmt.Errorf("setting %s: %w", s, err)
@@ -232,7 +232,7 @@ func (b *ixgbeBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 	shift, ok := ixgbeEvents[e]
 	code, ok2 := ixgbeCode(s)
 	if !ok || !ok2 {
-		return fmt.Errorf("ixgbe: %s default %s: %w", e, s, ErrUnsupported)
+		return fmt.Errorf("ixgbe: %s default %s: %w", e, s, errUnsupported)
 	}
 	ctl0, err := b.readCTL0()
 	if err != nil {
@@ -250,7 +250,7 @@ func (b *ixgbeBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 func (b *ixgbeBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
 	shift, ok := ixgbeEvents[e]
 	if !ok {
-		return bypassapi.Unknown, ErrUnsupported
+		return bypassapi.Unknown, errUnsupported
 	}
 	ctl0, err := b.readCTL0()
 	if err != nil {
@@ -297,7 +297,7 @@ func (b *ixgbeBackend) Disarm() error {
 	return b.writeCTL0(ixgbe.WDTEnable, 0, true)
 }
 
-func (b *ixgbeBackend) TimeLeft() (time.Duration, error) { return 0, ErrUnsupported }
+func (b *ixgbeBackend) TimeLeft() (time.Duration, error) { return 0, errUnsupported }
 
 func (b *ixgbeBackend) Close() error {
 	if b.close != nil {

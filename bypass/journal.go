@@ -31,8 +31,8 @@ type Journal struct {
 // DefaultJournalPath is where bypassd appends its transition log.
 const DefaultJournalPath = "/perm/ncpos/bypass.log"
 
-// NewJournal returns a journal appending to path (may be "").
-func NewJournal(path string, capBytes int64) *Journal {
+// newJournal returns a journal appending to path (may be "").
+func newJournal(path string, capBytes int64) *Journal {
 	if capBytes <= 0 {
 		capBytes = 256 << 10
 	}

@@ -104,10 +104,10 @@ func TestLannerBackend(t *testing.T) {
 	if m1.saves != 3 {
 		t.Errorf("%d saves after setting the same defaults again, want still 3", m1.saves)
 	}
-	if err := b1.SetDefault(bypassapi.TimerExpiry, bypassapi.Normal); !errors.Is(err, ErrUnsupported) {
+	if err := b1.SetDefault(bypassapi.TimerExpiry, bypassapi.Normal); !errors.Is(err, errUnsupported) {
 		t.Errorf("timer expiry normal: %v", err)
 	}
-	if err := b1.Set(bypassapi.Disconnect); !errors.Is(err, ErrUnsupported) {
+	if err := b1.Set(bypassapi.Disconnect); !errors.Is(err, errUnsupported) {
 		t.Errorf("disconnect: %v", err)
 	}
 
@@ -140,7 +140,7 @@ func TestLannerBackend(t *testing.T) {
 	if exp, err := b1.TimerExpired(); !exp || err != nil {
 		t.Errorf("expired %v, %v", exp, err)
 	}
-	if err := b1.Kick(); !errors.Is(err, ErrTimerExpired) {
+	if err := b1.Kick(); !errors.Is(err, errTimerExpired) {
 		t.Errorf("kick after expiry: %v", err)
 	}
 	if err := b1.Set(bypassapi.Normal); err != nil {

@@ -213,7 +213,7 @@ func (b *lannerBackend) setBit(reg byte, on bool) (changed bool, err error) {
 
 func (b *lannerBackend) Set(s bypassapi.State) error {
 	if s != bypassapi.Normal && s != bypassapi.Bypass {
-		return fmt.Errorf("lanner: %s: %w", s, ErrUnsupported)
+		return fmt.Errorf("lanner: %s: %w", s, errUnsupported)
 	}
 	// After watchdog 1 expired, its pairs are in bypass whatever the
 	// run-time setting says; stopping it hands them back to the setting.
@@ -280,7 +280,7 @@ func defaultReg(e bypassapi.Event) (byte, bool) {
 func (b *lannerBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 	reg, ok := defaultReg(e)
 	if !ok || !b.caps.CanDefault(e, s) {
-		return fmt.Errorf("lanner: %s default %s: %w", e, s, ErrUnsupported)
+		return fmt.Errorf("lanner: %s default %s: %w", e, s, errUnsupported)
 	}
 	changed, err := b.setBit(reg, s == bypassapi.Bypass)
 	if err != nil {
@@ -300,7 +300,7 @@ func (b *lannerBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 func (b *lannerBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
 	reg, ok := defaultReg(e)
 	if !ok {
-		return bypassapi.Unknown, ErrUnsupported
+		return bypassapi.Unknown, errUnsupported
 	}
 	v, err := b.m.read(reg)
 	if err != nil {
@@ -322,7 +322,7 @@ func (b *lannerBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
 func (b *lannerBackend) Arm(d time.Duration) (time.Duration, error) {
 	t := b.caps.Timer
 	if t == nil {
-		return 0, fmt.Errorf("lanner: watchdog 1: %w", ErrUnsupported)
+		return 0, fmt.Errorf("lanner: watchdog 1: %w", errUnsupported)
 	}
 	secs := min(roundUp(d, time.Second), int64(t.Max/time.Second))
 	for _, w := range [][2]byte{{lanner.WDT1 + lanner.WDTTime, byte(secs)}, {lanner.WDT1 + lanner.WDTStart, 0}} {
@@ -344,7 +344,7 @@ func (b *lannerBackend) Kick() error {
 		return fmt.Errorf("lanner: %w", err)
 	}
 	if st == lanner.WDTExpired {
-		return ErrTimerExpired
+		return errTimerExpired
 	}
 	if err := b.m.write(lanner.WDT1+lanner.WDTStart, 0); err != nil {
 		return fmt.Errorf("lanner: kicking watchdog 1: %w", err)

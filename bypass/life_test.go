@@ -62,9 +62,9 @@ func (l *boxLife) start() {
 			l.t.Fatalf("%s not driven: %s", p.Name, p.Problem)
 		}
 	}
-	log := NewJournal("", 0)
+	log := newJournal("", 0)
 	log.Logf = l.t.Logf
-	l.sup = NewSupervisor(set.Pairs, Options{Prober: l.prober, Log: log, Now: l.c.now})
+	l.sup = newSupervisor(set.Pairs, Options{Prober: l.prober, Log: log, Now: l.c.now})
 	l.sup.Start(l.t.Context())
 }
 

@@ -77,13 +77,13 @@ func Open(bp config.BypassPair, ifnames [2]string) (Backend, error) {
 	case "exec":
 		return newExec(runCommand, bp.Exec, bp.Name, ifnames)
 	case "sim":
-		s, err := OpenSim(bp.Name, ifnames[0], ifnames[1], bp.Sim.TimerUnit.Duration)
+		s, err := openSim(bp.Name, ifnames[0], ifnames[1], bp.Sim.TimerUnit.Duration)
 		if err == nil {
 			s.CutLinks = bp.Sim.CutLinks
 		}
 		return s, err
 	}
-	return nil, fmt.Errorf("backend %q: %w", bp.Backend, ErrUnsupported)
+	return nil, fmt.Errorf("backend %q: %w", bp.Backend, errUnsupported)
 }
 
 // needsInterfaces: backends that address the relay through the ports'
@@ -211,10 +211,10 @@ func pairIndex(field string) (int, bool) {
 
 var simPairRE = regexp.MustCompile(`^([a-z0-9-]{1,15})=([a-z0-9-]{1,15}),([^,=\s]{1,15}),([^,=\s]{1,15})$`)
 
-// ParseSimPairFlag parses bypassd's -sim-pair flag, "pair=segment,ifA,ifB":
+// parseSimPairFlag parses bypassd's -sim-pair flag, "pair=segment,ifA,ifB":
 // a sim relay between two kernel interfaces for the lab, as forwarderd's
 // -segment gives it the segment by interface.
-func ParseSimPairFlag(s string) (name, segment string, ifnames [2]string, err error) {
+func parseSimPairFlag(s string) (name, segment string, ifnames [2]string, err error) {
 	m := simPairRE.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil || m[3] == m[4] {
 		return "", "", ifnames, fmt.Errorf("sim pair %q: want pair=segment,ifA,ifB with two interfaces", s)
@@ -222,15 +222,15 @@ func ParseSimPairFlag(s string) (name, segment string, ifnames [2]string, err er
 	return m[1], m[2], [2]string{m[3], m[4]}, nil
 }
 
-// SimPair opens the lab relay for a -sim-pair flag.
-func SimPair(spec string, timer, unit time.Duration, cutLinks bool) (*Pair, error) {
-	name, seg, ifs, err := ParseSimPairFlag(spec)
+// simPair opens the lab relay for a -sim-pair flag.
+func simPair(spec string, timer, unit time.Duration, cutLinks bool) (*Pair, error) {
+	name, seg, ifs, err := parseSimPairFlag(spec)
 	if err != nil {
 		return nil, err
 	}
 	p := &Pair{Name: name, Segment: seg, Ports: ifs, Ifnames: ifs, Kind: "sim", Timer: timer,
 		Defaults: map[bypassapi.Event]bypassapi.State{bypassapi.TimerExpiry: bypassapi.Bypass}}
-	b, err := OpenSim(name, ifs[0], ifs[1], unit)
+	b, err := openSim(name, ifs[0], ifs[1], unit)
 	if err != nil {
 		return nil, err
 	}

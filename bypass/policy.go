@@ -33,7 +33,7 @@ type Policy struct {
 // Policy defaults.
 const (
 	DefaultHoldDown      = 5 * time.Second
-	DefaultStartHoldDown = config.DefaultStartHoldDown
+	defaultStartHoldDown = config.DefaultStartHoldDown
 	DefaultFlapWindow    = 2 * time.Minute
 	DefaultMaxHoldDown   = 2 * time.Minute
 	DefaultBudget        = 300 * time.Millisecond
@@ -45,7 +45,7 @@ func (p Policy) withDefaults() Policy {
 		p.HoldDown = DefaultHoldDown
 	}
 	if p.StartHoldDown <= 0 {
-		p.StartHoldDown = min(DefaultStartHoldDown, p.HoldDown)
+		p.StartHoldDown = min(defaultStartHoldDown, p.HoldDown)
 	}
 	if p.FlapWindow <= 0 {
 		p.FlapWindow = DefaultFlapWindow
@@ -88,12 +88,12 @@ type Decider struct {
 	cause string
 }
 
-// NewDecider starts a pair at now. adopt: the relay already reads normal
+// newDecider starts a pair at now. adopt: the relay already reads normal
 // and the forwarder is healthy right now (bypassd restarted under a working
 // appliance), so the pair stays normal instead of bouncing through bypass;
 // otherwise the pair is in bypass until the forwarder has been healthy for
 // the start hold-down, as after power-on.
-func NewDecider(p Policy, now time.Time, adopt bool) *Decider {
+func newDecider(p Policy, now time.Time, adopt bool) *Decider {
 	d := &Decider{p: p.withDefaults()}
 	if adopt {
 		d.auto, d.autoCause = bypassapi.Normal, "start: relay already normal and forwarder healthy"

@@ -70,7 +70,7 @@ func TestPolicyBoot(t *testing.T) {
 // for the start hold-down, then the full hold-down after a failure.
 func testPolicyBoot(t *testing.T, p Policy, startHD time.Duration) {
 	c := newClock()
-	d := NewDecider(p, c.now(), false)
+	d := newDecider(p, c.now(), false)
 	want(t, d, c, bypassapi.Bypass, "start: bypass until the forwarder is healthy")
 
 	// Unhealthy at boot (forwarder still loading): stays in bypass.
@@ -113,7 +113,7 @@ func testPolicyBoot(t *testing.T, p Policy, startHD time.Duration) {
 
 func TestPolicyFailureAndRecovery(t *testing.T) {
 	c := newClock()
-	d := NewDecider(Policy{HoldDown: 5 * time.Second}, c.now(), true)
+	d := newDecider(Policy{HoldDown: 5 * time.Second}, c.now(), true)
 	want(t, d, c, bypassapi.Normal, "relay already normal and forwarder healthy")
 
 	// One bad verdict is enough: bypass at once, with the reason.
@@ -135,7 +135,7 @@ func TestPolicyFailureAndRecovery(t *testing.T) {
 
 func TestPolicyFlapDamping(t *testing.T) {
 	c := newClock()
-	d := NewDecider(Policy{HoldDown: 5 * time.Second, FlapWindow: time.Minute, MaxHoldDown: 30 * time.Second}, c.now(), true)
+	d := newDecider(Policy{HoldDown: 5 * time.Second, FlapWindow: time.Minute, MaxHoldDown: 30 * time.Second}, c.now(), true)
 	// Each failure within the window doubles the hold-down: 5s, 10s, 20s,
 	// then the 30s cap.
 	for i, wantHD := range []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 30 * time.Second} {
@@ -171,7 +171,7 @@ func TestPolicyFlapDamping(t *testing.T) {
 
 func TestPolicyOverride(t *testing.T) {
 	c := newClock()
-	d := NewDecider(Policy{}, c.now(), true)
+	d := newDecider(Policy{}, c.now(), true)
 	// Manual bypass while healthy, for 10 minutes.
 	d.SetOverride(bypassapi.Override{State: bypassapi.Bypass, Reason: "cabling work", Set: c.now(), Expires: c.at(10 * time.Minute)})
 	want(t, d, c, bypassapi.Bypass, "manual override: cabling work (until 2026-01-02T03:14:05Z)")
@@ -205,7 +205,7 @@ func TestPolicyOverride(t *testing.T) {
 
 func TestPolicyPlannedShutdown(t *testing.T) {
 	c := newClock()
-	d := NewDecider(Policy{}, c.now(), true)
+	d := newDecider(Policy{}, c.now(), true)
 	d.SetOverride(bypassapi.Override{State: bypassapi.Normal, Reason: "keep", Set: c.now()})
 	d.Plan(bypassapi.Planned{Kind: "update", Reason: "ota to v2", Since: c.now()})
 	// A planned shutdown beats an override and health.
@@ -217,7 +217,7 @@ func TestPolicyPlannedShutdown(t *testing.T) {
 
 func TestPolicyFailsafe(t *testing.T) {
 	c := newClock()
-	d := NewDecider(Policy{}, c.now(), true)
+	d := newDecider(Policy{}, c.now(), true)
 	d.Failsafe("profile refused")
 	d.SetOverride(bypassapi.Override{State: bypassapi.Normal, Reason: "x", Set: c.now()})
 	run(t, d, c, healthy, time.Minute, time.Second)

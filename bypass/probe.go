@@ -21,9 +21,9 @@ import (
 	"github.com/ncpos/ncpos/lanner"
 )
 
-// SilicomVendor is Silicom's PCI vendor ID; its bypass NICs also carry it
+// silicomVendor is Silicom's PCI vendor ID; its bypass NICs also carry it
 // as subsystem vendor on Intel controllers.
-const SilicomVendor = 0x1374
+const silicomVendor = 0x1374
 
 // ProbeEnv is where the probe looks: the box's sysfs, SMBus adapters and
 // I/O ports, or a test's emulations.
@@ -140,7 +140,7 @@ func probeNICs(sys string, errs *[]string) []bypassapi.ProbedNIC {
 			if !strings.HasSuffix(n.PCI, ".0") {
 				n.Note = "backend ixgbe, through function 0 of the adapter"
 			}
-		case vendor == SilicomVendor || sv == SilicomVendor:
+		case vendor == silicomVendor || sv == silicomVendor:
 			n.Bypass = "Silicom NIC (bypass models are driven by Silicom's bpctl_mod)"
 			n.Support = bypassapi.SupportNone
 			n.Note = "ncpos's kernel has no modules: Silicom bypass is not supported"
@@ -320,8 +320,8 @@ func fits(r *bypassapi.HardwareProbe) []bypassapi.ProfileFit {
 	return out
 }
 
-// ProbeSummary is the probe in a few lines for the boot log.
-func ProbeSummary(r bypassapi.HardwareProbe) []string {
+// probeSummary is the probe in a few lines for the boot log.
+func probeSummary(r bypassapi.HardwareProbe) []string {
 	var lines []string
 	for _, n := range r.NICs {
 		if n.Bypass != "" {
@@ -371,7 +371,7 @@ func ProbeOnce(runDir string, env ProbeEnv, kmsgPath string) (bypassapi.Hardware
 		return r, nil
 	}
 	r = Probe(env)
-	lines := ProbeSummary(r)
+	lines := probeSummary(r)
 	for _, l := range lines {
 		log.Print(l)
 	}

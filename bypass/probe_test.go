@@ -150,7 +150,7 @@ func TestProbe(t *testing.T) {
 	if _, ok := fit["qemu/pair1"]; ok {
 		t.Error("the sim relay was matched")
 	}
-	sum := strings.Join(ProbeSummary(r), "\n")
+	sum := strings.Join(probeSummary(r), "\n")
 	for _, want := range []string{"NIC 0000:03:00.0 8086:155d: Intel 82599 bypass adapter (drivable; backend ixgbe)",
 		"Super I/O at 0x2e: id 0x5241 Winbond W83627HF", `SMBus i2c-0 "SMBus I801 adapter at f000" answers at [0x73]`,
 		"watchdog /dev/watchdog0: iTCO_wdt", "profile fw-8865 pair1 (lanner, drivable) fits"} {

@@ -56,7 +56,7 @@ func (s *Supervisor) Reconfigure(set Settings) (bypassapi.Reconfigured, error) {
 			// The new segment proves itself for the full hold-down
 			// before the relay leaves bypass; an override or a planned
 			// stop stays.
-			d := NewDecider(policy, now, false)
+			d := newDecider(policy, now, false)
 			d.starting = false
 			d.override, d.planned, d.failsafe = p.dec.override, p.dec.planned, p.dec.failsafe
 			p.dec = d

@@ -86,7 +86,7 @@ func TestSuperIO(t *testing.T) {
 		}
 		wantLog(t, "get "+string(tc.s), w.take(), seq(enter, []string{"out 0x2e 0xf1", "in 0x2f = " + hex(tc.f1)}, []string{leave})...)
 	}
-	if err := b.Set(bypassapi.Disconnect); !errors.Is(err, ErrUnsupported) {
+	if err := b.Set(bypassapi.Disconnect); !errors.Is(err, errUnsupported) {
 		t.Errorf("set disconnect: %v, want ErrUnsupported", err)
 	}
 	if len(w.take()) != 0 {
@@ -109,7 +109,7 @@ func TestSuperIO(t *testing.T) {
 	}
 	wantLog(t, "timer_expiry bypass", w.take(), seq(enter, []string{
 		"out 0x2e 0x07", "out 0x2f 0x09", "out 0x2e 0xf1", "in 0x2f = 0x01", "out 0x2e 0xf1", "out 0x2f 0x00"}, []string{leave})...)
-	if err := b.SetDefault(bypassapi.PowerUp, bypassapi.Bypass); !errors.Is(err, ErrUnsupported) {
+	if err := b.SetDefault(bypassapi.PowerUp, bypassapi.Bypass); !errors.Is(err, errUnsupported) {
 		t.Errorf("power_up default: %v, want ErrUnsupported", err)
 	}
 
@@ -137,7 +137,7 @@ func TestSuperIO(t *testing.T) {
 	if s, _ := b.Get(); s != bypassapi.Bypass {
 		t.Errorf("after the watchdog expired the relay reads %s, want bypass", s)
 	}
-	if err := b.Kick(); !errors.Is(err, ErrTimerExpired) {
+	if err := b.Kick(); !errors.Is(err, errTimerExpired) {
 		t.Errorf("kick after expiry: %v, want ErrTimerExpired", err)
 	}
 	w.take()
@@ -209,7 +209,7 @@ func TestIOPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantLog(t, "kick", ps.take(), "in 0x8e7 = 0x1e", "out 0x8e7 0x1e")
-	if _, err := b.TimeLeft(); !errors.Is(err, ErrUnsupported) {
+	if _, err := b.TimeLeft(); !errors.Is(err, errUnsupported) {
 		t.Errorf("TimeLeft on a timer that does not count down: %v", err)
 	}
 	if err := b.Disarm(); err != nil {
@@ -283,7 +283,7 @@ func TestSMBus(t *testing.T) {
 	if s, _ := b.Get(); s != bypassapi.Bypass {
 		t.Errorf("controller timer expired: relay reads %s, want bypass", s)
 	}
-	if err := b.Kick(); !errors.Is(err, ErrTimerExpired) {
+	if err := b.Kick(); !errors.Is(err, errTimerExpired) {
 		t.Errorf("kick after expiry: %v", err)
 	}
 	if err := b.Close(); err != nil || !g.closed {

@@ -153,7 +153,7 @@ func (b *regBackend) recognise(what string, rs *config.RegStates) (_ bypassapi.S
 func (b *regBackend) Set(s bypassapi.State) error {
 	list := writesOf(&b.m.State, s)
 	if len(list) == 0 {
-		return fmt.Errorf("%s: state %s: %w", b.kind, s, ErrUnsupported)
+		return fmt.Errorf("%s: state %s: %w", b.kind, s, errUnsupported)
 	}
 	return b.apply("set "+string(s), list)
 }
@@ -163,7 +163,7 @@ func (b *regBackend) Get() (bypassapi.State, error) { return b.recognise("state"
 func (b *regBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 	list := writesOf(b.m.Event(string(e)), s)
 	if len(list) == 0 {
-		return fmt.Errorf("%s: %s default %s: %w", b.kind, e, s, ErrUnsupported)
+		return fmt.Errorf("%s: %s default %s: %w", b.kind, e, s, errUnsupported)
 	}
 	return b.apply(fmt.Sprintf("%s default %s", e, s), list)
 }
@@ -171,13 +171,13 @@ func (b *regBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 func (b *regBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
 	rs := b.m.Event(string(e))
 	if !anyWrites(rs) {
-		return bypassapi.Unknown, fmt.Errorf("%s: reading the %s default: %w", b.kind, e, ErrUnsupported)
+		return bypassapi.Unknown, fmt.Errorf("%s: reading the %s default: %w", b.kind, e, errUnsupported)
 	}
 	return b.recognise(string(e)+" default", rs)
 }
 
 func (b *regBackend) noTimer() error {
-	return fmt.Errorf("%s: controller timer: %w", b.kind, ErrUnsupported)
+	return fmt.Errorf("%s: controller timer: %w", b.kind, errUnsupported)
 }
 
 func (b *regBackend) Arm(d time.Duration) (time.Duration, error) {
@@ -216,7 +216,7 @@ func (b *regBackend) Kick() error {
 			return err
 		}
 		if left == 0 {
-			return fmt.Errorf("%s: %w", b.kind, ErrTimerExpired)
+			return fmt.Errorf("%s: %w", b.kind, errTimerExpired)
 		}
 	}
 	if len(t.Kick) > 0 {
@@ -253,7 +253,7 @@ func (b *regBackend) Disarm() error {
 func (b *regBackend) TimeLeft() (time.Duration, error) {
 	t := b.m.Timer
 	if t.Unit.Duration <= 0 || !t.CountsDown {
-		return 0, fmt.Errorf("%s: timer time left: %w", b.kind, ErrUnsupported)
+		return 0, fmt.Errorf("%s: timer time left: %w", b.kind, errUnsupported)
 	}
 	n, err := b.readCount()
 	return time.Duration(n) * t.Unit.Duration, err

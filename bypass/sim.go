@@ -106,9 +106,9 @@ const DefaultSimTimerUnit = 100 * time.Millisecond
 
 func simFilterName(pair string) string { return "ncpos-relay-" + pair }
 
-// OpenSim connects to the sim relay of pair between ifA and ifB, installing
+// openSim connects to the sim relay of pair between ifA and ifB, installing
 // it (in bypass, as a relay powers up) if there is none.
-func OpenSim(pair, ifA, ifB string, unit time.Duration) (*Sim, error) {
+func openSim(pair, ifA, ifB string, unit time.Duration) (*Sim, error) {
 	s, links, err := newSim(pair, ifA, ifB, unit)
 	if err != nil {
 		return nil, err
@@ -235,10 +235,10 @@ func (s *Sim) install(links [2]netlink.Link) error {
 	return nil
 }
 
-// RemoveSim takes the relay of pair off ifA and ifB (and their clsact
+// removeSim takes the relay of pair off ifA and ifB (and their clsact
 // qdiscs if nothing else uses them). The lab calls it; bypassd never does,
 // as a relay is part of the hardware.
-func RemoveSim(pair, ifA, ifB string) error {
+func removeSim(pair, ifA, ifB string) error {
 	var errs []error
 	for _, name := range []string{ifA, ifB} {
 		l, err := netlink.LinkByName(name)
@@ -367,7 +367,7 @@ func (s *Sim) TimerExpired() (bool, error) {
 
 func (s *Sim) SetDefault(e bypassapi.Event, st bypassapi.State) error {
 	if e != bypassapi.TimerExpiry || st == bypassapi.Normal {
-		return fmt.Errorf("sim: %s default %s: %w", e, st, ErrUnsupported)
+		return fmt.Errorf("sim: %s default %s: %w", e, st, errUnsupported)
 	}
 	r, err := s.current()
 	if err != nil {
@@ -405,7 +405,7 @@ func (s *Sim) Kick() error {
 		return err
 	}
 	if r.Expired != 0 {
-		return fmt.Errorf("sim: %w", ErrTimerExpired)
+		return fmt.Errorf("sim: %w", errTimerExpired)
 	}
 	if r.Armed == 0 {
 		return errors.New("sim: kick: timer not armed")

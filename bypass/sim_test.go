@@ -94,7 +94,7 @@ func runRelay(t *testing.T, s *Sim, ifindex int) uint32 {
 
 func TestSim(t *testing.T) {
 	inNetns(t, func(ifA, ifB string) {
-		s, err := OpenSim("pair1", ifA, ifB, 50*time.Millisecond)
+		s, err := openSim("pair1", ifA, ifB, 50*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestSim(t *testing.T) {
 		if r, _ := s.load(); r.Expired != 1 || r.Mode != simMode(bypassapi.Bypass) || r.Armed != 0 {
 			t.Errorf("the program did not latch the expiry: %+v", r)
 		}
-		if err := s.Kick(); !errors.Is(err, ErrTimerExpired) {
+		if err := s.Kick(); !errors.Is(err, errTimerExpired) {
 			t.Errorf("kick after expiry: %v", err)
 		}
 		if exp, _ := s.TimerExpired(); !exp {
@@ -187,7 +187,7 @@ func TestSim(t *testing.T) {
 
 		// bypassd restarts: the relay and its state are adopted.
 		s.Set(bypassapi.Normal)
-		s2, err := OpenSim("pair1", ifA, ifB, 50*time.Millisecond)
+		s2, err := openSim("pair1", ifA, ifB, 50*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func TestSim(t *testing.T) {
 			t.Errorf("adopted relay %s, want normal", st)
 		}
 		s2.Close()
-		if err := RemoveSim("pair1", ifA, ifB); err != nil {
+		if err := removeSim("pair1", ifA, ifB); err != nil {
 			t.Error(err)
 		}
 		l, _ := netlink.LinkByName(ifA)

@@ -76,7 +76,7 @@ func (o Options) withDefaults() Options {
 		o.LinkSettle = DefaultLinkSettle
 	}
 	if o.Log == nil {
-		o.Log = NewJournal("", 0)
+		o.Log = newJournal("", 0)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -128,8 +128,8 @@ type Supervisor struct {
 	conds     health.Tracker
 }
 
-// NewSupervisor supervises pairs.
-func NewSupervisor(pairs []*Pair, opts Options) *Supervisor {
+// newSupervisor supervises pairs.
+func newSupervisor(pairs []*Pair, opts Options) *Supervisor {
 	s := &Supervisor{opts: opts.withDefaults(), conds: health.Tracker{Source: "bypassd"}}
 	for _, p := range pairs {
 		ps := &pairState{Pair: p, applied: bypassapi.Unknown, desired: bypassapi.Bypass, transitions: map[bypassapi.State]uint64{}, defaults: map[bypassapi.Event]string{}}
@@ -170,7 +170,7 @@ func (s *Supervisor) Start(ctx context.Context) {
 	for _, p := range s.pairs {
 		if p.Backend == nil {
 			s.logf(bypassapi.Entry{Pair: p.Name, Kind: "start", Cause: "not driven: " + p.Problem})
-			p.dec = NewDecider(s.opts.Policy, now, false)
+			p.dec = newDecider(s.opts.Policy, now, false)
 			continue
 		}
 		s.logf(bypassapi.Entry{Pair: p.Name, Kind: "start", Cause: fmt.Sprintf("%s backend on %s/%s: %s", p.Kind, p.Ports[0], p.Ports[1], p.caps)})
@@ -184,7 +184,7 @@ func (s *Supervisor) Start(ctx context.Context) {
 		}
 		h := s.healthOf(p, v, now)
 		p.health = h
-		p.dec = NewDecider(s.opts.Policy, now, st == bypassapi.Normal && h.OK && s.opts.Failsafe == "" && !inForce(saved, p.Name, now))
+		p.dec = newDecider(s.opts.Policy, now, st == bypassapi.Normal && h.OK && s.opts.Failsafe == "" && !inForce(saved, p.Name, now))
 	}
 	for _, p := range s.pairs {
 		if s.opts.Failsafe != "" {
@@ -224,7 +224,7 @@ func (s *Supervisor) setDefaults(p *pairState) {
 			var got bypassapi.State
 			if got, err = p.Backend.Default(e); err == nil && got != want {
 				err = fmt.Errorf("reads back %s", got)
-			} else if errors.Is(err, ErrUnsupported) {
+			} else if errors.Is(err, errUnsupported) {
 				err = nil // write-only (exec): nothing to read back
 			}
 		}
@@ -352,7 +352,7 @@ func (s *Supervisor) reconcile(now time.Time) {
 func (s *Supervisor) set(p *pairState, now time.Time, want bypassapi.State, cause string) {
 	if !p.caps.Can(want) {
 		if !p.retry || p.lastErr == "" {
-			s.fail(p, now, "setting "+string(want), fmt.Errorf("%w (can: %v)", ErrUnsupported, p.caps.States))
+			s.fail(p, now, "setting "+string(want), fmt.Errorf("%w (can: %v)", errUnsupported, p.caps.States))
 		}
 		p.retry = false
 		return
@@ -437,7 +437,7 @@ func (s *Supervisor) timer(p *pairState, now time.Time) {
 		return
 	}
 	if err := p.Backend.Kick(); err != nil {
-		if errors.Is(err, ErrTimerExpired) {
+		if errors.Is(err, errTimerExpired) {
 			s.logf(bypassapi.Entry{Time: now, Pair: p.Name, Kind: "timer", Cause: "controller timer had expired; re-arming and setting the relay again"})
 			p.armed, p.retry = 0, true
 			return

@@ -81,7 +81,7 @@ func (f *fakeRelay) Arm(d time.Duration) (time.Duration, error) {
 func (f *fakeRelay) Kick() error {
 	f.tick()
 	if f.expired {
-		return ErrTimerExpired
+		return errTimerExpired
 	}
 	f.deadline = f.clock.now().Add(f.armed)
 	f.log = append(f.log, "kick")
@@ -141,11 +141,11 @@ type rig struct {
 func newRig(t *testing.T, relayState bypassapi.State, v Verdict, timer time.Duration) *rig {
 	r := &rig{c: newClock(), prober: &fakeProber{v: v}}
 	r.relay = newFakeRelay(r.c, relayState)
-	r.log = NewJournal("", 0)
+	r.log = newJournal("", 0)
 	r.log.Logf = t.Logf
 	p := &Pair{Name: "pair1", Segment: "seg1", Ports: [2]string{"LAN1", "LAN2"}, Kind: "fake", Backend: r.relay, Timer: timer,
 		Defaults: map[bypassapi.Event]bypassapi.State{bypassapi.PowerOff: bypassapi.Bypass, bypassapi.PowerUp: bypassapi.Bypass, bypassapi.TimerExpiry: bypassapi.Bypass}}
-	r.sup = NewSupervisor([]*Pair{p}, Options{Prober: r.prober, Log: r.log, Now: r.c.now})
+	r.sup = newSupervisor([]*Pair{p}, Options{Prober: r.prober, Log: r.log, Now: r.c.now})
 	r.sup.Start(context.Background())
 	return r
 }
@@ -239,9 +239,9 @@ func TestSupervisorTestPorts(t *testing.T) {
 	relay := newFakeRelay(c, bypassapi.Bypass)
 	p := &Pair{Name: "pair2", TestPorts: true, Ports: [2]string{"LAN3", "LAN4"}, Kind: "fake", Backend: relay,
 		Defaults: map[bypassapi.Event]bypassapi.State{bypassapi.PowerOff: bypassapi.Bypass}}
-	log := NewJournal("", 0)
+	log := newJournal("", 0)
 	log.Logf = t.Logf
-	sup := NewSupervisor([]*Pair{p}, Options{Prober: &fakeProber{v: fwDead}, Log: log, Now: c.now})
+	sup := newSupervisor([]*Pair{p}, Options{Prober: &fakeProber{v: fwDead}, Log: log, Now: c.now})
 	sup.Start(context.Background())
 	for end := c.at(6 * time.Second); c.now().Before(end); {
 		c.advance(sup.opts.ProbeInterval())
@@ -256,7 +256,7 @@ func TestSupervisorTestPorts(t *testing.T) {
 	// The same pair without test ports stays in bypass: no segment.
 	relay = newFakeRelay(c, bypassapi.Bypass)
 	p = &Pair{Name: "pair2", Ports: [2]string{"LAN3", "LAN4"}, Kind: "fake", Backend: relay}
-	sup = NewSupervisor([]*Pair{p}, Options{Prober: &fakeProber{v: fwOK}, Log: log, Now: c.now})
+	sup = newSupervisor([]*Pair{p}, Options{Prober: &fakeProber{v: fwOK}, Log: log, Now: c.now})
 	sup.Start(context.Background())
 	for end := c.at(6 * time.Second); c.now().Before(end); {
 		c.advance(sup.opts.ProbeInterval())
@@ -531,7 +531,7 @@ func TestSupervisorAPI(t *testing.T) {
 
 func TestJournalCap(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ncpos", "bypass.log")
-	j := NewJournal(path, 1000)
+	j := newJournal(path, 1000)
 	j.Logf = func(string, ...any) {}
 	for i := 0; i < 50; i++ {
 		j.Add(bypassapi.Entry{Time: time.Unix(int64(i), 0), Pair: "pair1", Kind: "transition", From: bypassapi.Normal, To: bypassapi.Bypass, Cause: "forwarder unhealthy: heartbeat stale"})
@@ -625,7 +625,7 @@ state.bypass = [{reg = 0xf1, mask = 0x20, value = 0x00}]
 		t.Fatalf("opened %v, pairs %+v", opened, set.Pairs)
 	}
 	c := newClock()
-	sup := NewSupervisor(set.Pairs, Options{Prober: &fakeProber{fwOK}, Failsafe: set.Failsafe, Now: c.now, Log: &Journal{Logf: t.Logf}})
+	sup := newSupervisor(set.Pairs, Options{Prober: &fakeProber{fwOK}, Failsafe: set.Failsafe, Now: c.now, Log: &Journal{Logf: t.Logf}})
 	sup.Start(context.Background())
 	for i := 0; i < 200; i++ {
 		c.advance(50 * time.Millisecond)
@@ -655,7 +655,7 @@ func TestOverridesPersist(t *testing.T) {
 	relay := newFakeRelay(c, bypassapi.Normal)
 	start := func() *Supervisor {
 		p := &Pair{Name: "pair1", Segment: "seg1", Ports: [2]string{"LAN1", "LAN2"}, Kind: "fake", Backend: relay}
-		sup := NewSupervisor([]*Pair{p}, Options{Prober: &fakeProber{fwOK}, Log: &Journal{Logf: t.Logf}, Now: c.now, Overrides: file})
+		sup := newSupervisor([]*Pair{p}, Options{Prober: &fakeProber{fwOK}, Log: &Journal{Logf: t.Logf}, Now: c.now, Overrides: file})
 		sup.Start(context.Background())
 		return sup
 	}

@@ -119,7 +119,7 @@ func (b *sysfsBackend) Caps() bypassapi.Caps { return b.caps }
 func (b *sysfsBackend) Set(s bypassapi.State) error {
 	list := writesOf(&b.cfg.State, s)
 	if len(list) == 0 {
-		return fmt.Errorf("sysfs: state %s: %w", s, ErrUnsupported)
+		return fmt.Errorf("sysfs: state %s: %w", s, errUnsupported)
 	}
 	return b.writeAll("set "+string(s), list)
 }
@@ -129,7 +129,7 @@ func (b *sysfsBackend) Get() (bypassapi.State, error) { return b.recognise("stat
 func (b *sysfsBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 	list := writesOf(b.cfg.Event(string(e)), s)
 	if len(list) == 0 {
-		return fmt.Errorf("sysfs: %s default %s: %w", e, s, ErrUnsupported)
+		return fmt.Errorf("sysfs: %s default %s: %w", e, s, errUnsupported)
 	}
 	return b.writeAll(fmt.Sprintf("%s default %s", e, s), list)
 }
@@ -137,7 +137,7 @@ func (b *sysfsBackend) SetDefault(e bypassapi.Event, s bypassapi.State) error {
 func (b *sysfsBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
 	fsx := b.cfg.Event(string(e))
 	if !anyWrites(fsx) {
-		return bypassapi.Unknown, fmt.Errorf("sysfs: %s default: %w", e, ErrUnsupported)
+		return bypassapi.Unknown, fmt.Errorf("sysfs: %s default: %w", e, errUnsupported)
 	}
 	return b.recognise(string(e)+" default", fsx)
 }
@@ -145,7 +145,7 @@ func (b *sysfsBackend) Default(e bypassapi.Event) (bypassapi.State, error) {
 func (b *sysfsBackend) Arm(d time.Duration) (time.Duration, error) {
 	t := b.cfg.Timer
 	if t.File == "" {
-		return 0, fmt.Errorf("sysfs: controller timer: %w", ErrUnsupported)
+		return 0, fmt.Errorf("sysfs: controller timer: %w", errUnsupported)
 	}
 	n := int(min(roundUp(d, t.Unit.Duration), int64(t.Max)))
 	if err := b.fs.write(b.path(t.File), strconv.Itoa(n)); err != nil {
@@ -158,7 +158,7 @@ func (b *sysfsBackend) Arm(d time.Duration) (time.Duration, error) {
 func (b *sysfsBackend) Kick() error {
 	t := b.cfg.Timer
 	if t.File == "" {
-		return fmt.Errorf("sysfs: controller timer: %w", ErrUnsupported)
+		return fmt.Errorf("sysfs: controller timer: %w", errUnsupported)
 	}
 	if b.count == 0 {
 		return errors.New("sysfs: kick: timer not armed")
@@ -167,7 +167,7 @@ func (b *sysfsBackend) Kick() error {
 		// Silicom's wd_expire_time reads -1 once the timer has expired.
 		if v, err := b.fs.read(b.path(t.Left)); err == nil {
 			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n < 0 {
-				return fmt.Errorf("sysfs: %w", ErrTimerExpired)
+				return fmt.Errorf("sysfs: %w", errTimerExpired)
 			}
 		}
 	}
@@ -180,7 +180,7 @@ func (b *sysfsBackend) Kick() error {
 func (b *sysfsBackend) Disarm() error {
 	t := b.cfg.Timer
 	if t.File == "" {
-		return fmt.Errorf("sysfs: controller timer: %w", ErrUnsupported)
+		return fmt.Errorf("sysfs: controller timer: %w", errUnsupported)
 	}
 	b.count = 0
 	return b.fs.write(b.path(t.File), "0")
@@ -189,7 +189,7 @@ func (b *sysfsBackend) Disarm() error {
 func (b *sysfsBackend) TimeLeft() (time.Duration, error) {
 	t := b.cfg.Timer
 	if t.Left == "" {
-		return 0, fmt.Errorf("sysfs: timer time left: %w", ErrUnsupported)
+		return 0, fmt.Errorf("sysfs: timer time left: %w", errUnsupported)
 	}
 	v, err := b.fs.read(b.path(t.Left))
 	if err != nil {

@@ -136,14 +136,14 @@ type Lanner struct {
 	Bus *int `toml:"bus"`
 }
 
-// DefaultLannerAdapter is the sysfs name prefix of the Intel PCH SMBus
+// defaultLannerAdapter is the sysfs name prefix of the Intel PCH SMBus
 // controller that Lanner's boards use (i2c-i801).
-const DefaultLannerAdapter = "SMBus I801 adapter"
+const defaultLannerAdapter = "SMBus I801 adapter"
 
 // WithDefaults fills in the adapter name.
 func (l Lanner) WithDefaults() Lanner {
 	if l.Adapter == "" {
-		l.Adapter = DefaultLannerAdapter
+		l.Adapter = defaultLannerAdapter
 	}
 	return l
 }

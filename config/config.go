@@ -163,8 +163,8 @@ type TestCable struct {
 	SegmentPort string `toml:"segment_port"` // front-panel name of the segment port
 }
 
-// DefaultFile is the name the default configuration reports in messages.
-const DefaultFile = "ncpos.toml"
+// defaultFile is the name the default configuration reports in messages.
+const defaultFile = "ncpos.toml"
 
 //go:embed default.toml
 var defaultTOML []byte
@@ -178,7 +178,7 @@ func DefaultTOML() []byte {
 // Default returns a fresh copy of the embedded default configuration. It
 // panics if the embedded file is invalid, which the package tests rule out.
 func Default() *Config {
-	c, err := Parse(DefaultFile, defaultTOML)
+	c, err := Parse(defaultFile, defaultTOML)
 	if err != nil {
 		panic(fmt.Sprintf("config: embedded default is invalid: %v", err))
 	}

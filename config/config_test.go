@@ -13,7 +13,7 @@ import (
 )
 
 func TestDefault(t *testing.T) {
-	c, err := Parse(DefaultFile, DefaultTOML())
+	c, err := Parse(defaultFile, DefaultTOML())
 	if err != nil {
 		t.Fatalf("embedded default is invalid:\n%v", err)
 	}

@@ -39,7 +39,7 @@ func TestDecodeKeepsDefaults(t *testing.T) {
 	if !slices.Equal(c.SelfTest.Sizes, []int{64}) {
 		t.Errorf("selftest.sizes = %v, want [64]", c.SelfTest.Sizes)
 	}
-	if want := map[string]string{AnySize: defaultExpect, "64": "90%"}; !maps.Equal(c.SelfTest.Expect, want) {
+	if want := map[string]string{anySize: defaultExpect, "64": "90%"}; !maps.Equal(c.SelfTest.Expect, want) {
 		t.Errorf("selftest.expect = %v, want %v", c.SelfTest.Expect, want)
 	}
 }

@@ -57,7 +57,7 @@ func defaults() *Config {
 			Sizes:    append([]int(nil), defaultSelfTestSizes...),
 			Trial:    Seconds(2),
 			LineRate: "1G",
-			Expect:   map[string]string{AnySize: defaultExpect},
+			Expect:   map[string]string{anySize: defaultExpect},
 			// RFC 2544 §26.2 asks for 20 trials.
 			LatencyTrials: 20,
 			Directions:    1,

@@ -7,9 +7,9 @@ import (
 	"strings"
 )
 
-// AnySize is the key of selftest.expect that applies to every size not
+// anySize is the key of selftest.expect that applies to every size not
 // named.
-const AnySize = "*"
+const anySize = "*"
 
 // defaultExpect is what the self-test asks of every size when the
 // configuration says nothing: 95 % of line rate, which a forwarder that
@@ -80,7 +80,7 @@ func linePPS(size int, bps float64) float64 { return bps / (float64(size+20) * 8
 // for it, else its "*" entry, else 95 % of line rate. Validation has ruled
 // out entries that do not parse.
 func (s SelfTest) Expectation(size int) Expectation {
-	for _, k := range []string{strconv.Itoa(size), AnySize} {
+	for _, k := range []string{strconv.Itoa(size), anySize} {
 		if v, ok := s.Expect[k]; ok {
 			if e, err := ParseExpectation(v); err == nil {
 				return e
@@ -93,7 +93,7 @@ func (s SelfTest) Expectation(size int) Expectation {
 
 func (c *Config) validateExpect(add addFunc) {
 	st := c.SelfTest
-	lineBPS, lineOK := ParseLineRate(st.LineRate)
+	lineBPS, lineOK := parseLineRate(st.LineRate)
 	keys := make([]string, 0, len(st.Expect))
 	for k := range st.Expect {
 		keys = append(keys, k)
@@ -106,7 +106,7 @@ func (c *Config) validateExpect(add addFunc) {
 			add(f, "%v", err)
 			continue
 		}
-		if k == AnySize {
+		if k == anySize {
 			for _, size := range st.Sizes {
 				if _, named := st.Expect[strconv.Itoa(size)]; !named && lineOK && e.PPS > linePPS(size, lineBPS) {
 					add(f, "%s is above line rate for %d-byte frames (%.0f pps at %s), want at most line rate", e.Text, size, linePPS(size, lineBPS), st.LineRate)
@@ -117,11 +117,11 @@ func (c *Config) validateExpect(add addFunc) {
 		}
 		size, err := strconv.Atoi(k)
 		if err != nil {
-			add(f, "%q is not a frame size, want a size of selftest.sizes or %q", k, AnySize)
+			add(f, "%q is not a frame size, want a size of selftest.sizes or %q", k, anySize)
 			continue
 		}
 		if !slices.Contains(st.Sizes, size) {
-			add(f, "%d is not in selftest.sizes %v, want one of them or %q", size, st.Sizes, AnySize)
+			add(f, "%d is not in selftest.sizes %v, want one of them or %q", size, st.Sizes, anySize)
 			continue
 		}
 		if lineOK && e.PPS > linePPS(size, lineBPS) {

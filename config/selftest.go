@@ -15,9 +15,9 @@ const (
 	maxSelfTestTrial = 60 * time.Second
 )
 
-// ParseLineRate reads a line rate such as "100M", "1G", "2.5G" or "10G"
+// parseLineRate reads a line rate such as "100M", "1G", "2.5G" or "10G"
 // (bits per second, SI prefixes).
-func ParseLineRate(s string) (float64, bool) {
+func parseLineRate(s string) (float64, bool) {
 	mult := 0.0
 	switch {
 	case strings.HasSuffix(s, "G"):
@@ -37,7 +37,7 @@ func ParseLineRate(s string) (float64, bool) {
 // LineBPS is the self-test's line rate in bits per second; 1 Gb/s if it
 // does not parse (which validation rules out).
 func (s SelfTest) LineBPS() float64 {
-	if f, ok := ParseLineRate(s.LineRate); ok {
+	if f, ok := parseLineRate(s.LineRate); ok {
 		return f
 	}
 	return 1e9
@@ -186,7 +186,7 @@ func (c *Config) validateSelfTest(addTo addFunc, prof *Profile) {
 	if n := st.Directions; n != 1 && n != 2 {
 		add("selftest.directions", "%d is not a number of directions, want 1 (first port to second) or 2 (both at once)", n)
 	}
-	if _, ok := ParseLineRate(st.LineRate); !ok {
+	if _, ok := parseLineRate(st.LineRate); !ok {
 		add("selftest.line_rate", "%q is not a line rate, want a number with M or G such as \"100M\", \"1G\" or \"10G\"", st.LineRate)
 	}
 }

@@ -124,7 +124,7 @@ func TestSelfTestDefaultsAndPaths(t *testing.T) {
 		t.Errorf("the default cables nothing, got %+v", p)
 	}
 	for in, want := range map[string]float64{"100M": 1e8, "1G": 1e9, "10G": 1e10, "G": 0, "1g": 0, "-1G": 0, "1T": 0} {
-		if got, _ := ParseLineRate(in); got != want {
+		if got, _ := parseLineRate(in); got != want {
 			t.Errorf("ParseLineRate(%q) = %g, want %g", in, got, want)
 		}
 	}

@@ -95,13 +95,13 @@ type Log struct {
 	now   func() time.Time
 }
 
-// DefaultSize is how many events a Log keeps when NewLog is given 0.
-const DefaultSize = 200
+// defaultSize is how many events a Log keeps when NewLog is given 0.
+const defaultSize = 200
 
 // NewLog returns a log that keeps the latest size events.
 func NewLog(size int, sinks ...Sink) *Log {
 	if size <= 0 {
-		size = DefaultSize
+		size = defaultSize
 	}
 	return &Log{ring: make([]Event, 0, size), sinks: sinks, now: time.Now}
 }

@@ -70,9 +70,9 @@ type ConfigResult struct {
 	Took   time.Duration
 }
 
-// ErrWaveFailed is a wave in which a box reverted the change, refused it
+// errWaveFailed is a wave in which a box reverted the change, refused it
 // or could not be reached: the boxes of the later waves are not touched.
-var ErrWaveFailed = errors.New("the change failed on a box")
+var errWaveFailed = errors.New("the change failed on a box")
 
 // ApplyConfig applies a configuration to boxes in waves (Waves): each
 // wave's boxes take it at once, each with a confirm deadline; they are
@@ -115,7 +115,7 @@ func (a *Asker) ApplyConfig(ctx context.Context, boxes []Box, waves []int, ch Co
 		}
 		out = append(out, results...)
 		if failed {
-			return out, fmt.Errorf("%w in wave %d of %d: %d box(es) not touched", ErrWaveFailed, w+1, len(waves), len(boxes)-done)
+			return out, fmt.Errorf("%w in wave %d of %d: %d box(es) not touched", errWaveFailed, w+1, len(waves), len(boxes)-done)
 		}
 	}
 	return out, nil

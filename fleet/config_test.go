@@ -139,7 +139,7 @@ func TestApplyConfigInWaves(t *testing.T) {
 	*fail["b2"] = true
 	next2 := strings.Replace(next, "mtu = 9000", "mtu = 4000", 1)
 	res, err = a.ApplyConfig(ctx, boxes, []int{1, 2, 3}, ConfigChange{Text: next2, Within: time.Minute, Watch: 10 * time.Millisecond, Logf: t.Logf})
-	if !errors.Is(err, ErrWaveFailed) || len(res) != 2 || res[0].State != "confirmed" || res[1].State != "" || !strings.Contains(res[1].Reason, "port LAN3 not found") {
+	if !errors.Is(err, errWaveFailed) || len(res) != 2 || res[0].State != "confirmed" || res[1].State != "" || !strings.Contains(res[1].Reason, "port LAN3 not found") {
 		t.Errorf("a box that cannot take it: %+v, %v", res, err)
 	}
 	cur, err := a.client(boxes[2]).Config(ctx)

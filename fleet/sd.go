@@ -25,7 +25,7 @@ import (
 // command is scraped without a reload.
 const (
 	TargetsFile = "ncpos-targets.json"
-	CAFile      = "ncpos-boxes.pem"
+	caFile      = "ncpos-boxes.pem"
 )
 
 // Group is one entry of a file-SD list.
@@ -50,7 +50,7 @@ func ExportSD(inv *Inventory, dir string) (*Export, error) {
 	}
 	groups := []Group{}
 	var pems []byte
-	ex := &Export{Targets: filepath.Join(dir, TargetsFile), CA: filepath.Join(dir, CAFile)}
+	ex := &Export{Targets: filepath.Join(dir, TargetsFile), CA: filepath.Join(dir, caFile)}
 	for _, b := range boxes {
 		if why := scrapable(b); why != "" {
 			ex.Skipped = append(ex.Skipped, b.Name+": "+why)

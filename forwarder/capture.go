@@ -24,7 +24,7 @@ import (
 // from taking the CPU the segments forward with.
 const (
 	CaptureMaxFramesPerSecond = 50_000
-	CaptureMaxBytesPerSecond  = 64 << 20
+	captureMaxBytesPerSecond  = 64 << 20
 	captureRingSize           = 8 << 20 // about a tenth of a second at the caps
 )
 
@@ -338,7 +338,7 @@ func loadCaptureProgram(spec *ebpf.CollectionSpec, filter asm.Instructions, snap
 		for name, v := range map[string]any{
 			bpf.DatapathVarCaptureSnaplen:   snaplen,
 			bpf.DatapathVarCaptureMaxFrames: uint64(CaptureMaxFramesPerSecond),
-			bpf.DatapathVarCaptureMaxBytes:  uint64(CaptureMaxBytesPerSecond),
+			bpf.DatapathVarCaptureMaxBytes:  uint64(captureMaxBytesPerSecond),
 		} {
 			if err := s.Variables[name].Set(v); err != nil {
 				return fmt.Errorf("forwarder: setting %s: %w", name, err)

@@ -130,7 +130,7 @@ func (c *Capture) Stream(ctx context.Context, w io.Writer, flush func()) (Captur
 		Comments: []string{
 			"capture ended: " + sum.Why,
 			fmt.Sprintf("%d frames seen at the hook, %d matched the filter, %d written; overruns: %d over the rate cap (%d frames/s, %d MiB/s), %d lost to a full ring",
-				n.Seen, n.Matched, sum.Written, n.OverRate, CaptureMaxFramesPerSecond, CaptureMaxBytesPerSecond>>20, n.RingFull),
+				n.Seen, n.Matched, sum.Written, n.OverRate, CaptureMaxFramesPerSecond, captureMaxBytesPerSecond>>20, n.RingFull),
 		},
 	})
 	flush()

@@ -14,11 +14,11 @@ import (
 	"github.com/ncpos/ncpos/sysinfo"
 )
 
-// PlanCPUs chooses the forwarding CPUs: cores of them (0 = all but one),
+// planCPUs chooses the forwarding CPUs: cores of them (0 = all but one),
 // taken from the end of the online list so that CPU 0, where the kernel
 // does most of its housekeeping, stays with management. With a single CPU
 // it forwards and manages on the same one.
-func PlanCPUs(online []int, cores int) (fwd, mgmt []int, note string) {
+func planCPUs(online []int, cores int) (fwd, mgmt []int, note string) {
 	n := len(online)
 	switch {
 	case n == 0:
@@ -59,7 +59,7 @@ func (a *coreAssociator) Associate(ifnames []string, cores int) forwarderapi.Cor
 		online = []int{0}
 	}
 	plan.Online = online
-	plan.Forwarding, plan.Management, plan.Note = PlanCPUs(online, cores)
+	plan.Forwarding, plan.Management, plan.Note = planCPUs(online, cores)
 	if err != nil {
 		plan.Note = err.Error()
 	}

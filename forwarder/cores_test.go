@@ -26,7 +26,7 @@ func TestPlanCPUs(t *testing.T) {
 		{[]int{0, 2, 4}, 1, []int{4}, []int{0, 2}, false},
 	}
 	for _, tt := range tests {
-		fwd, mgmt, note := PlanCPUs(tt.online, tt.cores)
+		fwd, mgmt, note := planCPUs(tt.online, tt.cores)
 		if !slices.Equal(fwd, tt.wantFwd) || !slices.Equal(mgmt, tt.wantM) || (note != "") != tt.note {
 			t.Errorf("PlanCPUs(%v, %d) = %v, %v, %q; want %v, %v, note %v", tt.online, tt.cores, fwd, mgmt, note, tt.wantFwd, tt.wantM, tt.note)
 		}

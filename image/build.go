@@ -84,11 +84,11 @@ func Programs(cfg *config.Config) []Program {
 	return progs
 }
 
-// TestDir is where a test image's test programs go.
-const TestDir = "/user/test"
+// testDir is where a test image's test programs go.
+const testDir = "/user/test"
 
-// TestImageTag is the build tag of a test image's init.
-const TestImageTag = "ncpos_testimage"
+// testImageTag is the build tag of a test image's init.
+const testImageTag = "ncpos_testimage"
 
 // programs are the image's programs: the production ones, and for a test
 // image its test programs with the init that starts them.
@@ -98,13 +98,13 @@ func programs(o Options) ([]Program, error) {
 		return progs, nil
 	}
 	for _, p := range o.TestPrograms {
-		if path.Dir(p.Path) != TestDir {
-			return nil, fmt.Errorf("test program %s: path %s is not in %s", p.Pkg, p.Path, TestDir)
+		if path.Dir(p.Path) != testDir {
+			return nil, fmt.Errorf("test program %s: path %s is not in %s", p.Pkg, p.Path, testDir)
 		}
 	}
 	for i := range progs {
 		if progs[i].Path == "/gokrazy/init" {
-			progs[i].Tags = append(progs[i].Tags, TestImageTag)
+			progs[i].Tags = append(progs[i].Tags, testImageTag)
 		}
 	}
 	return append(progs, o.TestPrograms...), nil
@@ -135,7 +135,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	modDir, err := ModuleDir()
+	modDir, err := moduleDir()
 	if err != nil {
 		return nil, err
 	}

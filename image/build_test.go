@@ -196,7 +196,7 @@ func TestTestPrograms(t *testing.T) {
 	tagged := func(progs []Program) bool {
 		for _, p := range progs {
 			if p.Path == "/gokrazy/init" {
-				return slices.Contains(p.Tags, TestImageTag)
+				return slices.Contains(p.Tags, testImageTag)
 			}
 		}
 		t.Fatal("no init")
@@ -207,21 +207,21 @@ func TestTestPrograms(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range prod {
-		if strings.HasPrefix(p.Path, TestDir) || len(p.Tags) > 0 {
+		if strings.HasPrefix(p.Path, testDir) || len(p.Tags) > 0 {
 			t.Errorf("production image has %+v", p)
 		}
 	}
-	test, err := programs(Options{Config: cfg, TestPrograms: []Program{{Pkg: "example.com/x", Path: TestDir + "/x"}}})
+	test, err := programs(Options{Config: cfg, TestPrograms: []Program{{Pkg: "example.com/x", Path: testDir + "/x"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !tagged(test) || len(test) != len(prod)+1 {
-		t.Errorf("test image programs %+v: want init tagged %s and one more program", test, TestImageTag)
+		t.Errorf("test image programs %+v: want init tagged %s and one more program", test, testImageTag)
 	}
 	if tagged(prod) {
 		t.Error("production init tagged")
 	}
 	if _, err := programs(Options{Config: cfg, TestPrograms: []Program{{Pkg: "example.com/x", Path: "/user/x"}}}); err == nil || !strings.Contains(err.Error(), "not in /user/test") {
-		t.Errorf("test program outside %s: err %v", TestDir, err)
+		t.Errorf("test program outside %s: err %v", testDir, err)
 	}
 }

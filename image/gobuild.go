@@ -42,9 +42,9 @@ func buildPrograms(ctx context.Context, modDir, dir, buildID string, progs []Pro
 	return nil
 }
 
-// ModuleDir finds the ncpos module the build runs in, because the programs
+// moduleDir finds the ncpos module the build runs in, because the programs
 // in the image are compiled from its source.
-func ModuleDir() (string, error) {
+func moduleDir() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOMOD: %w", err)

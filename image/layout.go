@@ -21,10 +21,10 @@ const (
 	// firstOffset leaves the first MiB for the MBR and alignment, as flash
 	// erase blocks want.
 	firstOffset = 1 * mib
-	// DefaultBootSize holds the kernel (~15 MB) twice over for updates.
-	DefaultBootSize = 64 * mib
-	// DefaultRootSize holds one root squashfs with room to grow.
-	DefaultRootSize = 128 * mib
+	// defaultBootSize holds the kernel (~15 MB) twice over for updates.
+	defaultBootSize = 64 * mib
+	// defaultRootSize holds one root squashfs with room to grow.
+	defaultRootSize = 128 * mib
 	// minPermSize is the smallest /perm worth having (config, records).
 	minPermSize = 16 * mib
 )
@@ -44,7 +44,7 @@ func NewLayout(size int64) (*Layout, error) {
 	for _, p := range []struct {
 		n    int
 		size int64
-	}{{partition.Boot, DefaultBootSize}, {partition.RootA, DefaultRootSize}, {partition.RootB, DefaultRootSize}} {
+	}{{partition.Boot, defaultBootSize}, {partition.RootA, defaultRootSize}, {partition.RootB, defaultRootSize}} {
 		l.Parts[p.n].Offset, l.Parts[p.n].Size = off, p.size
 		off += p.size
 	}

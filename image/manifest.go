@@ -15,13 +15,6 @@ import (
 	"github.com/ncpos/ncpos/signature"
 )
 
-// Paths in the root of what the appliance checks an update against.
-const (
-	TrustedKeysPath     = "/etc/ncpos/update-keys"
-	BuiltPath           = "/etc/ncpos/built"
-	SecurityVersionPath = "/etc/ncpos/security-version"
-)
-
 // trustedKeysFile is /etc/ncpos/update-keys.
 func trustedKeysFile(keys []ed25519.PublicKey) []byte {
 	var b strings.Builder

@@ -113,7 +113,7 @@ func (im *Image) BootHashes(ctx context.Context, kernel []byte, diskSig uint32, 
 	if err != nil {
 		return nil, err
 	}
-	return BootHashes(ctx, boot)
+	return bootHashes(ctx, boot)
 }
 
 // BuildBoot makes the boot partition image this build would give an
@@ -137,7 +137,7 @@ func BuildBoot(ctx context.Context, kernel []byte, diskSig uint32, rootPart int)
 	}
 	defer os.RemoveAll(tmp)
 	out := filepath.Join(tmp, "boot.fat")
-	if err := makeBoot(ctx, tmp, out, DefaultBootSize, BootFiles{
+	if err := makeBoot(ctx, tmp, out, defaultBootSize, BootFiles{
 		Kernel: kernel, DiskSig: diskSig, Default: def, Label: "NCPOS-BOOT", VolumeID: diskSig,
 	}); err != nil {
 		return nil, err
@@ -145,11 +145,11 @@ func BuildBoot(ctx context.Context, kernel []byte, diskSig uint32, rootPart int)
 	return os.ReadFile(out)
 }
 
-// BootHashes hashes the files of a boot partition image as
+// bootHashes hashes the files of a boot partition image as
 // bootpart.HashTree does the box's own, leaving out ldlinux.sys: syslinux
 // patches it with where it lies on each file system, so no two copies
 // match, and ldlinux.c32 is compared in its stead.
-func BootHashes(ctx context.Context, fat []byte) (map[string]string, error) {
+func bootHashes(ctx context.Context, fat []byte) (map[string]string, error) {
 	dir, err := os.MkdirTemp("", "ncpos-bootfiles-")
 	if err != nil {
 		return nil, err

@@ -111,7 +111,7 @@ func TestOpenImageRoundTrip(t *testing.T) {
 		}
 	}
 	// The boot files, as an update compares them with the box's.
-	hashes, err := BootHashes(context.Background(), boot)
+	hashes, err := bootHashes(context.Background(), boot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestOpenImageRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oh, err := BootHashes(context.Background(), bootA)
+	oh, err := bootHashes(context.Background(), bootA)
 	if err != nil {
 		t.Fatal(err)
 	}

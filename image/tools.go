@@ -26,8 +26,8 @@ const (
 	systemdBootEFI = "/usr/lib/systemd/boot/efi/systemd-bootx64.efi" // systemd-boot-efi
 )
 
-// DebianPackages is what `ncpos build` needs installed.
-var DebianPackages = []string{"squashfs-tools", "dosfstools", "mtools", "syslinux", "syslinux-common", "systemd-boot-efi", "e2fsprogs", "fdisk"}
+// debianPackages is what `ncpos build` needs installed.
+var debianPackages = []string{"squashfs-tools", "dosfstools", "mtools", "syslinux", "syslinux-common", "systemd-boot-efi", "e2fsprogs", "fdisk"}
 
 // CheckTools reports every missing tool at once, with what installs it.
 func CheckTools() error {
@@ -39,7 +39,7 @@ func CheckTools() error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("missing tools: %s; install them with: apt-get install %s",
-			strings.Join(missing, ", "), strings.Join(DebianPackages, " "))
+			strings.Join(missing, ", "), strings.Join(debianPackages, " "))
 	}
 	return nil
 }

@@ -12,10 +12,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// ErrNoTerminal is returned (wrapped) when confirmation is needed but
+// errNoTerminal is returned (wrapped) when confirmation is needed but
 // standard input is not a terminal: a script or a pipe must not hang on a
 // question nobody sees, nor have its input taken for an answer.
-var ErrNoTerminal = errors.New("standard input is not a terminal, so there is no one to ask (pass -yes to write without asking)")
+var errNoTerminal = errors.New("standard input is not a terminal, so there is no one to ask (pass -yes to write without asking)")
 
 // TerminalConfirm returns a Confirm function that prints the prompt to out
 // and reads one line from in, which must be a terminal. Only "yes" agrees.
@@ -23,7 +23,7 @@ var ErrNoTerminal = errors.New("standard input is not a terminal, so there is no
 func TerminalConfirm(in *os.File, out io.Writer) func(ctx context.Context, prompt string) (bool, error) {
 	return func(ctx context.Context, prompt string) (bool, error) {
 		if _, err := unix.IoctlGetTermios(int(in.Fd()), unix.TCGETS); err != nil {
-			return false, ErrNoTerminal
+			return false, errNoTerminal
 		}
 		fmt.Fprint(out, prompt)
 		type answer struct {

@@ -90,8 +90,8 @@ func TestConfirm(t *testing.T) {
 		want    string
 		is      error
 	}{
-		{"no terminal", TerminalConfirm(devnull, &out), "standard input is not a terminal", ErrNoTerminal},
-		{"no Confirm", nil, "standard input is not a terminal", ErrNoTerminal},
+		{"no terminal", TerminalConfirm(devnull, &out), "standard input is not a terminal", errNoTerminal},
+		{"no Confirm", nil, "standard input is not a terminal", errNoTerminal},
 		{"answered no", func(context.Context, string) (bool, error) { return false, nil }, "not confirmed", nil},
 	} {
 		_, err := Install(context.Background(), Options{Image: img, Target: target, AllowFile: true, Confirm: c.confirm})
@@ -139,7 +139,7 @@ func TestVerifyMismatch(t *testing.T) {
 			}
 		}})
 	var we *WriteError
-	if !errors.As(err, &we) || !we.Mismatch || !errors.Is(err, ErrNotBootable) {
+	if !errors.As(err, &we) || !we.Mismatch || !errors.Is(err, errNotBootable) {
 		t.Fatalf("got %v, want a verification mismatch", err)
 	}
 	for _, want := range []string{"first difference in the MiB at offset 2097152", target + " is NOT reliably bootable"} {

@@ -71,9 +71,9 @@ func (r *Result) String() string {
 	return b.String()
 }
 
-// ErrNotBootable is wrapped by every error after writing has started: the
+// errNotBootable is wrapped by every error after writing has started: the
 // target then holds a partial or unverified image.
-var ErrNotBootable = errors.New("the target is not bootable")
+var errNotBootable = errors.New("the target is not bootable")
 
 // WriteError is a write or verification that did not complete. Its message
 // says plainly that the target is not bootable and what to do.
@@ -86,7 +86,7 @@ type WriteError struct {
 	Err         error
 }
 
-func (e *WriteError) Unwrap() []error { return []error{ErrNotBootable, e.Err} }
+func (e *WriteError) Unwrap() []error { return []error{errNotBootable, e.Err} }
 
 func (e *WriteError) Error() string {
 	how := "failed"
@@ -146,7 +146,7 @@ func Install(ctx context.Context, o Options) (*Result, error) {
 	fmt.Fprintf(out, "/perm   %s\n", plan.Note)
 	if !o.Yes {
 		if o.Confirm == nil {
-			return nil, &RefusedError{Target: t.Path, Reasons: []string{ErrNoTerminal.Error()}, Err: ErrNoTerminal}
+			return nil, &RefusedError{Target: t.Path, Reasons: []string{errNoTerminal.Error()}, Err: errNoTerminal}
 		}
 		lost := "everything on it will be overwritten"
 		if plan.Keep {
@@ -154,7 +154,7 @@ func Install(ctx context.Context, o Options) (*Result, error) {
 		}
 		ok, err := o.Confirm(ctx, fmt.Sprintf("Type yes to write %s to %s (%s); %s: ",
 			filepath.Base(o.Image), t.Path, t.Describe(), lost))
-		if errors.Is(err, ErrNoTerminal) {
+		if errors.Is(err, errNoTerminal) {
 			return nil, &RefusedError{Target: t.Path, Reasons: []string{err.Error()}, Err: err}
 		}
 		if err != nil {

@@ -30,7 +30,7 @@ type Job struct {
 func (j *Job) Start(target string, wipePerm bool, by string) error {
 	run := j.Run
 	if run == nil {
-		run = SelfInstall
+		run = selfInstall
 	}
 	err := j.r.Start(context.Background(), by, Progress{Target: target}, func(ctx context.Context, progress func(Progress)) (string, error) {
 		res, err := run(ctx, SelfOptions{Target: target, WipePerm: wipePerm, Progress: func(phase string, done, total int64) {

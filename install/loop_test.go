@@ -195,7 +195,7 @@ func TestInterruptedWrite(t *testing.T) {
 		}
 	}})
 	var we *WriteError
-	if !errors.As(err, &we) || !errors.Is(err, ErrNotBootable) || !errors.Is(err, context.Canceled) {
+	if !errors.As(err, &we) || !errors.Is(err, errNotBootable) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want a WriteError wrapping ErrNotBootable and context.Canceled", err)
 	}
 	t.Logf("%v", err)
@@ -276,7 +276,7 @@ func TestKeepPerm(t *testing.T) {
 		}
 	}})
 	cancel()
-	if !errors.Is(err, ErrNotBootable) || !strings.Contains(err.Error(), "its /perm was not touched and will be kept") {
+	if !errors.Is(err, errNotBootable) || !strings.Contains(err.Error(), "its /perm was not touched and will be kept") {
 		t.Fatalf("interrupted reinstall: %v", err)
 	}
 	if got, ok := permRead(t, dev, l.permOff, "/config-marker"); !ok || got != "edge-1 settings" {
@@ -286,7 +286,7 @@ func TestKeepPerm(t *testing.T) {
 	// /perm elsewhere: refused, untouched.
 	_, err = install(img3, false)
 	var re *RefusedError
-	if !errors.As(err, &re) || !errors.Is(err, ErrPermElsewhere) ||
+	if !errors.As(err, &re) || !errors.Is(err, errPermElsewhere) ||
 		!strings.Contains(err.Error(), "ncpos build -size 40MiB") || !strings.Contains(err.Error(), "-wipe-perm") {
 		t.Fatalf("image with /perm elsewhere: %v", err)
 	}
@@ -306,7 +306,7 @@ func TestKeepPerm(t *testing.T) {
 			}
 		}})
 	cancel()
-	if !errors.Is(err, ErrNotBootable) || !strings.Contains(err.Error(), "what was on it before is partly overwritten") {
+	if !errors.Is(err, errNotBootable) || !strings.Contains(err.Error(), "what was on it before is partly overwritten") {
 		t.Fatalf("interrupted -wipe-perm: %v", err)
 	}
 	if _, ok, _ := readMBR(mustOpen(t, dev)); ok {

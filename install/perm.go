@@ -6,10 +6,10 @@ import (
 	"io"
 )
 
-// ErrPermElsewhere is wrapped by the error for a target whose ncpos /perm
+// errPermElsewhere is wrapped by the error for a target whose ncpos /perm
 // lies where the new image does not put it, so it can be neither kept nor
 // silently overwritten.
-var ErrPermElsewhere = errors.New("its ncpos /perm is at a different place than the new image's")
+var errPermElsewhere = errors.New("its ncpos /perm is at a different place than the new image's")
 
 // permPlan is what happens to the target's existing /perm.
 type permPlan struct {
@@ -45,7 +45,7 @@ func planPerm(img *mbr, target io.ReaderAt, targetPath string, wipe bool) (permP
 		return plan, nil
 	}
 	if op.Offset() != np.Offset() || op.Size() != np.Size() {
-		return permPlan{}, &RefusedError{Target: targetPath, Err: ErrPermElsewhere, Reasons: []string{fmt.Sprintf(
+		return permPlan{}, &RefusedError{Target: targetPath, Err: errPermElsewhere, Reasons: []string{fmt.Sprintf(
 			"it holds an ncpos /perm (%s) but the image puts /perm at %s, %s; to keep its configuration and records "+
 				"build the image for this layout (ncpos build -size %dMiB), or pass -wipe-perm to erase them",
 			where, mib(np.Offset()), mib(np.Size()), op.End()>>20)}}

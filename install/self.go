@@ -41,7 +41,7 @@ type SelfOptions struct {
 	Progress func(phase string, done, total int64)
 }
 
-// SelfInstall copies the running appliance's own disk (a USB stick, say)
+// selfInstall copies the running appliance's own disk (a USB stick, say)
 // onto an internal disk (a CF card or DOM), so a box can be installed
 // without a second computer. It runs every check `ncpos install` runs, then
 // makes the copy a box of its own: a new disk signature (with the old one,
@@ -49,7 +49,7 @@ type SelfOptions struct {
 // the boot command lines following it, and, when /perm was copied rather
 // than kept, only the stick's configuration on it (CopyKeeps) and a
 // control password of its own.
-func SelfInstall(ctx context.Context, o SelfOptions) (*Result, error) {
+func selfInstall(ctx context.Context, o SelfOptions) (*Result, error) {
 	src, err := BootDisk("/")
 	if err != nil {
 		return nil, fmt.Errorf("finding the disk this system runs from: %w", err)
@@ -140,20 +140,20 @@ func personalize(target string, cleanPerm bool) (string, error) {
 	})
 }
 
-// CopyKeeps is what a copied /perm keeps of the source box's: the
+// copyKeeps is what a copied /perm keeps of the source box's: the
 // operator's configuration and bypass profiles. Everything else is the
 // source's own and is left out: its machine ID, TLS key, SNMP engine ID
 // (two boxes with one engine ID and the same users share localized keys,
 // against RFC 3411), control password (the copy gets its own), watchdog
 // records, relay journal, overrides and self-test report (of runs the copy
 // never made), and whatever a later build keeps there.
-var CopyKeeps = []string{"ncpos/ncpos.toml", "ncpos/last-good.toml", "ncpos/profiles"}
+var copyKeeps = []string{"ncpos/ncpos.toml", "ncpos/last-good.toml", "ncpos/profiles"}
 
 // keepOnlyConfig removes from a copied /perm at dir everything but
 // CopyKeeps (and the file system's lost+found).
 func keepOnlyConfig(dir string) error {
 	keep := map[string]bool{}
-	for _, k := range CopyKeeps {
+	for _, k := range copyKeeps {
 		for p := k; p != "."; p = filepath.Dir(p) {
 			keep[p] = true
 		}
@@ -167,7 +167,7 @@ func keepOnlyConfig(dir string) error {
 		for _, e := range entries {
 			p := filepath.Join(rel, e.Name())
 			switch {
-			case slices.Contains(CopyKeeps, p), p == "lost+found":
+			case slices.Contains(copyKeeps, p), p == "lost+found":
 			case keep[p] && e.IsDir():
 				if err := walk(p); err != nil {
 					return err

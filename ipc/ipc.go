@@ -42,8 +42,8 @@ func SocketPath(dir, daemon string) string {
 	return filepath.Join(dir, daemon+".sock")
 }
 
-// Listen replaces a stale socket of the named daemon and listens on it.
-func Listen(dir, daemon string) (net.Listener, error) {
+// listen replaces a stale socket of the named daemon and listens on it.
+func listen(dir, daemon string) (net.Listener, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("ipc: creating %s: %w", dir, err)
 	}
@@ -106,7 +106,7 @@ func WriteJSONCode(w http.ResponseWriter, code int, v any) {
 
 // Serve serves h on the named daemon's socket until ctx is done.
 func Serve(ctx context.Context, dir, daemon string, h http.Handler) error {
-	ln, err := Listen(dir, daemon)
+	ln, err := listen(dir, daemon)
 	if err != nil {
 		return err
 	}

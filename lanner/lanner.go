@@ -35,7 +35,7 @@ const (
 	WDT3Caps     = 0x09 // JO_WDT3_CAP_CMD: longest WDT3 time, in 5 s units ("5~N*5")
 	LoadDefaults = 0x0a // LOAD_DEFAULT_CMD: factory settings
 	SaveSettings = 0x0b // SAVE_SETTING_CMD: current settings to non-volatile memory
-	BoardID      = 0x0c // BOARD_ID_CMD
+	boardID      = 0x0c // BOARD_ID_CMD
 	WDTTimeUnit  = 0x15 // WDT_TIME_UNIT_CMD: the watchdogs' time unit (bpwd 1.2.5 on; its encoding is not given)
 
 	OffBypass    = 0x10 // SO_BP_SET_CMD: pairs in bypass while the system is off
@@ -81,7 +81,7 @@ const (
 // answers at SlotAddress once its channel is selected; a controller on
 // the main board answers at OnBoardAddress with no switch (readme).
 const (
-	SlotAddress    = 0x30
+	slotAddress    = 0x30
 	OnBoardAddress = 0x37
 )
 
@@ -134,13 +134,13 @@ var boards = map[string]board{
 	"ncb-6210": {"NCB-6210", one(0x73, 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80)},
 }
 
-// OnBoard is the board name of a controller on the main board (0x37, no
+// onBoard is the board name of a controller on the main board (0x37, no
 // switch: readme, "3rd bypass embedded on motherboard").
-const OnBoard = "onboard"
+const onBoard = "onboard"
 
 // Boards lists the board names a profile may give, sorted.
 func Boards() []string {
-	names := []string{OnBoard}
+	names := []string{onBoard}
 	for n := range boards {
 		names = append(names, n)
 	}
@@ -151,9 +151,9 @@ func Boards() []string {
 // Route returns the switch hops and the module address for slot of
 // board (slot 0 for OnBoard).
 func Route(boardName string, slot int) ([]Hop, byte, error) {
-	if boardName == OnBoard {
+	if boardName == onBoard {
 		if slot != 0 {
-			return nil, 0, fmt.Errorf("board %q has no slots, want slot 0", OnBoard)
+			return nil, 0, fmt.Errorf("board %q has no slots, want slot 0", onBoard)
 		}
 		return nil, OnBoardAddress, nil
 	}
@@ -164,7 +164,7 @@ func Route(boardName string, slot int) ([]Hop, byte, error) {
 	if slot < 1 || slot > len(b.slots) {
 		return nil, 0, fmt.Errorf("board %q (%s) has slots 1..%d, not %d", boardName, b.models, len(b.slots), slot)
 	}
-	return b.slots[slot-1], SlotAddress, nil
+	return b.slots[slot-1], slotAddress, nil
 }
 
 // SwitchAddresses lists every switch address any board uses, for a probe

@@ -20,8 +20,8 @@ import (
 	"unicode/utf8"
 )
 
-// EtherType is LLDP's.
-const EtherType = 0x88cc
+// etherType is LLDP's.
+const etherType = 0x88cc
 
 // TLV types (802.1AB-2016, Table 8-1).
 const (
@@ -65,8 +65,8 @@ func Decode(frame []byte) (Neighbor, error) {
 	if len(frame) < 14 {
 		return n, fmt.Errorf("lldp: a frame of %d bytes has no Ethernet header", len(frame))
 	}
-	if et := binary.BigEndian.Uint16(frame[12:14]); et != EtherType {
-		return n, fmt.Errorf("lldp: EtherType %#04x, want %#04x", et, EtherType)
+	if et := binary.BigEndian.Uint16(frame[12:14]); et != etherType {
+		return n, fmt.Errorf("lldp: EtherType %#04x, want %#04x", et, etherType)
 	}
 	b := frame[14:]
 	for i, off := 0, 14; ; i++ {

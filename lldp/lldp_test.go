@@ -19,7 +19,7 @@ func tlv(typ int, v ...byte) []byte {
 
 // frame is an LLDP frame to the nearest-bridge group carrying tlvs.
 func frame(tlvs ...[]byte) []byte {
-	return frames.Ethernet(frames.LLDPGroup, frames.MACA, EtherType, bytes.Join(tlvs, nil))
+	return frames.Ethernet(frames.LLDPGroup, frames.MACA, etherType, bytes.Join(tlvs, nil))
 }
 
 // lldpdFrame is what Debian's lldpd sends by default: its chassis by MAC
@@ -78,7 +78,7 @@ func TestDecodeMalformed(t *testing.T) {
 	}{
 		{"short", []byte{1, 2, 3}, "no Ethernet header"},
 		{"not LLDP", frames.Ethernet(frames.LLDPGroup, frames.MACA, 0x0800, make([]byte, 46)), "EtherType 0x0800"},
-		{"the wire set's", frames.Ethernet(frames.LLDPGroup, frames.MACA, EtherType, bytes.Repeat([]byte{0xaa}, 46)), "TLV 1 (type 85) at byte 14: length 170 runs past the frame's end"},
+		{"the wire set's", frames.Ethernet(frames.LLDPGroup, frames.MACA, etherType, bytes.Repeat([]byte{0xaa}, 46)), "TLV 1 (type 85) at byte 14: length 170 runs past the frame's end"},
 		{"port first", frame(port, chassis, ttl), "TLV 1 at byte 14 is port ID, want chassis ID"},
 		{"no TTL", frame(chassis, port, tlv(tlvSysName, 'x')), "TLV 3 at byte 27 is system name, want time to live"},
 		{"ends early", frame(chassis, port), "ends after 2 TLVs"},

@@ -21,8 +21,8 @@ import (
 // Bounds of the Collector's memory: DefaultLines lines of at most
 // ipc.MaxLogText bytes for each of at most MaxDaemons daemons.
 const (
-	DefaultLines = 200
-	MaxDaemons   = 32
+	defaultLines = 200
+	maxDaemons   = 32
 )
 
 // Collector keeps the recent lines of every daemon, in RAM only, and
@@ -60,17 +60,17 @@ func (c *Collector) Add(l ipc.LogLine) error {
 	}
 	r := c.daemons[l.Daemon]
 	if r == nil {
-		if len(c.daemons) >= MaxDaemons {
+		if len(c.daemons) >= maxDaemons {
 			c.mu.Unlock()
 			c.refused.Add(1)
-			return fmt.Errorf("line of %s: already %d daemons logging", l.Daemon, MaxDaemons)
+			return fmt.Errorf("line of %s: already %d daemons logging", l.Daemon, maxDaemons)
 		}
 		r = &ring{}
 		c.daemons[l.Daemon] = r
 	}
 	size := c.Lines
 	if size <= 0 {
-		size = DefaultLines
+		size = defaultLines
 	}
 	if len(r.lines) < size {
 		r.lines = append(r.lines, l)

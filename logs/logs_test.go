@@ -46,23 +46,23 @@ func TestConsoleRate(t *testing.T) {
 	now := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
 	c := &Collector{}
 	w := New("statusd", Options{Console: &console, Local: func(l ipc.LogLine) { c.Add(l) }, Now: func() time.Time { return now }})
-	for i := range ConsoleBurst + 50 {
+	for i := range consoleBurst + 50 {
 		fmt.Fprintf(w, "line %d\n", i)
 	}
 	now = now.Add(time.Second)
 	fmt.Fprintf(w, "after a second\n")
 	lines := strings.Split(strings.TrimSpace(console.String()), "\n")
-	if len(lines) != ConsoleBurst+2 {
-		t.Fatalf("%d console lines, want %d (the burst, the count, the next line)", len(lines), ConsoleBurst+2)
+	if len(lines) != consoleBurst+2 {
+		t.Fatalf("%d console lines, want %d (the burst, the count, the next line)", len(lines), consoleBurst+2)
 	}
-	if lines[ConsoleBurst] != "<6>statusd: (50 lines not shown on the console)" || lines[ConsoleBurst+1] != "<6>statusd: after a second" {
-		t.Fatalf("console ends %q", lines[ConsoleBurst-1:])
+	if lines[consoleBurst] != "<6>statusd: (50 lines not shown on the console)" || lines[consoleBurst+1] != "<6>statusd: after a second" {
+		t.Fatalf("console ends %q", lines[consoleBurst-1:])
 	}
-	if s := w.Stats(); s.Lines != ConsoleBurst+51 || s.Suppressed != 50 {
+	if s := w.Stats(); s.Lines != consoleBurst+51 || s.Suppressed != 50 {
 		t.Fatalf("stats %+v", s)
 	}
-	if d := c.Daemons(0); d[0].Total != ConsoleBurst+51 {
-		t.Fatalf("collector got %d lines, want all %d", d[0].Total, ConsoleBurst+51)
+	if d := c.Daemons(0); d[0].Total != consoleBurst+51 {
+		t.Fatalf("collector got %d lines, want all %d", d[0].Total, consoleBurst+51)
 	}
 }
 
@@ -126,14 +126,14 @@ func TestSocketAndRing(t *testing.T) {
 func TestCollectorBounds(t *testing.T) {
 	c := &Collector{Lines: 3}
 	now := time.Now()
-	for i := range MaxDaemons + 10 {
+	for i := range maxDaemons + 10 {
 		for j := range 10 {
 			c.Add(ipc.LogLine{Daemon: fmt.Sprintf("d%d", i), Time: now, Text: fmt.Sprint(j)})
 		}
 	}
 	d := c.Daemons(-1)
-	if len(d) != MaxDaemons {
-		t.Fatalf("%d daemons kept, want %d", len(d), MaxDaemons)
+	if len(d) != maxDaemons {
+		t.Fatalf("%d daemons kept, want %d", len(d), maxDaemons)
 	}
 	for _, x := range d {
 		if len(x.Lines) != 3 || x.Lines[2].Text != "9" {
@@ -170,13 +170,13 @@ func waitFor(t *testing.T, ok func() bool) {
 func TestWaitingBounded(t *testing.T) {
 	path := filepath.Join(t.TempDir(), ipc.LogSocket)
 	w := New("forwarderd", Options{Socket: path})
-	for i := range MaxWaiting + 10 {
+	for i := range maxWaiting + 10 {
 		fmt.Fprintf(w, "line %d\n", i)
 	}
-	if s := w.Stats(); s.Missed != 10 || s.Waiting != MaxWaiting {
-		t.Fatalf("%+v, want 10 missed and %d waiting", s, MaxWaiting)
+	if s := w.Stats(); s.Missed != 10 || s.Waiting != maxWaiting {
+		t.Fatalf("%+v, want 10 missed and %d waiting", s, maxWaiting)
 	}
-	c := &Collector{Lines: 2 * MaxWaiting}
+	c := &Collector{Lines: 2 * maxWaiting}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Serve(ctx, path) }()
@@ -186,7 +186,7 @@ func TestWaitingBounded(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	waitFor(t, func() bool { d := c.Daemons(-1); return len(d) == 1 && len(d[0].Lines) == MaxWaiting })
+	waitFor(t, func() bool { d := c.Daemons(-1); return len(d) == 1 && len(d[0].Lines) == maxWaiting })
 	d := c.Daemons(-1)[0]
 	if d.Missed != 10 || d.Lines[0].Text != "line 10" || d.Lines[0].Missed != 10 || d.Lines[1].Missed != 0 {
 		t.Fatalf("collector: %d missed, first line %+v", d.Missed, d.Lines[0])

@@ -35,8 +35,8 @@ const ConsoleEnv = "NCPOS_CONSOLE_LOG"
 // which a chatty daemon must not fill; lines beyond the rate are counted
 // and the count is said on the console when lines pass again.
 const (
-	ConsoleRate  = 20 // lines per second
-	ConsoleBurst = 200
+	consoleRate  = 20 // lines per second
+	consoleBurst = 200
 )
 
 // Options say where a Writer's lines go besides standard error.
@@ -85,9 +85,9 @@ type WriterStats struct {
 // RetryEvery is how often it tries to hand them over to a collector that
 // is not there; one whose queue was full is tried again after RetryFull.
 const (
-	MaxWaiting = 128
-	RetryEvery = 500 * time.Millisecond
-	RetryFull  = 5 * time.Millisecond
+	maxWaiting = 128
+	retryEvery = 500 * time.Millisecond
+	retryFull  = 5 * time.Millisecond
 )
 
 // New makes the log output of the named daemon.
@@ -95,7 +95,7 @@ func New(daemon string, opts Options) *Writer {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	w := &Writer{daemon: daemon, pid: os.Getpid(), opts: opts, rate: rate.NewLimiter(ConsoleRate, ConsoleBurst)}
+	w := &Writer{daemon: daemon, pid: os.Getpid(), opts: opts, rate: rate.NewLimiter(consoleRate, consoleBurst)}
 	if opts.Socket != "" && opts.Local == nil {
 		w.sock = newDgram(opts.Socket)
 	}
@@ -167,7 +167,7 @@ func (w *Writer) line(now time.Time, b []byte) {
 	case w.opts.Local != nil:
 		w.opts.Local(l)
 	case w.sock != nil:
-		if len(w.waiting) == MaxWaiting {
+		if len(w.waiting) == maxWaiting {
 			w.waiting = w.waiting[1:]
 			w.missed++
 			w.stats.Missed++
@@ -180,13 +180,13 @@ func (w *Writer) line(now time.Time, b []byte) {
 // flush sends the waiting lines in order until the collector takes no
 // more, and has them tried again later if any are left (w.mu held).
 func (w *Writer) flush() {
-	retry := RetryEvery
+	retry := retryEvery
 	for len(w.waiting) > 0 {
 		l := w.waiting[0]
 		l.Missed = w.missed
 		if err := w.sock.send(l); err != nil {
 			if errors.Is(err, unix.EAGAIN) {
-				retry = RetryFull // there, and reading
+				retry = retryFull // there, and reading
 			}
 			break
 		}

@@ -25,8 +25,8 @@ import (
 	"github.com/ncpos/ncpos/config"
 )
 
-// DefaultLinger is how long an address given up stays valid.
-const DefaultLinger = 5 * time.Second
+// defaultLinger is how long an address given up stays valid.
+const defaultLinger = 5 * time.Second
 
 // routePriority is the metric of the default route of a static address:
 // the one gokrazy's DHCP client gives an ethN port's route, so that each
@@ -131,7 +131,7 @@ func (p *Port) static(link netlink.Link, addr *netlink.Addr, gateway string) err
 	}
 	linger := p.Linger
 	if linger <= 0 {
-		linger = DefaultLinger
+		linger = defaultLinger
 	}
 	var errs []error
 	for _, a := range have {

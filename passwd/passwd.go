@@ -25,8 +25,8 @@ const Cost = 10
 // MinLength and MaxLength bound a password a person chooses (bcrypt reads
 // at most 72 bytes; more would be silently ignored).
 const (
-	MinLength = 12
-	MaxLength = 72
+	minLength = 12
+	maxLength = 72
 )
 
 // WeakError is a password Strength refuses.
@@ -40,10 +40,10 @@ func Strength(pw string) error {
 	switch {
 	case !utf8.ValidString(pw):
 		return weak("the password is not valid UTF-8")
-	case len(pw) > MaxLength:
-		return weak("the password has %d bytes, want at most %d", len(pw), MaxLength)
-	case utf8.RuneCountInString(pw) < MinLength:
-		return weak("the password has %d characters, want at least %d", utf8.RuneCountInString(pw), MinLength)
+	case len(pw) > maxLength:
+		return weak("the password has %d bytes, want at most %d", len(pw), maxLength)
+	case utf8.RuneCountInString(pw) < minLength:
+		return weak("the password has %d characters, want at least %d", utf8.RuneCountInString(pw), minLength)
 	case repeats(pw):
 		return weak("the password repeats one character")
 	case strings.ContainsAny(pw, "\x00\r\n"):

@@ -39,7 +39,7 @@ func emit(blocks *[]block, n node, t, f int) int {
 func generate(n node) (prog []bpf.Instruction, ok bool) {
 	ret := func(v uint32) []bpf.Instruction { return []bpf.Instruction{bpf.RetConstant{Val: v}} }
 	var blocks []block
-	if emit(&blocks, n, -1, -2); len(blocks) > 4*MaxInstructions {
+	if emit(&blocks, n, -1, -2); len(blocks) > 4*maxInstructions {
 		return nil, false // and spare the optimiser the work
 	}
 	slices.Reverse(blocks)
@@ -54,7 +54,7 @@ func generate(n node) (prog []bpf.Instruction, ok bool) {
 	case !ok:
 		return nil, false
 	case entry == len(blocks):
-		return ret(Accept), true
+		return ret(accept), true
 	case entry > len(blocks):
 		return ret(0), true
 	case entry > 0:
@@ -64,7 +64,7 @@ func generate(n node) (prog []bpf.Instruction, ok bool) {
 		prog = append(slices.Clone(blocks[0].t.x), blocks[0].t.a...)
 	}
 	prog = layout(blocks, prog, blocks[0].t)
-	return prog, len(prog) <= MaxInstructions
+	return prog, len(prog) <= maxInstructions
 }
 
 // regs is what A and X hold ("" for unknown).
@@ -142,7 +142,7 @@ func layout(blocks []block, prog []bpf.Instruction, first *test) []bpf.Instructi
 		prog = append(prog, bpf.JumpIf{Cond: b.t.cond, Val: b.t.k, SkipTrue: skip[1], SkipFalse: skip[0]})
 		prog = append(prog, tramps...)
 	}
-	return append(prog, bpf.RetConstant{Val: Accept}, bpf.RetConstant{Val: 0})
+	return append(prog, bpf.RetConstant{Val: accept}, bpf.RetConstant{Val: 0})
 }
 
 func btoi(b bool) int {

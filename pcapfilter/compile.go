@@ -6,14 +6,14 @@ import (
 	"golang.org/x/net/bpf"
 )
 
-// Accept is what a program returns for a frame it accepts: the number of
+// accept is what a program returns for a frame it accepts: the number of
 // bytes to keep, libpcap's default snapshot length, so the whole frame.
 // A rejected frame gets 0.
-const Accept = 262144
+const accept = 262144
 
-// MaxInstructions is the most a classic BPF program may have (the
+// maxInstructions is the most a classic BPF program may have (the
 // kernel's BPF_MAXINSNS).
-const MaxInstructions = 4096
+const maxInstructions = 4096
 
 // A SyntaxError is an expression that cannot be compiled: malformed, or
 // outside the subset this package supports.
@@ -24,9 +24,9 @@ type SyntaxError struct {
 
 func (e *SyntaxError) Error() string { return fmt.Sprintf("filter: at %d: %s", e.Offset, e.Msg) }
 
-// ErrTooLong is returned (wrapped) for an expression whose program would
+// errTooLong is returned (wrapped) for an expression whose program would
 // not fit in MaxInstructions.
-var ErrTooLong = fmt.Errorf("more than classic BPF's limit of %d instructions", MaxInstructions)
+var errTooLong = fmt.Errorf("more than classic BPF's limit of %d instructions", maxInstructions)
 
 // fail stops the compilation with a SyntaxError; Compile returns it.
 // Panicking keeps the parser free of error plumbing, as in go/parser.
@@ -50,7 +50,7 @@ func Compile(expr string) (prog []bpf.Instruction, err error) {
 	}()
 	p := &parser{src: expr, toks: lex(expr), lay: layers{linkType: 12, linkPayload: 14}}
 	if p.peek().kind == tEOF {
-		return []bpf.Instruction{bpf.RetConstant{Val: Accept}}, nil
+		return []bpf.Instruction{bpf.RetConstant{Val: accept}}, nil
 	}
 	n, _ := p.expr(quals{})
 	if t := p.peek(); isOp(t, ")") {
@@ -60,8 +60,8 @@ func Compile(expr string) (prog []bpf.Instruction, err error) {
 	}
 	prog, ok := generate(n)
 	switch {
-	case !ok || len(prog) > MaxInstructions:
-		return nil, fmt.Errorf("filter: the expression needs %w", ErrTooLong)
+	case !ok || len(prog) > maxInstructions:
+		return nil, fmt.Errorf("filter: the expression needs %w", errTooLong)
 	case len(prog) == 1 && prog[0] == bpf.RetConstant{Val: 0}:
 		fail(0, "the expression matches no frame") // libpcap refuses it too
 	}

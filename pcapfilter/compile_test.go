@@ -12,7 +12,7 @@ import (
 func TestEmptyAcceptsAll(t *testing.T) {
 	for _, expr := range []string{"", " \t\n"} {
 		prog, err := Compile(expr)
-		if err != nil || len(prog) != 1 || prog[0] != (bpf.RetConstant{Val: Accept}) {
+		if err != nil || len(prog) != 1 || prog[0] != (bpf.RetConstant{Val: accept}) {
 			t.Errorf("Compile(%q) = %v, %v, want a program that accepts every frame", expr, prog, err)
 		}
 	}
@@ -72,12 +72,12 @@ func FuzzCompile(f *testing.F) {
 				t.Fatalf("Compile(%q): %v: offset out of range or no message", expr, err)
 			}
 			return
-		case errors.Is(err, ErrTooLong):
+		case errors.Is(err, errTooLong):
 			return
 		case err != nil:
 			t.Fatalf("Compile(%q): unexpected error %v", expr, err)
 		}
-		if len(prog) == 0 || len(prog) > MaxInstructions {
+		if len(prog) == 0 || len(prog) > maxInstructions {
 			t.Fatalf("Compile(%q): %d instructions", expr, len(prog))
 		}
 		if _, err := bpf.Assemble(prog); err != nil {
@@ -88,7 +88,7 @@ func FuzzCompile(f *testing.F) {
 			t.Fatalf("Compile(%q): does not load: %v\n%s", expr, err, listing(prog))
 		}
 		for _, s := range samples {
-			if n, err := vm.Run(s.frame); err != nil || n != 0 && n != Accept {
+			if n, err := vm.Run(s.frame); err != nil || n != 0 && n != accept {
 				t.Fatalf("Compile(%q) on %s: %d, %v", expr, s.name, n, err)
 			}
 		}

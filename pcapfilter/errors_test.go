@@ -158,7 +158,7 @@ func TestTooLong(t *testing.T) {
 			fmt.Fprintf(&b, tc.more, i%250)
 		}
 		_, err := Compile(b.String())
-		if !errors.Is(err, ErrTooLong) || !strings.Contains(err.Error(), "limit of 4096 instructions") {
+		if !errors.Is(err, errTooLong) || !strings.Contains(err.Error(), "limit of 4096 instructions") {
 			t.Errorf("Compile(%s ... %d alternatives) = %v, want ErrTooLong naming the limit", tc.first, tc.n, err)
 		}
 	}

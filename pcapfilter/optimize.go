@@ -221,7 +221,7 @@ func optimize(blocks []block) (entry int, ok bool) {
 		for _, b := range blocks {
 			live += btoi(b.live)
 		}
-		if live > MaxInstructions {
+		if live > maxInstructions {
 			return entry, false
 		}
 		pulled := 0 // each pull-up sorts a chain further; this bounds the work

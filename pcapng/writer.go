@@ -13,9 +13,9 @@ const (
 	// LinkTypeEthernet is the link type of every interface the Writer
 	// describes: the XDP hook sees whole Ethernet frames.
 	LinkTypeEthernet = 1
-	// MaxPacket is the most bytes a packet may carry: Wireshark refuses
+	// maxPacket is the most bytes a packet may carry: Wireshark refuses
 	// to read larger ones, and no frame the box forwards comes near it.
-	MaxPacket = 262144
+	maxPacket = 262144
 )
 
 // SectionOptions describe the capture as a whole (the Section Header
@@ -169,8 +169,8 @@ func (w *Writer) packet(p Packet) ([][]byte, error) {
 	if snap := w.snaplens[p.Interface]; snap != 0 && len(p.Data) > int(snap) {
 		return nil, fmt.Errorf("%d captured bytes exceed the interface's snaplen of %d", len(p.Data), snap)
 	}
-	if len(p.Data) > MaxPacket {
-		return nil, fmt.Errorf("%d captured bytes exceed the limit of %d", len(p.Data), MaxPacket)
+	if len(p.Data) > maxPacket {
+		return nil, fmt.Errorf("%d captured bytes exceed the limit of %d", len(p.Data), maxPacket)
 	}
 	orig := cmp.Or(p.OrigLen, len(p.Data))
 	if orig < len(p.Data) || int64(orig) > math.MaxUint32 {

@@ -179,7 +179,7 @@ func TestWriterErrors(t *testing.T) {
 	}{
 		{"unknown interface", func(w *Writer) error { return w.WritePacket(Packet{Interface: 2, Time: t0}) }, "interface 2: no such interface (2 added)"},
 		{"snaplen", func(w *Writer) error { return w.WritePacket(Packet{Interface: 1, Time: t0, Data: make([]byte, 65)}) }, "65 captured bytes exceed the interface's snaplen of 64"},
-		{"too large", func(w *Writer) error { return w.WritePacket(Packet{Time: t0, Data: make([]byte, MaxPacket+1)}) }, "exceed the limit of 262144"},
+		{"too large", func(w *Writer) error { return w.WritePacket(Packet{Time: t0, Data: make([]byte, maxPacket+1)}) }, "exceed the limit of 262144"},
 		{"original length", func(w *Writer) error { return w.WritePacket(Packet{Time: t0, Data: make([]byte, 10), OrigLen: 9}) }, "original length 9 is not between the 10 captured bytes"},
 		{"before 1970", func(w *Writer) error { return w.WritePacket(Packet{Time: time.Time{}}) }, "not between 1970 and 2262"},
 		{"direction", func(w *Writer) error { return w.WritePacket(Packet{Time: t0, Direction: 3}) }, "direction 3 is neither"},

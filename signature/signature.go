@@ -114,7 +114,7 @@ func Verify(data []byte, trusted []ed25519.PublicKey) (*Manifest, error) {
 	if len(s.Signature) == 0 || s.Key == "" {
 		return nil, ErrUnsigned
 	}
-	key, err := ParseKey(s.Key)
+	key, err := parseKey(s.Key)
 	if err != nil {
 		return nil, fmt.Errorf("the signer's key: %w", err)
 	}
@@ -181,8 +181,8 @@ func FormatKey(k ed25519.PublicKey) string {
 	return keyPrefix + base64.StdEncoding.EncodeToString(k)
 }
 
-// ParseKey reads a key FormatKey wrote.
-func ParseKey(s string) (ed25519.PublicKey, error) {
+// parseKey reads a key FormatKey wrote.
+func parseKey(s string) (ed25519.PublicKey, error) {
 	s = strings.TrimSpace(s)
 	if !strings.HasPrefix(s, keyPrefix) {
 		return nil, fmt.Errorf("key %q does not start with %q", s, strings.TrimSpace(keyPrefix))
@@ -210,7 +210,7 @@ func ParseKeys(text []byte) ([]ed25519.PublicKey, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		k, err := ParseKey(line)
+		k, err := parseKey(line)
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", i+1, err)
 		}

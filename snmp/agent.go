@@ -51,7 +51,7 @@ func NewAgent(c Config) (*Agent, error) {
 	}
 	a := &Agent{community: []byte(c.Community), users: map[string]*gosnmp.UsmSecurityParameters{},
 		engineID: c.EngineID, boots: c.Boots, start: time.Now(), view: c.View, now: time.Now}
-	a.limit = newLimiter(PerSourceRate, PerSourceBurst, TotalRate, TotalBurst, a.clock)
+	a.limit = newLimiter(perSourceRate, perSourceBurst, totalRate, TotalBurst, a.clock)
 	for _, u := range c.Users {
 		if _, dup := a.users[u.Name]; dup {
 			return nil, fmt.Errorf("SNMPv3 user %q configured twice", u.Name)
@@ -185,8 +185,8 @@ const (
 )
 
 var (
-	usmStatsNotInTimeWindows = MustOID("1.3.6.1.6.3.15.1.1.2.0")
-	usmStatsUnknownEngineIDs = MustOID("1.3.6.1.6.3.15.1.1.4.0")
+	usmStatsNotInTimeWindows = mustOID("1.3.6.1.6.3.15.1.1.2.0")
+	usmStatsUnknownEngineIDs = mustOID("1.3.6.1.6.3.15.1.1.4.0")
 )
 
 func (a *Agent) handleV3(msg []byte, h header) []byte {

@@ -23,16 +23,16 @@ const (
 // enough rows that a bulk walk needs more than one datagram.
 func testView(t testing.TB) *View {
 	vars := []Var{
-		{OID: MustOID("1.3.6.1.2.1.1.1.0"), Type: gosnmp.OctetString, Value: "ncpos test"},
-		{OID: MustOID("1.3.6.1.2.1.1.5.0"), Type: gosnmp.OctetString, Value: "box-1"},
+		{OID: mustOID("1.3.6.1.2.1.1.1.0"), Type: gosnmp.OctetString, Value: "ncpos test"},
+		{OID: mustOID("1.3.6.1.2.1.1.5.0"), Type: gosnmp.OctetString, Value: "box-1"},
 	}
 	for i := uint32(1); i <= 2; i++ {
 		vars = append(vars,
-			Var{OID: MustOID("1.3.6.1.2.1.31.1.1.1.1").Append(i), Type: gosnmp.OctetString, Value: fmt.Sprintf("LAN%d", i)},
-			Var{OID: MustOID("1.3.6.1.2.1.31.1.1.1.6").Append(i), Type: gosnmp.Counter64, Value: uint64(1)<<40 + uint64(i)})
+			Var{OID: mustOID("1.3.6.1.2.1.31.1.1.1.1").Append(i), Type: gosnmp.OctetString, Value: fmt.Sprintf("LAN%d", i)},
+			Var{OID: mustOID("1.3.6.1.2.1.31.1.1.1.6").Append(i), Type: gosnmp.Counter64, Value: uint64(1)<<40 + uint64(i)})
 	}
 	for i := uint32(1); i <= 300; i++ {
-		vars = append(vars, Var{OID: MustOID("1.3.6.1.4.1.32473.9.1").Append(i), Type: gosnmp.Integer, Value: int(i)})
+		vars = append(vars, Var{OID: mustOID("1.3.6.1.4.1.32473.9.1").Append(i), Type: gosnmp.Integer, Value: int(i)})
 	}
 	v, err := NewView(vars)
 	if err != nil {

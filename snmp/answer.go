@@ -17,7 +17,7 @@ func (a *Agent) answer(req *gosnmp.SnmpPacket) (*gosnmp.SnmpPacket, bool) {
 	switch req.PDUType {
 	case gosnmp.GetRequest:
 		for _, q := range req.Variables {
-			o, err := ParseOID(q.Name)
+			o, err := parseOID(q.Name)
 			if err != nil {
 				return a.genErr(out, req), true
 			}
@@ -29,7 +29,7 @@ func (a *Agent) answer(req *gosnmp.SnmpPacket) (*gosnmp.SnmpPacket, bool) {
 		}
 	case gosnmp.GetNextRequest:
 		for _, q := range req.Variables {
-			o, err := ParseOID(q.Name)
+			o, err := parseOID(q.Name)
 			if err != nil {
 				return a.genErr(out, req), true
 			}
@@ -43,7 +43,7 @@ func (a *Agent) answer(req *gosnmp.SnmpPacket) (*gosnmp.SnmpPacket, bool) {
 		maxRep = max(maxRep, 0)
 		oids := make([]OID, len(req.Variables))
 		for i, q := range req.Variables {
-			o, err := ParseOID(q.Name)
+			o, err := parseOID(q.Name)
 			if err != nil {
 				return a.genErr(out, req), true
 			}
@@ -60,7 +60,7 @@ func (a *Agent) answer(req *gosnmp.SnmpPacket) (*gosnmp.SnmpPacket, bool) {
 				out.Variables = append(out.Variables, x)
 				if x.Type != gosnmp.EndOfMibView {
 					done = false
-					rep[i] = MustOID(x.Name)
+					rep[i] = mustOID(x.Name)
 				}
 			}
 			if done {

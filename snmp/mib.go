@@ -5,26 +5,26 @@ package snmp
 // systems table (IEEE 802.1AB-2005 annex 12) and NCPOS-MIB
 // (monitoring/NCPOS-MIB.txt). Column OIDs are without their row index.
 var (
-	SysDescr    = MustOID("1.3.6.1.2.1.1.1")
-	SysObjectID = MustOID("1.3.6.1.2.1.1.2")
-	SysUpTime   = MustOID("1.3.6.1.2.1.1.3")
-	SysContact  = MustOID("1.3.6.1.2.1.1.4")
-	SysName     = MustOID("1.3.6.1.2.1.1.5")
-	SysLocation = MustOID("1.3.6.1.2.1.1.6")
-	SysServices = MustOID("1.3.6.1.2.1.1.7")
-	IfNumber    = MustOID("1.3.6.1.2.1.2.1")
-	IfEntry     = MustOID("1.3.6.1.2.1.2.2.1") // columns: ifIndex(1) … ifOutErrors(20)
-	IfXEntry    = MustOID("1.3.6.1.2.1.31.1.1.1")
+	SysDescr    = mustOID("1.3.6.1.2.1.1.1")
+	SysObjectID = mustOID("1.3.6.1.2.1.1.2")
+	SysUpTime   = mustOID("1.3.6.1.2.1.1.3")
+	SysContact  = mustOID("1.3.6.1.2.1.1.4")
+	SysName     = mustOID("1.3.6.1.2.1.1.5")
+	SysLocation = mustOID("1.3.6.1.2.1.1.6")
+	SysServices = mustOID("1.3.6.1.2.1.1.7")
+	IfNumber    = mustOID("1.3.6.1.2.1.2.1")
+	IfEntry     = mustOID("1.3.6.1.2.1.2.2.1") // columns: ifIndex(1) … ifOutErrors(20)
+	IfXEntry    = mustOID("1.3.6.1.2.1.31.1.1.1")
 	// lldpRemEntry, indexed by lldpRemTimeMark, lldpRemLocalPortNum and
 	// lldpRemIndex.
-	LldpRemEntry = MustOID("1.0.8802.1.1.2.1.4.1.1")
+	LldpRemEntry = mustOID("1.0.8802.1.1.2.1.4.1.1")
 	// lldpStatsRemTablesDrops.0: the new neighbours a full table dropped
 	// (a ZeroBasedCounter32, a Gauge32 on the wire).
-	LldpStatsRemTablesDrops = MustOID("1.0.8802.1.1.2.1.2.4.0")
-	LinkDownTrap            = MustOID("1.3.6.1.6.3.1.1.5.3")
-	LinkUpTrap              = MustOID("1.3.6.1.6.3.1.1.5.4")
+	LldpStatsRemTablesDrops = mustOID("1.0.8802.1.1.2.1.2.4.0")
+	LinkDownTrap            = mustOID("1.3.6.1.6.3.1.1.5.3")
+	LinkUpTrap              = mustOID("1.3.6.1.6.3.1.1.5.4")
 
-	NcposMIB          = MustOID("1.3.6.1.4.1.32473")
+	NcposMIB          = mustOID("1.3.6.1.4.1.32473")
 	NcposAppliance    = NcposMIB.Append(3, 1)
 	NcposSystem       = NcposMIB.Append(1, 1) // scalars: build(1) … watchdogDevice(7)
 	NcposSegmentEntry = NcposMIB.Append(1, 2, 1)

@@ -35,7 +35,7 @@ type receiver struct {
 	sp *gosnmp.UsmSecurityParameters // keys localized to the box's engine
 }
 
-var snmpTrapOID0 = MustOID("1.3.6.1.6.3.1.1.4.1.0")
+var snmpTrapOID0 = mustOID("1.3.6.1.6.3.1.1.4.1.0")
 
 // NewNotifier checks the receivers and localizes their users' keys.
 func NewNotifier(a *Agent, rs []Receiver) (*Notifier, error) {

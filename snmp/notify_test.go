@@ -31,7 +31,7 @@ func TestTrapsReachSnmptrapd(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go n.Run(ctx)
-	n.Notify(MustOID("1.3.6.1.4.1.32473.0.1"), []Var{{OID: MustOID("1.3.6.1.4.1.32473.1.2.1.2.1"), Type: gosnmp.OctetString, Value: "seg1"}})
+	n.Notify(mustOID("1.3.6.1.4.1.32473.0.1"), []Var{{OID: mustOID("1.3.6.1.4.1.32473.1.2.1.2.1"), Type: gosnmp.OctetString, Value: "seg1"}})
 	if !td.WaitFor("seg1", 10*time.Second) {
 		t.Fatal("no trap arrived")
 	}

@@ -18,14 +18,14 @@ import (
 // requests, and a manager's walk of small GETNEXT answers goes as fast as
 // ever.
 const (
-	// PerSourceRate is the bytes a second answered to one address, with
+	// perSourceRate is the bytes a second answered to one address, with
 	// a burst of PerSourceBurst: a manager bulk-walking every table of
 	// a box needs a few tens of KiB.
-	PerSourceRate  = 256 << 10
-	PerSourceBurst = 512 << 10
-	// TotalRate caps the bytes answered to every address together, so
+	perSourceRate  = 256 << 10
+	perSourceBurst = 512 << 10
+	// totalRate caps the bytes answered to every address together, so
 	// that forged sources spread over many addresses gain nothing.
-	TotalRate  = 1 << 20
+	totalRate  = 1 << 20
 	TotalBurst = 2 << 20
 	// maxSources bounds the addresses remembered; past it, the least
 	// recently seen is forgotten.

@@ -67,7 +67,7 @@ func TestRateLimitPerSource(t *testing.T) {
 // limiter remembers a bounded number of them.
 func TestRateLimitTotal(t *testing.T) {
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	l := newLimiter(PerSourceRate, PerSourceBurst, TotalRate, TotalBurst, func() time.Time { return now })
+	l := newLimiter(perSourceRate, perSourceBurst, totalRate, TotalBurst, func() time.Time { return now })
 	sent := 0
 	for i := range 5000 {
 		if l.allow(&net.UDPAddr{IP: net.IPv4(10, byte(i>>16), byte(i>>8), byte(i)), Port: 161}, maxResponse) {

@@ -11,9 +11,9 @@ func compare(a, b OID) int { return slices.Compare(a, b) }
 // The agent's own objects: SNMPv2-MIB's snmp group (RFC 3418), the
 // engine (SNMP-FRAMEWORK-MIB, RFC 3411) and usmStats (RFC 3414).
 var (
-	snmpGroup  = MustOID("1.3.6.1.2.1.11")
-	engineOIDs = MustOID("1.3.6.1.6.3.10.2.1")
-	usmStats   = MustOID("1.3.6.1.6.3.15.1.1")
+	snmpGroup  = mustOID("1.3.6.1.2.1.11")
+	engineOIDs = mustOID("1.3.6.1.6.3.10.2.1")
+	usmStats   = mustOID("1.3.6.1.6.3.15.1.1")
 )
 
 func (a *Agent) fullView() mergedView {

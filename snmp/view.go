@@ -18,8 +18,8 @@ import (
 // OID is an object identifier as its arcs.
 type OID []uint32
 
-// ParseOID reads a dotted OID ("1.3.6.1.2.1.1.1.0", a leading dot allowed).
-func ParseOID(s string) (OID, error) {
+// parseOID reads a dotted OID ("1.3.6.1.2.1.1.1.0", a leading dot allowed).
+func parseOID(s string) (OID, error) {
 	s = strings.TrimPrefix(s, ".")
 	if s == "" {
 		return nil, fmt.Errorf("empty OID")
@@ -36,9 +36,9 @@ func ParseOID(s string) (OID, error) {
 	return o, nil
 }
 
-// MustOID is ParseOID for the agent's own constants.
-func MustOID(s string) OID {
-	o, err := ParseOID(s)
+// mustOID is ParseOID for the agent's own constants.
+func mustOID(s string) OID {
+	o, err := parseOID(s)
 	if err != nil {
 		panic(err)
 	}

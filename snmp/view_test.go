@@ -8,16 +8,16 @@ import (
 
 func TestViewOrderAndNext(t *testing.T) {
 	v, err := NewView([]Var{
-		{OID: MustOID("1.3.6.1.2.1.2.2.1.10.2"), Type: gosnmp.Counter32, Value: uint32(2)},
-		{OID: MustOID("1.3.6.1.2.1.1.5.0"), Type: gosnmp.OctetString, Value: "box"},
-		{OID: MustOID("1.3.6.1.2.1.2.2.1.10.10"), Type: gosnmp.Counter32, Value: uint32(10)},
-		{OID: MustOID("1.3.6.1.2.1.1.1.0"), Type: gosnmp.OctetString, Value: "ncpos"},
+		{OID: mustOID("1.3.6.1.2.1.2.2.1.10.2"), Type: gosnmp.Counter32, Value: uint32(2)},
+		{OID: mustOID("1.3.6.1.2.1.1.5.0"), Type: gosnmp.OctetString, Value: "box"},
+		{OID: mustOID("1.3.6.1.2.1.2.2.1.10.10"), Type: gosnmp.Counter32, Value: uint32(10)},
+		{OID: mustOID("1.3.6.1.2.1.1.1.0"), Type: gosnmp.OctetString, Value: "ncpos"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var walk []string
-	for o := MustOID("1.3"); ; {
+	for o := mustOID("1.3"); ; {
 		x, ok := v.Next(o)
 		if !ok {
 			break
@@ -34,17 +34,17 @@ func TestViewOrderAndNext(t *testing.T) {
 			t.Fatalf("walk %v, want %v (numeric, not textual, order)", walk, want)
 		}
 	}
-	if _, ok := v.Get(MustOID("1.3.6.1.2.1.1.5")); ok {
+	if _, ok := v.Get(mustOID("1.3.6.1.2.1.1.5")); ok {
 		t.Error("Get found an object without its instance")
 	}
-	if x, ok := v.Next(MustOID("1.3.6.1.2.1.1.5")); !ok || x.OID.String() != ".1.3.6.1.2.1.1.5.0" {
+	if x, ok := v.Next(mustOID("1.3.6.1.2.1.1.5")); !ok || x.OID.String() != ".1.3.6.1.2.1.1.5.0" {
 		t.Errorf("Next of the object: %v %v", x.OID, ok)
 	}
-	if _, err := NewView([]Var{{OID: MustOID("1.3.6")}, {OID: MustOID("1.3.6")}}); err == nil {
+	if _, err := NewView([]Var{{OID: mustOID("1.3.6")}, {OID: mustOID("1.3.6")}}); err == nil {
 		t.Error("a duplicate instance was accepted")
 	}
 	for _, bad := range []string{"", "1.x", "1.3.99999999999"} {
-		if _, err := ParseOID(bad); err == nil {
+		if _, err := parseOID(bad); err == nil {
 			t.Errorf("ParseOID(%q) accepted", bad)
 		}
 	}

@@ -16,11 +16,11 @@ func CPUs(root, which string) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading %s CPUs: %w", which, err)
 	}
-	return ParseCPUList(string(b))
+	return parseCPUList(string(b))
 }
 
-// ParseCPUList parses the kernel's CPU list format: "0-3,6,8-9".
-func ParseCPUList(s string) ([]int, error) {
+// parseCPUList parses the kernel's CPU list format: "0-3,6,8-9".
+func parseCPUList(s string) ([]int, error) {
 	var cpus []int
 	for _, part := range strings.Split(strings.TrimSpace(s), ",") {
 		if part == "" {

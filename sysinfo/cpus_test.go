@@ -16,13 +16,13 @@ func TestParseCPUList(t *testing.T) {
 		"2,0-1":      {2, 0, 1},
 		"10-11,13\n": {10, 11, 13},
 	} {
-		got, err := ParseCPUList(in)
+		got, err := parseCPUList(in)
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("ParseCPUList(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for _, bad := range []string{"a", "3-1", "1-x"} {
-		if _, err := ParseCPUList(bad); err == nil {
+		if _, err := parseCPUList(bad); err == nil {
 			t.Errorf("ParseCPUList(%q) succeeded", bad)
 		}
 	}

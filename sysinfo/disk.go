@@ -34,10 +34,10 @@ func DiskOf(root string, major, minor uint32) (string, error) {
 	return filepath.Base(link), nil
 }
 
-// ReadDiskWrites reads the write counters of disk from /proc/diskstats
+// readDiskWrites reads the write counters of disk from /proc/diskstats
 // (fields: major minor name, then reads, merged, sectors, ms, then writes,
 // merged, sectors, ms …; sectors are always 512 bytes there).
-func ReadDiskWrites(root, disk string) (DiskWrites, error) {
+func readDiskWrites(root, disk string) (DiskWrites, error) {
 	b, err := os.ReadFile(filepath.Join(root, "proc/diskstats"))
 	if err != nil {
 		return DiskWrites{}, err
@@ -69,5 +69,5 @@ func BootDiskWrites(root string) (DiskWrites, error) {
 	if err != nil {
 		return DiskWrites{}, err
 	}
-	return ReadDiskWrites(root, disk)
+	return readDiskWrites(root, disk)
 }

@@ -39,8 +39,8 @@ type InitRecord struct {
 	Services            []string          `json:"services"`
 }
 
-// InitRecordPath is where init writes its record under the run folder.
-func InitRecordPath(runDir string) string { return filepath.Join(runDir, "init.json") }
+// initRecordPath is where init writes its record under the run folder.
+func initRecordPath(runDir string) string { return filepath.Join(runDir, "init.json") }
 
 // WriteInitRecord writes r atomically (temporary file, then rename).
 func WriteInitRecord(runDir string, r *InitRecord) error {
@@ -51,22 +51,22 @@ func WriteInitRecord(runDir string, r *InitRecord) error {
 	if err != nil {
 		return err
 	}
-	tmp := InitRecordPath(runDir) + ".tmp"
+	tmp := initRecordPath(runDir) + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o644); err != nil {
 		return fmt.Errorf("init record: %w", err)
 	}
-	return os.Rename(tmp, InitRecordPath(runDir))
+	return os.Rename(tmp, initRecordPath(runDir))
 }
 
 // ReadInitRecord reads the record init wrote.
 func ReadInitRecord(runDir string) (*InitRecord, error) {
-	b, err := os.ReadFile(InitRecordPath(runDir))
+	b, err := os.ReadFile(initRecordPath(runDir))
 	if err != nil {
 		return nil, err
 	}
 	var r InitRecord
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", InitRecordPath(runDir), err)
+		return nil, fmt.Errorf("%s: %w", initRecordPath(runDir), err)
 	}
 	return &r, nil
 }

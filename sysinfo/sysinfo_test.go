@@ -67,14 +67,14 @@ func TestDiskWrites(t *testing.T) {
 			t.Fatalf("DiskOf(253:%d) = %q, want vda", minor, disk)
 		}
 	}
-	w, err := ReadDiskWrites(root, "vda")
+	w, err := readDiskWrites(root, "vda")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w.Writes != 15 || w.BytesWritten != 272*512 {
 		t.Fatalf("ReadDiskWrites = %+v, want 15 writes, %d bytes", w, 272*512)
 	}
-	if _, err := ReadDiskWrites(root, "sda"); err == nil {
+	if _, err := readDiskWrites(root, "sda"); err == nil {
 		t.Fatal("ReadDiskWrites of a missing disk succeeded")
 	}
 }

@@ -52,12 +52,12 @@ func FDCheck(root string, maxFraction float64) Check {
 	}}
 }
 
-// CheckPerm says nil while /perm is mounted read-write (ext4 remounts
+// checkPerm says nil while /perm is mounted read-write (ext4 remounts
 // read-only after I/O errors) and has room left. It does not write: a write
 // every few seconds would wear out a CF card. A degraded /perm is a box
 // condition, not a reason to reset: forwarding does not need /perm, and a
 // reboot mends no worn card.
-func CheckPerm(root string, minFree uint64) error {
+func checkPerm(root string, minFree uint64) error {
 	return func() error {
 		ms, err := sysinfo.Mounts(root)
 		if err != nil {

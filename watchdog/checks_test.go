@@ -42,18 +42,18 @@ func TestCheckPerm(t *testing.T) {
 	mounts := filepath.Join(root, "proc/mounts")
 
 	os.WriteFile(mounts, []byte("/dev/sda4 /perm ext4 rw,relatime 0 0\n"), 0o644)
-	if err := CheckPerm(root, 1); err != nil {
+	if err := checkPerm(root, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckPerm(root, 1<<62); err == nil {
+	if err := checkPerm(root, 1<<62); err == nil {
 		t.Fatal("absurd free-space demand passed")
 	}
 	os.WriteFile(mounts, []byte("/dev/sda4 /perm ext4 ro,relatime 0 0\n"), 0o644)
-	if err := CheckPerm(root, 1); err == nil || !strings.Contains(err.Error(), "read-only") {
+	if err := checkPerm(root, 1); err == nil || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("read-only /perm: %v", err)
 	}
 	os.WriteFile(mounts, []byte("tmpfs /tmp tmpfs rw 0 0\n"), 0o644)
-	if err := CheckPerm(root, 1); err == nil {
+	if err := checkPerm(root, 1); err == nil {
 		t.Fatal("missing /perm passed")
 	}
 }

@@ -31,7 +31,7 @@ func Open(path string) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watchdog: %w", err)
 	}
-	d, err := FromFile(f)
+	d, err := fromFile(f)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -39,9 +39,9 @@ func Open(path string) (*Device, error) {
 	return d, nil
 }
 
-// FromFile wraps an already open watchdog descriptor, e.g. one handed over by
+// fromFile wraps an already open watchdog descriptor, e.g. one handed over by
 // init.
-func FromFile(f *os.File) (*Device, error) {
+func fromFile(f *os.File) (*Device, error) {
 	info, err := unix.IoctlGetWatchdogInfo(int(f.Fd()))
 	if err != nil {
 		return nil, fmt.Errorf("watchdog: %s is not a watchdog device: %w", f.Name(), err)
@@ -66,7 +66,7 @@ func FromProcess(pid, fd int) (*Device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watchdog: pidfd_getfd(pid %d, fd %d): %w", pid, fd, err)
 	}
-	d, err := FromFile(os.NewFile(uintptr(nfd), fmt.Sprintf("pid%d-fd%d", pid, fd)))
+	d, err := fromFile(os.NewFile(uintptr(nfd), fmt.Sprintf("pid%d-fd%d", pid, fd)))
 	if err != nil {
 		unix.Close(nfd)
 		return nil, err

@@ -47,7 +47,7 @@ func TestOpenNotAWatchdog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := FromFile(f); err == nil {
+	if _, err := fromFile(f); err == nil {
 		t.Fatal("FromFile accepted a regular file")
 	}
 }

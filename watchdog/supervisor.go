@@ -140,7 +140,7 @@ func Reporter(s *Supervisor, root string, minFree uint64) func() health.Report {
 				Detail: fmt.Sprintf("last check %v ago", age.Round(time.Millisecond))})
 		}
 		var conds []health.Condition
-		if err := CheckPerm(root, minFree); err != nil {
+		if err := checkPerm(root, minFree); err != nil {
 			conds = append(conds, health.Condition{Kind: health.PermDegraded, Detail: err.Error()})
 		}
 		switch {

@@ -17,8 +17,8 @@ import (
 // open nothing here.
 const User = "ncpos"
 
-// Users lists the accepted users, for the dashboard.
-var Users = []string{User}
+// users lists the accepted users, for the dashboard.
+var users = []string{User}
 
 // Auth decides who may read and who may control. Control always needs the
 // password; reading needs it too when AuthRead is set.

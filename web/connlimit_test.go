@@ -112,8 +112,8 @@ func TestSlowClientsLeaveDashboardServing(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if held != DefaultLimits.MaxConnsPerClient || answered != fromOne-held {
-		t.Errorf("from one address: %d held, %d refused with 503; want %d held, the rest refused", held, answered, DefaultLimits.MaxConnsPerClient)
+	if held != defaultLimits.MaxConnsPerClient || answered != fromOne-held {
+		t.Errorf("from one address: %d held, %d refused with 503; want %d held, the rest refused", held, answered, defaultLimits.MaxConnsPerClient)
 	}
 
 	// Many addresses, each under its cap but together over the server's:
@@ -148,7 +148,7 @@ func TestSlowClientsLeaveDashboardServing(t *testing.T) {
 			c.Close()
 		}
 	}()
-	for opened.Load() < int64(2*DefaultLimits.MaxConns) {
+	for opened.Load() < int64(2*defaultLimits.MaxConns) {
 		select {
 		case err := <-flood:
 			t.Fatalf("flood ended after %d connections: %v", opened.Load(), err)
@@ -177,8 +177,8 @@ func TestSlowClientsLeaveDashboardServing(t *testing.T) {
 	g.conns.mu.Lock()
 	open := len(g.conns.conns)
 	g.conns.mu.Unlock()
-	if open > DefaultLimits.MaxConns {
-		t.Errorf("%d connections open, more than the cap %d", open, DefaultLimits.MaxConns)
+	if open > defaultLimits.MaxConns {
+		t.Errorf("%d connections open, more than the cap %d", open, defaultLimits.MaxConns)
 	}
 	if g.conns.evicted.Load() == 0 {
 		t.Errorf("%d flood connections and none made room: the test did not fill the server", len(floodConns))
@@ -248,7 +248,7 @@ func TestOversizedAndMalformedRequests(t *testing.T) {
 		return strings.TrimSpace(line)
 	}
 	for _, tc := range []struct{ name, req, want string }{
-		{"header over the limit", "GET / HTTP/1.1\r\nHost: appliance.test\r\nX-Big: " + strings.Repeat("a", 2*DefaultLimits.MaxHeaderBytes+4096) + "\r\n\r\n", "HTTP/1.1 431"},
+		{"header over the limit", "GET / HTTP/1.1\r\nHost: appliance.test\r\nX-Big: " + strings.Repeat("a", 2*defaultLimits.MaxHeaderBytes+4096) + "\r\n\r\n", "HTTP/1.1 431"},
 		{"garbage", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http\r\n\r\n", "HTTP/1.1 400"},
 		{"wrong host", "GET /api/v1/status HTTP/1.1\r\nHost: evil.example\r\n\r\n", "HTTP/1.1 421"},
 		{"body over the limit", fmt.Sprintf("POST /api/v1/control/reboot HTTP/1.1\r\nHost: appliance.test\r\nAuthorization: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"reason\":\"%s\"}",

@@ -285,7 +285,7 @@ func (s *Server) events(r *http.Request) []api.Event {
 }
 
 func (s *Server) controlInfo(snap *api.Snapshot) api.ControlInfo {
-	ci := api.ControlInfo{AuthRead: s.Auth.authRead(), PasswordSource: s.Auth.Password.Source(), Users: Users, Bypass: "available", Reboot: "available"}
+	ci := api.ControlInfo{AuthRead: s.Auth.authRead(), PasswordSource: s.Auth.Password.Source(), Users: users, Bypass: "available", Reboot: "available"}
 	if s.TLS != nil {
 		ci.TLS = &api.TLSInfo{Fingerprint: s.TLS.Fingerprint, Kept: s.TLSNote == "", Note: s.TLSNote}
 	}

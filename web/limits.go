@@ -33,10 +33,10 @@ type Limits struct {
 	LoginForget time.Duration
 }
 
-// DefaultLimits are statusd's limits. A dashboard page load is a handful
+// defaultLimits are statusd's limits. A dashboard page load is a handful
 // of requests and it then polls once a second, well inside Rate and Burst;
 // 16 connections per client are more than a browser opens to one host.
-var DefaultLimits = Limits{
+var defaultLimits = Limits{
 	ReadHeaderTimeout: 5 * time.Second,
 	ReadTimeout:       30 * time.Second,
 	WriteTimeout:      60 * time.Second,
@@ -58,7 +58,7 @@ var DefaultLimits = Limits{
 
 // orDefault fills the fields left zero from DefaultLimits.
 func (l Limits) orDefault() Limits {
-	d := DefaultLimits
+	d := defaultLimits
 	orDefault(&l.ReadHeaderTimeout, d.ReadHeaderTimeout)
 	orDefault(&l.ReadTimeout, d.ReadTimeout)
 	orDefault(&l.WriteTimeout, d.WriteTimeout)

@@ -35,7 +35,7 @@ func TestLoginBackoff(t *testing.T) {
 		return f.do(from(addr, newRequest("POST", "/api/v1/control/reboot", `{"reason":"test"}`,
 			map[string]string{"Content-Type": "application/json", "Authorization": basic("ncpos", pw)})))
 	}
-	free := DefaultLimits.LoginFreeFailures
+	free := defaultLimits.LoginFreeFailures
 	for i := 1; i <= free+1; i++ {
 		if r := control(attacker, "guess"+strconv.Itoa(i)); r.Code != 401 {
 			t.Fatalf("wrong password %d = %d %s, want 401", i, r.Code, r.Body)
@@ -93,7 +93,7 @@ func TestLoginBackoff(t *testing.T) {
 // forgotten once it has been quiet for long.
 func TestLoginBackoffBounds(t *testing.T) {
 	now := time.Unix(1e9, 0)
-	lim := DefaultLimits
+	lim := defaultLimits
 	lim.MaxClients = 1 // forget on every failure, to test forgetting
 	g := newLoginGuard(lim, func() time.Time { return now })
 	var waits []time.Duration
@@ -120,7 +120,7 @@ func TestLoginBackoffBounds(t *testing.T) {
 func TestRateLimit(t *testing.T) {
 	f := newFixture(t, fixtureOpts{})
 	var limited int
-	for range DefaultLimits.Burst + 20 {
+	for range defaultLimits.Burst + 20 {
 		r := f.do(from("198.51.100.7:4000", newRequest("GET", "/healthz", "", nil)))
 		switch r.Code {
 		case 200:
@@ -134,7 +134,7 @@ func TestRateLimit(t *testing.T) {
 		}
 	}
 	if limited != 20 {
-		t.Errorf("%d of %d requests limited, want the 20 past the burst", limited, DefaultLimits.Burst+20)
+		t.Errorf("%d of %d requests limited, want the 20 past the burst", limited, defaultLimits.Burst+20)
 	}
 	if r := f.do(from("192.0.2.20:5000", newRequest("GET", "/api/v1/status", "", nil))); r.Code != 200 {
 		t.Errorf("another client = %d %s, want 200", r.Code, r.Body)
@@ -169,7 +169,7 @@ func TestClientKey(t *testing.T) {
 // gets in, in the place of the client seen longest ago.
 func TestRateLimitTableFull(t *testing.T) {
 	now := time.Unix(1e9, 0)
-	lim := DefaultLimits
+	lim := defaultLimits
 	lim.MaxClients = 3
 	rl := newRateLimiter(lim, func() time.Time { return now })
 	for _, c := range []string{"a", "b", "c"} {
@@ -209,7 +209,7 @@ func TestLoginBackoffParallel(t *testing.T) {
 	for c := range codes {
 		count[c]++
 	}
-	if want := DefaultLimits.LoginFreeFailures + 1; count[401] != want || count[429] != n-want {
+	if want := defaultLimits.LoginFreeFailures + 1; count[401] != want || count[429] != n-want {
 		t.Fatalf("%d parallel guesses: %v, want %d checked (401) and the rest refused unchecked (429)", n, count, want)
 	}
 }

@@ -22,7 +22,7 @@ import (
 // With no interface (the management port was not found) it serves nothing
 // on the network until ctx is done.
 func ServeOnInterface(ctx context.Context, ifname string, port int, h http.Handler, poll time.Duration) error {
-	lim := DefaultLimits
+	lim := defaultLimits
 	return serveOnInterface(ctx, ifname, newConnLimiter(lim).wrap, []endpoint{plainEndpoint(port, func() *http.Server { return lim.httpServer(h) })}, poll)
 }
 

@@ -123,9 +123,9 @@ func (p *Password) Check(pw string) bool {
 	return true
 }
 
-// ErrPasswordFixed says rotation is refused: the configuration sets the
+// errPasswordFixed says rotation is refused: the configuration sets the
 // password.
-var ErrPasswordFixed = errors.New("password set by the configuration")
+var errPasswordFixed = errors.New("password set by the configuration")
 
 // Change makes pw the control password and keeps its hash in the file;
 // the old one stops working at once. Nothing changes when the file cannot
@@ -137,7 +137,7 @@ func (p *Password) Change(pw string) error {
 	fixed, file := p.fixed, p.file
 	p.mu.RUnlock()
 	if fixed != "" {
-		return fmt.Errorf("%w: %s", ErrPasswordFixed, fixed)
+		return fmt.Errorf("%w: %s", errPasswordFixed, fixed)
 	}
 	h, err := passwd.Hash(pw)
 	if err != nil {
@@ -164,7 +164,7 @@ func (s *Server) handlePassword(w http.ResponseWriter, r *http.Request) {
 	err := s.Auth.Password.Change(req.NewPassword)
 	var strength *passwd.WeakError
 	switch {
-	case errors.Is(err, ErrPasswordFixed):
+	case errors.Is(err, errPasswordFixed):
 		reply.Error(w, http.StatusConflict, err.Error())
 		return
 	case errors.As(err, &strength):

@@ -10,13 +10,13 @@ import (
 	"github.com/cilium/ebpf/link"
 )
 
-// MaxStreams is how many streams one analyzer tells apart (the stamp's
+// maxStreams is how many streams one analyzer tells apart (the stamp's
 // stream field, from 0).
-const MaxStreams = 64
+const maxStreams = 64
 
-// HistBuckets is the latency histogram's size: four buckets per power of
+// histBuckets is the latency histogram's size: four buckets per power of
 // two of nanoseconds.
-const HistBuckets = 256
+const histBuckets = 256
 
 // Analyzer counts the test frames arriving at a port, per stream, and
 // drops them; other frames pass to the stack.
@@ -89,7 +89,7 @@ func (a *Analyzer) Reset(trial uint16) error {
 		return fmt.Errorf("analyzer: %w", err)
 	}
 	zero := make([]TrafficAnCounts, a.cpus)
-	for s := range uint32(MaxStreams) {
+	for s := range uint32(maxStreams) {
 		if err := a.counts.Put(s, zero); err != nil {
 			return fmt.Errorf("analyzer: %w", err)
 		}
@@ -115,7 +115,7 @@ type Histogram struct {
 	Count    uint64
 	Sum      time.Duration
 	Min, Max time.Duration
-	Buckets  [HistBuckets]uint64
+	Buckets  [histBuckets]uint64
 }
 
 // Add merges o into h.
@@ -183,7 +183,7 @@ func bucket(ns uint64) int {
 	for ns>>msb == 0 {
 		msb--
 	}
-	return min(msb*4+int(ns>>(msb-2)&3), HistBuckets-1)
+	return min(msb*4+int(ns>>(msb-2)&3), histBuckets-1)
 }
 
 // Streams reads every stream that got frames, and the frames of other
@@ -194,7 +194,7 @@ func (a *Analyzer) Streams() (map[uint16]Stream, uint64, uint64, error) {
 		return nil, 0, 0, fmt.Errorf("analyzer: %w", err)
 	}
 	out := map[uint16]Stream{}
-	for s := range uint32(MaxStreams) {
+	for s := range uint32(maxStreams) {
 		var per []TrafficAnCounts
 		if err := a.counts.Lookup(s, &per); err != nil {
 			return nil, 0, 0, fmt.Errorf("analyzer: %w", err)

@@ -34,9 +34,9 @@ const liveFrames = 1 << 1
 // below its line rate would be right to drop.
 const CatchUp = 2 * time.Millisecond
 
-// StampOffset is where the stamp starts: the UDP payload of an untagged
+// stampOffset is where the stamp starts: the UDP payload of an untagged
 // IPv4 frame, as the bench builds them.
-const StampOffset = 42
+const stampOffset = 42
 
 // Generator sends one stream out of a port: with the program in
 // live-frame mode, or where the kernel does not run it so, from an AF_XDP
@@ -220,7 +220,7 @@ const (
 // has passed, or the run has taken twice as long as its rate says (and
 // 2 s more); then Sent has fewer frames than asked for.
 func (g *Generator) Run(ctx context.Context, s Send) (Sent, error) {
-	if len(s.Frame) < StampOffset+18 {
+	if len(s.Frame) < stampOffset+18 {
 		return Sent{}, fmt.Errorf("generator: a frame of %d bytes has no room for the stamp", len(s.Frame))
 	}
 	if s.Frames == 0 && s.For <= 0 {

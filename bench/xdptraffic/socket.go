@@ -171,7 +171,7 @@ func (s *socketSender) run(ctx context.Context, snd Send, deadline time.Time, cp
 				// Sleep until the frame is due, at most 200 µs;
 				// spin through the last 50 µs, which a sleep overshoots.
 				if wait := next - since; wait > 50*time.Microsecond {
-					Sleep(min(wait-50*time.Microsecond, 200*time.Microsecond))
+					sleep(min(wait-50*time.Microsecond, 200*time.Microsecond))
 				}
 				continue
 			}
@@ -245,8 +245,8 @@ func (s *socketSender) drain(ctx context.Context, d time.Duration, sent *Sent) e
 // write stamps frame f as the program does: the sequence number, the
 // time (0 in an untimed run), and with several flows the source port.
 func (s *socketSender) write(f []byte, seq, now uint64) {
-	binary.BigEndian.PutUint32(f[StampOffset+4:], uint32(seq))
-	binary.BigEndian.PutUint64(f[StampOffset+8:], now)
+	binary.BigEndian.PutUint32(f[stampOffset+4:], uint32(seq))
+	binary.BigEndian.PutUint64(f[stampOffset+8:], now)
 	if s.flows > 1 {
 		binary.BigEndian.PutUint16(f[34:], s.sportBase+uint16(seq%uint64(s.flows)))
 	}
@@ -264,12 +264,12 @@ func (s *socketSender) kick() error {
 	return fmt.Errorf("generator: AF_XDP socket on ifindex %d: sendto: %w", s.ifindex, errno)
 }
 
-// Sleep sleeps the calling thread for d. Go's time.Sleep wakes a short
+// sleep sleeps the calling thread for d. Go's time.Sleep wakes a short
 // sleep only at the scheduler's next timer check, up to about a
 // millisecond late when the process is otherwise idle: a millisecond is
 // 160 frames at 1 Gb/s, and a paced generator that oversleeps by it
 // offers less than the rate asked.
-func Sleep(d time.Duration) {
+func sleep(d time.Duration) {
 	ts := unix.NsecToTimespec(int64(d))
 	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
 	}

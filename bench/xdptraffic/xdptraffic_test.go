@@ -16,7 +16,7 @@ func TestBuckets(t *testing.T) {
 		}
 	}
 	_, prev := BucketRange(3)
-	for b := 8; b < HistBuckets; b++ {
+	for b := 8; b < histBuckets; b++ {
 		lo, hi := BucketRange(b)
 		if lo != prev+1 || hi < lo {
 			t.Fatalf("bucket %d is [%d, %d] after one ending at %d", b, lo, hi, prev)

@@ -19,9 +19,9 @@ const (
 	ExitKey   = 0xaa
 	RegDevID  = 0x20 // high byte of the device ID; 0x21 the low byte
 	RegManID  = 0x23 // Fintek: manufacturer ID, two bytes
-	FintekID  = 0x1934
+	fintekID  = 0x1934
 	NoChip    = 0xff
-	RegLogDev = 0x07
+	regLogDev = 0x07
 )
 
 // winbond are Winbond and Nuvoton chips by register 0x20 (W83627HF_ID ...).
@@ -45,7 +45,7 @@ var fintek = map[uint16]string{
 // Name names the chip of a device ID (0x20, 0x21) and manufacturer ID
 // (0x23, 0x24), or returns "" for a chip not in the tables.
 func Name(id, manufacturer uint16) string {
-	if manufacturer == FintekID {
+	if manufacturer == fintekID {
 		return fintek[id]
 	}
 	return winbond[byte(id>>8)]
@@ -55,7 +55,7 @@ func Name(id, manufacturer uint16) string {
 // GPIO layout of the Super I/O bypass maps in ncpos's profiles), "fintek",
 // or "" for a chip not in the tables.
 func Family(id, manufacturer uint16) string {
-	if manufacturer == FintekID {
+	if manufacturer == fintekID {
 		if _, ok := fintek[id]; ok {
 			return "fintek"
 		}

@@ -19,8 +19,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Name is the filter's name, as `tc filter show dev IF ingress` lists it.
-const Name = "ncpos-fence"
+// name is the filter's name, as `tc filter show dev IF ingress` lists it.
+const name = "ncpos-fence"
 
 // The fence is the last ingress filter: a filter of higher priority (the
 // lab's simulated bypass relay, at 1) decides first.
@@ -42,7 +42,7 @@ func filter(ifindex, fd int) *netlink.BpfFilter {
 			Priority:  fencePriority,
 		},
 		Fd:           fd,
-		Name:         Name,
+		Name:         name,
 		DirectAction: true,
 	}
 }
@@ -93,7 +93,7 @@ func Installed(ifname string) (bool, error) {
 		return false, fmt.Errorf("fence: listing ingress filters of %s: %w", ifname, err)
 	}
 	for _, f := range fs {
-		if bf, ok := f.(*netlink.BpfFilter); ok && bf.Name == Name {
+		if bf, ok := f.(*netlink.BpfFilter); ok && bf.Name == name {
 			return true, nil
 		}
 	}

@@ -197,12 +197,12 @@ func KernelVersion(img []byte) (string, error) {
 	return string(img[off : off+end]), nil
 }
 
-// ParseConfig parses a kernel .config (or config fragment) into a map from
+// parseConfig parses a kernel .config (or config fragment) into a map from
 // option name (with the CONFIG_ prefix) to its value as written, e.g.
 // "CONFIG_E1000E" -> "y", "CONFIG_LOCALVERSION" -> `"-ncpos"`. Options
 // recorded as "# CONFIG_X is not set" map to "n". Other comments and blank
 // lines are ignored.
-func ParseConfig(data []byte) (map[string]string, error) {
+func parseConfig(data []byte) (map[string]string, error) {
 	opts := make(map[string]string)
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)

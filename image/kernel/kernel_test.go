@@ -49,7 +49,7 @@ func parsedEmbeddedConfig(t *testing.T) map[string]string {
 	if err != nil {
 		t.Fatalf("extracting IKCONFIG from bzImage: %v", err)
 	}
-	opts, err := ParseConfig(raw)
+	opts, err := parseConfig(raw)
 	if err != nil {
 		t.Fatalf("parsing embedded config: %v", err)
 	}
@@ -66,8 +66,8 @@ func TestEmbeddedConfigMatchesCommittedConfig(t *testing.T) {
 	}
 	t.Errorf("config embedded in bzImage (%d bytes) differs from committed config file (%d bytes); rerun build.sh",
 		len(raw), len(config))
-	emb, err1 := ParseConfig(raw)
-	com, err2 := ParseConfig(config)
+	emb, err1 := parseConfig(raw)
+	com, err2 := parseConfig(config)
 	if err1 != nil || err2 != nil {
 		t.Fatalf("parse: %v / %v", err1, err2)
 	}
@@ -104,7 +104,7 @@ func TestFragmentOptionsInEmbeddedConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := ParseConfig(frag)
+	want, err := parseConfig(frag)
 	if err != nil {
 		t.Fatalf("config.fragment: %v", err)
 	}
@@ -255,7 +255,7 @@ func TestEmbeddedConfigSynthetic(t *testing.T) {
 }
 
 func TestParseConfig(t *testing.T) {
-	got, err := ParseConfig([]byte(`#
+	got, err := parseConfig([]byte(`#
 # Automatically generated file; DO NOT EDIT.
 # Linux/x86 6.12.0 Kernel Configuration
 #
@@ -286,7 +286,7 @@ CONFIG_LOCALVERSION="-ncpos"
 		}
 	}
 	for _, bad := range []string{"FOO=y\n", "CONFIG_=y\n", "CONFIG_X y\n", "CONFIG_A-B=y\n"} {
-		if _, err := ParseConfig([]byte(bad)); err == nil {
+		if _, err := parseConfig([]byte(bad)); err == nil {
 			t.Errorf("ParseConfig(%q) succeeded, want error", bad)
 		}
 	}

@@ -35,17 +35,17 @@ type owed struct {
 // DefaultRevertAttempts and DefaultRevertWithin bound a revert that
 // fails before the box reboots onto the version it boots on.
 const (
-	DefaultRevertAttempts = 5
-	DefaultRevertWithin   = time.Minute
+	defaultRevertAttempts = 5
+	defaultRevertWithin   = time.Minute
 )
 
 func (m *Manager) revertBounds() (int, time.Duration) {
 	attempts, within := m.RevertAttempts, m.RevertWithin
 	if attempts <= 0 {
-		attempts = DefaultRevertAttempts
+		attempts = defaultRevertAttempts
 	}
 	if within <= 0 {
-		within = DefaultRevertWithin
+		within = defaultRevertWithin
 	}
 	return attempts, within
 }

@@ -40,8 +40,8 @@ type BypassController interface {
 	Override(ctx context.Context, o BypassOverride) (*api.BypassState, error)
 }
 
-// ErrNotRunning says the daemon that would carry out a request is absent.
-var ErrNotRunning = errors.New("not running")
+// errNotRunning says the daemon that would carry out a request is absent.
+var errNotRunning = errors.New("not running")
 
 // bypassdOverrides asks bypassd through its client: an override sets the pair's
 // state, OverrideAuto clears it; both answer with bypassd's /status.
@@ -61,7 +61,7 @@ func (b bypassdOverrides) Override(ctx context.Context, o BypassOverride) (*api.
 		st, err = c.Override(ctx, req)
 	}
 	if ipc.NotRunning(err) {
-		return nil, fmt.Errorf("bypassd %w", ErrNotRunning)
+		return nil, fmt.Errorf("bypassd %w", errNotRunning)
 	}
 	if err != nil {
 		return nil, err
@@ -77,8 +77,8 @@ func (b bypassdOverrides) Override(ctx context.Context, o BypassOverride) (*api.
 // OverrideAuto.
 var overrideStates = append(bypassapi.StateNames(bypassapi.States), api.OverrideAuto)
 
-// MaxOverride is the longest expiry an override may ask for.
-const MaxOverride = 7 * 24 * time.Hour
+// maxOverride is the longest expiry an override may ask for.
+const maxOverride = 7 * 24 * time.Hour
 
 // API serves the control routes.
 type API struct {
@@ -121,8 +121,8 @@ func (s *API) Override(w http.ResponseWriter, r *http.Request) {
 	o := BypassOverride{Segment: req.Segment, Pair: pair, State: req.State, Reason: req.Reason, By: caller.Who(r), Update: req.Update && req.State != api.OverrideAuto}
 	if req.ExpiresIn != "" {
 		d, err := time.ParseDuration(req.ExpiresIn)
-		if err != nil || d <= 0 || d > MaxOverride {
-			reply.Error(w, http.StatusBadRequest, fmt.Sprintf("expires_in %q: want a duration such as \"30m\", at most %v", req.ExpiresIn, MaxOverride))
+		if err != nil || d <= 0 || d > maxOverride {
+			reply.Error(w, http.StatusBadRequest, fmt.Sprintf("expires_in %q: want a duration such as \"30m\", at most %v", req.ExpiresIn, maxOverride))
 			return
 		}
 		o.ExpiresIn = d
@@ -130,7 +130,7 @@ func (s *API) Override(w http.ResponseWriter, r *http.Request) {
 	st, err := s.bypass().Override(r.Context(), o)
 	var se *ipc.StatusError
 	switch {
-	case errors.Is(err, ErrNotRunning):
+	case errors.Is(err, errNotRunning):
 		reply.Error(w, http.StatusServiceUnavailable, "bypassd not running")
 		return
 	case errors.As(err, &se) && se.Code/100 == 4:

@@ -212,8 +212,8 @@ func (p Plan) Check() error {
 			return fmt.Errorf("self-test: %w", err)
 		}
 	}
-	if p.Trial != 0 && (p.Trial < MinSelfTestTrial || p.Trial > MaxSelfTestTrial) {
-		return fmt.Errorf("self-test: a trial of %v is out of range, want between %v and %v", p.Trial, MinSelfTestTrial, MaxSelfTestTrial)
+	if p.Trial != 0 && (p.Trial < minSelfTestTrial || p.Trial > maxSelfTestTrial) {
+		return fmt.Errorf("self-test: a trial of %v is out of range, want between %v and %v", p.Trial, minSelfTestTrial, maxSelfTestTrial)
 	}
 	if p.LineBPS < 0 {
 		return fmt.Errorf("self-test: line rate %v b/s is not a rate", p.LineBPS)
@@ -224,8 +224,8 @@ func (p Plan) Check() error {
 // Bounds of a self-test trial: shorter trials measure the start of the
 // stream more than the device, and RFC 2544 asks for 60 s at most.
 const (
-	MinSelfTestTrial = 100 * time.Millisecond
-	MaxSelfTestTrial = 60 * time.Second
+	minSelfTestTrial = 100 * time.Millisecond
+	maxSelfTestTrial = 60 * time.Second
 )
 
 // Run runs the throughput search of RFC 2544 through every

@@ -41,7 +41,7 @@ func (v *Views) View() *snmp.View {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if snap != v.snap || v.view == nil {
-		view, err := Build(snap, v.Config, v.Start)
+		view, err := build(snap, v.Config, v.Start)
 		if err != nil {
 			// Two objects at one OID is a bug here, not in the snapshot.
 			panic(err)
@@ -51,10 +51,10 @@ func (v *Views) View() *snmp.View {
 	return v.view
 }
 
-// Build lays a snapshot out as SNMPv2-MIB's system group, IF-MIB's
+// build lays a snapshot out as SNMPv2-MIB's system group, IF-MIB's
 // ifTable and ifXTable (ifIndex is the port's place on the dashboard, from
 // 1) and NCPOS-MIB.
-func Build(snap *api.Snapshot, cfg config.SNMP, start time.Time) (*snmp.View, error) {
+func build(snap *api.Snapshot, cfg config.SNMP, start time.Time) (*snmp.View, error) {
 	var vars []snmp.Var
 	str := func(o snmp.OID, s string) { vars = append(vars, snmp.Var{OID: o, Type: gosnmp.OctetString, Value: s}) }
 	integer := func(o snmp.OID, n int) { vars = append(vars, snmp.Var{OID: o, Type: gosnmp.Integer, Value: n}) }

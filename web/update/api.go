@@ -183,7 +183,7 @@ func (s *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, signature.ErrUnsigned), errors.Is(err, signature.ErrUntrusted), errors.Is(err, signature.ErrForged), errors.Is(err, signature.ErrRollback):
 			refuse(http.StatusForbidden, err)
 			return
-		case errors.Is(err, signature.ErrDowngrade), errors.Is(err, signature.ErrSameBuild), errors.Is(err, ErrBusy):
+		case errors.Is(err, signature.ErrDowngrade), errors.Is(err, signature.ErrSameBuild), errors.Is(err, errBusy):
 			refuse(http.StatusConflict, err)
 			return
 		case err != nil:

@@ -49,20 +49,20 @@ type Gate struct {
 // end: a kernel being written to the boot partition is let finish.
 const abortWait = 30 * time.Second
 
-// ErrBusy is a step refused while a part of the pending update is
+// errBusy is a step refused while a part of the pending update is
 // being received or written: one update at a time, so that a root is
 // never taken for another build's and two uploads never hold a root in
 // memory each. A new manifest aborts such an upload instead (a client
 // that lost its connection starts again with one) and is refused only
 // when the upload does not end.
-var ErrBusy = errors.New("an update is under way")
+var errBusy = errors.New("an update is under way")
 
 // errNoManifest is a part sent before its manifest.
 var errNoManifest = errors.New("no signed manifest accepted: send the build's manifest (PUT /api/v1/update/manifest) first")
 
 // busyErr says what holds the gate; g.mu is held.
 func (g *Gate) busyErr() error {
-	return fmt.Errorf("%w: the %s of build %s is being received or written; wait until it ends", ErrBusy, g.busy, g.pending.BuildID)
+	return fmt.Errorf("%w: the %s of build %s is being received or written; wait until it ends", errBusy, g.busy, g.pending.BuildID)
 }
 
 // Files of the running build the gate reads (LoadGate), as package

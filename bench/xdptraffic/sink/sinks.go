@@ -12,8 +12,8 @@ import (
 	"github.com/cilium/ebpf/ringbuf"
 )
 
-// MaxSinks is how many sink ids one Sinks counts under.
-const MaxSinks = 64
+// maxSinks is how many sink ids one Sinks counts under.
+const maxSinks = 64
 
 // Sinks count the frames that reach the ports they are attached to, each
 // port under a sink id of its own, and drop them; capturing sinks also
@@ -72,8 +72,8 @@ func New(capture bool) (_ *Sinks, err error) {
 // at hook; do runs a function in the port's network namespace (nil: this
 // one). Closing the link detaches the sink.
 func (s *Sinks) Attach(id, ifindex int, hook Hook, do func(func() error) error) (link.Link, error) {
-	if id < 0 || id >= MaxSinks {
-		return nil, fmt.Errorf("sinks: id %d, want 0 to %d", id, MaxSinks-1)
+	if id < 0 || id >= maxSinks {
+		return nil, fmt.Errorf("sinks: id %d, want 0 to %d", id, maxSinks-1)
 	}
 	name := s.prog
 	if hook == HookTC {
