@@ -11,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/appliance/initapi"
+	"github.com/ncpos/ncpos/appliance/mgmtport"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/ipc"
-	"github.com/ncpos/ncpos/mgmtport"
 )
 
 // box holds the box's own settings, which init takes at boot and again in

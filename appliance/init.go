@@ -20,12 +20,12 @@ import (
 	"github.com/gokrazy/gokrazy"
 
 	"github.com/ncpos/ncpos/appliance/initapi"
+	"github.com/ncpos/ncpos/appliance/mgmtport"
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/dataport"
 	"github.com/ncpos/ncpos/internal/kmsg"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/logs"
-	"github.com/ncpos/ncpos/mgmtport"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/watchdog"
 )

@@ -15,8 +15,8 @@ import (
 
 	"github.com/ncpos/ncpos/forwarder/bpf"
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
+	"github.com/ncpos/ncpos/forwarder/xdpfilter"
 	"github.com/ncpos/ncpos/pcapfilter"
-	"github.com/ncpos/ncpos/xdpfilter"
 )
 
 // Capture rate caps: what a capture keeps at most per second, over which

@@ -12,8 +12,8 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/forwarder/bpf"
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
+	"github.com/ncpos/ncpos/forwarder/xdpfilter"
 	"github.com/ncpos/ncpos/pcapfilter"
-	"github.com/ncpos/ncpos/xdpfilter"
 )
 
 // ProgramTester (compiled into the package for its tests only) runs the

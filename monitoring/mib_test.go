@@ -8,7 +8,7 @@ import (
 
 	"github.com/ncpos/ncpos/internal/snmptest"
 	"github.com/ncpos/ncpos/internal/testenv"
-	"github.com/ncpos/ncpos/snmp"
+	"github.com/ncpos/ncpos/web/snmp"
 )
 
 // TestMIBLint checks NCPOS-MIB with libsmi's smilint at its most

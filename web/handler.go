@@ -17,7 +17,6 @@ import (
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/logs"
-	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/capture"
 	"github.com/ncpos/ncpos/web/configapi"
@@ -27,6 +26,7 @@ import (
 	"github.com/ncpos/ncpos/web/reply"
 	"github.com/ncpos/ncpos/web/selfinstall"
 	"github.com/ncpos/ncpos/web/selftest"
+	"github.com/ncpos/ncpos/web/snmp"
 	"github.com/ncpos/ncpos/web/update"
 )
 

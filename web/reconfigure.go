@@ -6,7 +6,7 @@ import (
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
-	"github.com/ncpos/ncpos/snmp"
+	"github.com/ncpos/ncpos/web/snmp"
 )
 
 // Reconfigure takes a new configuration's settings for the pages and the

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/internal/snmptest"
-	"github.com/ncpos/ncpos/snmp"
+	"github.com/ncpos/ncpos/web/snmp"
 	"github.com/ncpos/ncpos/web/snmpview"
 )
 

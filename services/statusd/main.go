@@ -32,7 +32,6 @@ import (
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/logs"
-	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/watchdog"
 	"github.com/ncpos/ncpos/web"
@@ -43,6 +42,7 @@ import (
 	"github.com/ncpos/ncpos/web/monitor"
 	"github.com/ncpos/ncpos/web/selfinstall"
 	"github.com/ncpos/ncpos/web/selftest"
+	"github.com/ncpos/ncpos/web/snmp"
 	"github.com/ncpos/ncpos/web/update"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/logs"
-	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/monitor"
+	"github.com/ncpos/ncpos/web/snmp"
 )
 
 // outputs are what statusd sends and serves besides its pages, as the

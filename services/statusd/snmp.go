@@ -10,9 +10,9 @@ import (
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
-	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/monitor"
+	"github.com/ncpos/ncpos/web/snmp"
 	"github.com/ncpos/ncpos/web/snmpview"
 )
 

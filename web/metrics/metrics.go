@@ -24,9 +24,9 @@ import (
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/logs"
-	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/monitor"
+	"github.com/ncpos/ncpos/web/snmp"
 )
 
 // Sources are what /metrics reads at each scrape.

@@ -17,9 +17,9 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/lldp"
-	"github.com/ncpos/ncpos/snmp"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/monitor"
+	"github.com/ncpos/ncpos/web/snmp"
 )
 
 // Views turns the monitor's snapshots into what the SNMP agent serves,

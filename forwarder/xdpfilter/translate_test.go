@@ -12,10 +12,10 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/net/bpf"
 
+	"github.com/ncpos/ncpos/forwarder/xdpfilter"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/pcapfilter"
-	"github.com/ncpos/ncpos/xdpfilter"
 )
 
 // runner runs a translated filter in the kernel under BPF_PROG_RUN, as
