@@ -195,20 +195,13 @@ func (p *Profile) validate(src *source) []FieldError {
 		add("port", "no ports, want at least one [[port]]")
 	}
 
-	seenName := map[string]int{}
+	portNames := &tableNames{kind: "port", table: "port", valid: portNameRE, want: `1-16 letters, digits, "_", "." or "-"`}
 	seenPCI := map[string]int{}
 	seenIf := map[string]int{}
 	var mgmt []int
 	for i, port := range p.Ports {
 		f := indexPath("port", i)
-		switch j, dup := seenName[port.Name]; {
-		case !portNameRE.MatchString(port.Name):
-			add(f+".name", "%q is not a valid port name, want 1-16 letters, digits, \"_\", \".\" or \"-\"", port.Name)
-		case dup:
-			add(f+".name", "duplicate port name %q, already used by port[%d]", port.Name, j)
-		default:
-			seenName[port.Name] = i
-		}
+		portNames.check(add, f, i, port.Name)
 		if port.PCI == "" && port.PCIID == "" && port.Ifname == "" {
 			add(f, "port %q has neither pci, pci_id nor ifname, want at least one", port.Name)
 		}
@@ -258,18 +251,11 @@ func (p *Profile) validate(src *source) []FieldError {
 			p.Ports[mgmt[1]].Name, mgmt[0])
 	}
 
-	pairNames := map[string]int{}
+	pairNames := segmentNames("bypass pair", "bypass_pair")
 	inPair := map[string]string{}
 	for i, bp := range p.BypassPairs {
 		f := indexPath("bypass_pair", i)
-		switch j, dup := pairNames[bp.Name]; {
-		case !segmentNameRE.MatchString(bp.Name):
-			add(f+".name", "%q is not a valid bypass pair name, want 1-15 of a-z, 0-9 and \"-\"", bp.Name)
-		case dup:
-			add(f+".name", "duplicate bypass pair name %q, already used by bypass_pair[%d]", bp.Name, j)
-		default:
-			pairNames[bp.Name] = i
-		}
+		pairNames.check(add, f, i, bp.Name)
 		if len(bp.Ports) != 2 {
 			add(f+".ports", "has %d ports, want exactly two", len(bp.Ports))
 		}

@@ -270,18 +270,11 @@ func (c *Config) validateSegments(add addFunc, prof *Profile) {
 	if len(c.Segments) == 0 && slices.Contains(c.Services, "forwarderd") {
 		add("segment", "no segments, want at least one [[segment]] with two ports for forwarderd to bridge")
 	}
-	names := map[string]int{}
+	segNames := segmentNames("segment", "segment")
 	inSegment := map[string]string{} // port -> segment name
 	for i, s := range c.Segments {
 		f := indexPath("segment", i)
-		switch j, dup := names[s.Name]; {
-		case !segmentNameRE.MatchString(s.Name):
-			add(f+".name", "%q is not a valid segment name, want 1-15 of a-z, 0-9 and \"-\"", s.Name)
-		case dup:
-			add(f+".name", "duplicate segment name %q, already used by segment[%d]", s.Name, j)
-		default:
-			names[s.Name] = i
-		}
+		segNames.check(add, f, i, s.Name)
 
 		if len(s.Ports) != 2 {
 			add(f+".ports", "has %d ports, want exactly two", len(s.Ports))

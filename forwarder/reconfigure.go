@@ -103,124 +103,25 @@ func (f *Forwarder) restart(next Options) (forwarderapi.Reconfigured, error) {
 	return r, baseErr
 }
 
-// resegment changes the xdp engine's segments one at a time.
+// resegment changes the xdp engine's segments one at a time: segments
+// that are gone or changed are detached first (their ports and slots may
+// be what a new one takes), then each segment of next is kept or
+// attached in its order, and the cores and samples follow the new ports.
 func (f *Forwarder) resegment(x *xdpEngine, next Options) (forwarderapi.Reconfigured, error) {
 	var r forwarderapi.Reconfigured
-	old := map[string]*port{} // a segment's first port
-	for i := 0; i < len(f.ports); i += 2 {
-		old[f.ports[i].segment.Name] = f.ports[i]
-	}
-	kept := map[string]bool{}
-	used := map[int]bool{}
-	for _, s := range next.Segments {
-		if a, ok := old[s.Name]; ok && *a.segment == s {
-			kept[s.Name] = true
-			used[a.slot], used[a.peer.slot] = true, true
-		}
-	}
-	// Removed and changed segments first: their ports and slots may
-	// be what a new one takes.
-	var errs []error
-	for i := 0; i < len(f.ports); i += 2 {
-		a := f.ports[i]
-		if kept[a.segment.Name] {
-			continue
-		}
-		r.Detached = append(r.Detached, a.segment.Name)
-		if err := x.detachPair(a, a.peer); err != nil {
-			errs = append(errs, fmt.Errorf("segment %s: detaching: %w", a.segment.Name, err))
-		}
-	}
-	// Then each segment of next in its order: kept ones as they are
-	// (new port values over the same slots), the others attached.
-	type pair struct {
-		seg  Segment
-		a, b *port
-		kept bool
-	}
-	var pairs []pair
-	var fresh []string // interfaces of attached ports
-	for _, s := range next.Segments {
-		if kept[s.Name] {
-			a0 := old[s.Name]
-			a, b := *a0, *a0.peer
-			a.peer, b.peer = &b, &a
-			pairs = append(pairs, pair{s, &a, &b, true})
-			r.Kept = append(r.Kept, s.Name)
-			continue
-		}
-		slot := 0
-		for used[slot] || used[slot+1] {
-			slot += 2
-		}
-		seg := s
-		a, b := newPair(&seg, slot)
-		err := preparePort(a, &next)
-		if err == nil {
-			err = preparePort(b, &next)
-		}
-		if err == nil {
-			err = x.attachPair(a, b, &next)
-		}
-		if err != nil {
-			if r.Failed == nil {
-				r.Failed = map[string]string{}
-			}
-			r.Failed[s.Name] = err.Error()
-			next.Absent = append(next.Absent, AbsentSegment{Name: s.Name, Labels: s.Labels, Missing: s.Labels[:], Why: "not attached: " + err.Error()})
-			errs = append(errs, fmt.Errorf("segment %s: %w", s.Name, err))
-			continue
-		}
-		used[slot], used[slot+1] = true, true
-		pairs = append(pairs, pair{s, a, b, false})
-		r.Attached = append(r.Attached, s.Name)
-		fresh = append(fresh, a.ifname, b.ifname)
-	}
-	// The bridged segments, and their ports in the same order.
-	segs := make([]Segment, len(pairs))
-	var ports []*port
-	for i := range pairs {
-		segs[i] = pairs[i].seg
-		a, b := pairs[i].a, pairs[i].b
-		a.segment, b.segment = &segs[i], &segs[i]
-		a.pos, b.pos = 2*i, 2*i+1
-		ports = append(ports, a, b)
-	}
-	// Queues of the new ports to cores; the kept ports' stay.
-	cores := f.cores
-	cores.Ports = nil
-	keptIf := map[string]bool{}
-	for _, p := range ports {
-		if kept[p.segment.Name] {
-			keptIf[p.ifname] = true
-		}
-	}
-	for _, pc := range f.cores.Ports {
-		if keptIf[pc.Interface] {
-			cores.Ports = append(cores.Ports, pc)
-		}
-	}
-	if len(fresh) > 0 {
-		assoc := &coreAssociator{root: f.opts.Root, channels: ethtoolChannels{}}
-		cores.Ports = append(cores.Ports, assoc.Associate(fresh, next.Cores).Ports...)
-	}
+	rs := f.keptSegments(next.Segments)
+	errs := rs.detachGone(x, f.ports, &r)
+	pairs, fresh, attachErrs := rs.attachNext(x, &next, &r)
+	errs = append(errs, attachErrs...)
+	segs, ports := layOut(pairs)
+	cores := f.carryCores(ports, rs.kept, fresh, next.Cores)
 	// The samples carry on for kept ports; a new port's history is its
 	// reading now, so that nothing before it counts as its traffic.
 	base, baseErr := baseline(x, ports)
 	if baseErr != nil {
 		errs = append(errs, baseErr)
 	}
-	from := make([]int, len(ports)) // position in the old samples, -1 for new
-	for i, p := range ports {
-		from[i] = -1
-		if kept[p.segment.Name] {
-			a0 := old[p.segment.Name]
-			from[i] = a0.pos
-			if p.slot == a0.peer.slot {
-				from[i] = a0.peer.pos
-			}
-		}
-	}
+	from := rs.formerPositions(ports)
 	f.mu.Lock()
 	f.opts.Segments, f.opts.Absent = segs, next.Absent
 	f.ports, f.cores = ports, cores
@@ -237,6 +138,149 @@ func (f *Forwarder) resegment(x *xdpEngine, next Options) (forwarderapi.Reconfig
 	}
 	f.mu.Unlock()
 	return r, errors.Join(errs...)
+}
+
+// resegmentation is what a change of segments knows of the running ones.
+type resegmentation struct {
+	old  map[string]*port // a running segment's first port
+	kept map[string]bool  // segments of next that run unchanged
+	used map[int]bool     // slots of kept segments' ports
+}
+
+// keptSegments finds the segments of next that run unchanged.
+func (f *Forwarder) keptSegments(next []Segment) *resegmentation {
+	rs := &resegmentation{old: map[string]*port{}, kept: map[string]bool{}, used: map[int]bool{}}
+	for i := 0; i < len(f.ports); i += 2 {
+		rs.old[f.ports[i].segment.Name] = f.ports[i]
+	}
+	for _, s := range next {
+		if a, ok := rs.old[s.Name]; ok && *a.segment == s {
+			rs.kept[s.Name] = true
+			rs.used[a.slot], rs.used[a.peer.slot] = true, true
+		}
+	}
+	return rs
+}
+
+// detachGone detaches every running segment that is not kept.
+func (rs *resegmentation) detachGone(x *xdpEngine, running []*port, r *forwarderapi.Reconfigured) []error {
+	var errs []error
+	for i := 0; i < len(running); i += 2 {
+		a := running[i]
+		if rs.kept[a.segment.Name] {
+			continue
+		}
+		r.Detached = append(r.Detached, a.segment.Name)
+		if err := x.detachPair(a, a.peer); err != nil {
+			errs = append(errs, fmt.Errorf("segment %s: detaching: %w", a.segment.Name, err))
+		}
+	}
+	return errs
+}
+
+// segmentPair is a bridged segment of next and its two ports.
+type segmentPair struct {
+	seg  Segment
+	a, b *port
+}
+
+// attachNext goes through next's segments in order: a kept one carries
+// on as it is (new port values over the same slots), any other is
+// attached in the first free pair of slots. A segment that cannot be
+// attached is left out, and next.Absent says why. fresh lists the
+// interfaces of attached ports.
+func (rs *resegmentation) attachNext(x *xdpEngine, next *Options, r *forwarderapi.Reconfigured) (pairs []segmentPair, fresh []string, errs []error) {
+	for _, s := range next.Segments {
+		if rs.kept[s.Name] {
+			a0 := rs.old[s.Name]
+			a, b := *a0, *a0.peer
+			a.peer, b.peer = &b, &a
+			pairs = append(pairs, segmentPair{s, &a, &b})
+			r.Kept = append(r.Kept, s.Name)
+			continue
+		}
+		slot := 0
+		for rs.used[slot] || rs.used[slot+1] {
+			slot += 2
+		}
+		seg := s
+		a, b := newPair(&seg, slot)
+		err := preparePort(a, next)
+		if err == nil {
+			err = preparePort(b, next)
+		}
+		if err == nil {
+			err = x.attachPair(a, b, next)
+		}
+		if err != nil {
+			if r.Failed == nil {
+				r.Failed = map[string]string{}
+			}
+			r.Failed[s.Name] = err.Error()
+			next.Absent = append(next.Absent, AbsentSegment{Name: s.Name, Labels: s.Labels, Missing: s.Labels[:], Why: "not attached: " + err.Error()})
+			errs = append(errs, fmt.Errorf("segment %s: %w", s.Name, err))
+			continue
+		}
+		rs.used[slot], rs.used[slot+1] = true, true
+		pairs = append(pairs, segmentPair{s, a, b})
+		r.Attached = append(r.Attached, s.Name)
+		fresh = append(fresh, a.ifname, b.ifname)
+	}
+	return pairs, fresh, errs
+}
+
+// layOut gives the bridged segments, and their ports in the same order.
+func layOut(pairs []segmentPair) ([]Segment, []*port) {
+	segs := make([]Segment, len(pairs))
+	var ports []*port
+	for i := range pairs {
+		segs[i] = pairs[i].seg
+		a, b := pairs[i].a, pairs[i].b
+		a.segment, b.segment = &segs[i], &segs[i]
+		a.pos, b.pos = 2*i, 2*i+1
+		ports = append(ports, a, b)
+	}
+	return segs, ports
+}
+
+// carryCores keeps the kept ports' queues on their cores and spreads
+// the fresh ports' queues over cores.
+func (f *Forwarder) carryCores(ports []*port, kept map[string]bool, fresh []string, cores int) forwarderapi.CorePlan {
+	plan := f.cores
+	plan.Ports = nil
+	keptIf := map[string]bool{}
+	for _, p := range ports {
+		if kept[p.segment.Name] {
+			keptIf[p.ifname] = true
+		}
+	}
+	for _, pc := range f.cores.Ports {
+		if keptIf[pc.Interface] {
+			plan.Ports = append(plan.Ports, pc)
+		}
+	}
+	if len(fresh) > 0 {
+		assoc := &coreAssociator{root: f.opts.Root, channels: ethtoolChannels{}}
+		plan.Ports = append(plan.Ports, assoc.Associate(fresh, cores).Ports...)
+	}
+	return plan
+}
+
+// formerPositions says where each port was in the running samples, or
+// -1 for a new one.
+func (rs *resegmentation) formerPositions(ports []*port) []int {
+	from := make([]int, len(ports))
+	for i, p := range ports {
+		from[i] = -1
+		if rs.kept[p.segment.Name] {
+			a0 := rs.old[p.segment.Name]
+			from[i] = a0.pos
+			if p.slot == a0.peer.slot {
+				from[i] = a0.peer.pos
+			}
+		}
+	}
+	return from
 }
 
 // baseline reads every port's counters now.
