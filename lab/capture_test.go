@@ -15,6 +15,7 @@ import (
 
 	"github.com/ncpos/ncpos/bench/xdptraffic"
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
+	"github.com/ncpos/ncpos/internal/fixtures"
 	"github.com/ncpos/ncpos/internal/frames"
 	"github.com/ncpos/ncpos/internal/tsharktest"
 	"github.com/ncpos/ncpos/lab"
@@ -357,8 +358,11 @@ func sinkCounts(t *testing.T, s *lab.Sinks) [2]uint64 {
 // bit for bit, in their order (its frames shorter than Ethernet's least
 // marked as runts, and forwarded all the same).
 func TestCaptureRealTraffic(t *testing.T) {
-	frames := fixtureFrames(t, "../pcapfilter/testdata/traffic.pcapng")
-	keeps := fixtureKeeps(t, "../pcapfilter/testdata/traffic.tcpdump")
+	frames := fixtures.Frames(t, "../pcapfilter/testdata/traffic.pcapng")
+	keeps := map[string][]int{}
+	for _, k := range fixtures.TcpdumpKeeps(t, "../pcapfilter/testdata/traffic.tcpdump") {
+		keeps[k.Filter] = k.Frames
+	}
 	l := newLab(t, 1, 1)
 	d := startForwarderd(t, l, "-engine", "xdp")
 	seg := l.Segments[0]
@@ -392,57 +396,4 @@ func TestCaptureRealTraffic(t *testing.T) {
 		}
 		t.Run(strings.ReplaceAll(filter+"_", " ", "_"), func(t *testing.T) { checkTshark(t, file, want) })
 	}
-}
-
-// fixtureFrames reads the frames of a pcapng fixture.
-func fixtureFrames(t *testing.T, path string) [][]byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := pcapng.NewReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	for {
-		blk, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p, ok := blk.(*pcapng.PacketBlock); ok {
-			out = append(out, p.Data)
-		}
-	}
-}
-
-// fixtureKeeps reads what tcpdump keeps of a fixture: frame numbers (from
-// 1) by filter.
-func fixtureKeeps(t *testing.T, path string) map[string][]int {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]int{}
-	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		expr, nums, _ := strings.Cut(line, "\t")
-		keep := []int{}
-		for _, f := range strings.Fields(nums) {
-			var n int
-			if _, err := fmt.Sscan(f, &n); err != nil {
-				t.Fatalf("%s: %q", path, line)
-			}
-			keep = append(keep, n)
-		}
-		out[expr] = keep
-	}
-	return out
 }

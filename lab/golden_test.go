@@ -3,40 +3,14 @@ package lab_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ncpos/ncpos/forwarder/forwarderapi"
+	"github.com/ncpos/ncpos/internal/testenv"
 	"github.com/ncpos/ncpos/lab"
 )
-
-// updateGolden writes the golden files anew from what the tests see.
-var updateGolden = os.Getenv("NCPOS_UPDATE_GOLDEN") != ""
-
-// golden compares got with testdata/name, or writes it there with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if updateGolden {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (NCPOS_UPDATE_GOLDEN=1 go test -run %s writes it)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from what the test saw (NCPOS_UPDATE_GOLDEN=1 writes it anew):\n--- got\n%s--- want\n%s", path, got, want)
-	}
-}
 
 // TestReconfigureGolden has forwarderd take each configuration twice, as
 // router7's netconfig tests do: what it reports doing, and the ports as
@@ -85,7 +59,7 @@ func TestReconfigureGolden(t *testing.T) {
 			before = state
 		}
 	}
-	golden(t, "reconfigure.golden", out.String())
+	testenv.Golden(t, "reconfigure.golden", out.String())
 }
 
 // portState is forwarderd's segments and ports and the kernel's

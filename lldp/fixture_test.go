@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ncpos/ncpos/internal/fixtures"
 	"github.com/ncpos/ncpos/internal/tsharktest"
 	"github.com/ncpos/ncpos/pcapng"
 )
@@ -22,28 +23,12 @@ const (
 	tsharkFields = "lldp.chassis.subtype lldp.chassis.id.mac lldp.port.subtype lldp.port.id lldp.time_to_live lldp.port.desc lldp.tlv.system.name lldp.tlv.system.desc lldp.mgn.addr.ip4 lldp.mgn.addr.ip6"
 )
 
-// tsharkLines reads lldpd.tshark: a line of fields per frame.
-func tsharkLines(t *testing.T) [][]string {
-	t.Helper()
-	b, err := os.ReadFile(lldpdTshark)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]string
-	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if !strings.HasPrefix(line, "#") {
-			out = append(out, strings.Split(line, "\t"))
-		}
-	}
-	return out
-}
-
 // TestLldpdFixture decodes the frames lldpd sent as Wireshark reads them:
 // identities and their subtypes, the TTL (0 as lldpd stops), the port's
 // description, the system's name and description, and the first
 // management address.
 func TestLldpdFixture(t *testing.T) {
-	want := tsharkLines(t)
+	want := fixtures.Lines(t, lldpdTshark)
 	f, err := os.Open(lldpdCapture)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +80,7 @@ func TestLldpdFixture(t *testing.T) {
 // capture now.
 func TestLldpdFixtureIsTsharks(t *testing.T) {
 	rows := tsharktest.Fields(t, lldpdCapture, strings.Fields(tsharkFields)...)
-	want := tsharkLines(t)
+	want := fixtures.Lines(t, lldpdTshark)
 	if len(rows) != len(want) {
 		t.Fatalf("tshark reads %d frames, the fixture has %d", len(rows), len(want))
 	}

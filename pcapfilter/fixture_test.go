@@ -1,18 +1,13 @@
 package pcapfilter
 
 import (
-	"errors"
-	"io"
-	"os"
 	"os/exec"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/ncpos/ncpos/internal/fixtures"
 	"golang.org/x/net/bpf"
-
-	"github.com/ncpos/ncpos/pcapng"
 )
 
 // The fixture is traffic dumpcap captured on a veth (scripts/testdata.sh
@@ -24,66 +19,13 @@ const (
 	trafficTcpdump = "testdata/traffic.tcpdump"
 )
 
-// trafficFrames reads the fixture's frames.
-func trafficFrames(t *testing.T) [][]byte {
-	t.Helper()
-	f, err := os.Open(trafficCapture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := pcapng.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	for {
-		b, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p, ok := b.(*pcapng.PacketBlock); ok {
-			out = append(out, p.Data)
-		}
-	}
-}
-
-// tcpdumpKeeps reads the fixture's filters and the frames (from 1) tcpdump
-// keeps of each.
-func tcpdumpKeeps(t *testing.T) (filters []string, keeps [][]int) {
-	t.Helper()
-	b, err := os.ReadFile(trafficTcpdump)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if strings.HasPrefix(line, "#") {
-			continue
-		}
-		expr, nums, _ := strings.Cut(line, "\t")
-		var keep []int
-		for _, f := range strings.Fields(nums) {
-			n, err := strconv.Atoi(f)
-			if err != nil {
-				t.Fatalf("%s: %q", trafficTcpdump, line)
-			}
-			keep = append(keep, n)
-		}
-		filters, keeps = append(filters, expr), append(keeps, keep)
-	}
-	return filters, keeps
-}
-
 // TestTrafficFixture: each filter keeps, of real traffic, the frames
 // tcpdump keeps, libpcap's quirks with VLAN tags included (a vlan test
 // moves every test after it past a tag, even under not).
 func TestTrafficFixture(t *testing.T) {
-	frames := trafficFrames(t)
-	filters, keeps := tcpdumpKeeps(t)
-	for i, expr := range filters {
+	frames := fixtures.Frames(t, trafficCapture)
+	for _, keep := range fixtures.TcpdumpKeeps(t, trafficTcpdump) {
+		expr := keep.Filter
 		prog, err := Compile(expr)
 		if err != nil {
 			t.Errorf("Compile(%q): %v", expr, err)
@@ -99,8 +41,8 @@ func TestTrafficFixture(t *testing.T) {
 				kept = append(kept, n+1)
 			}
 		}
-		if !slices.Equal(kept, keeps[i]) {
-			t.Errorf("%q keeps frames %v, tcpdump keeps %v", expr, kept, keeps[i])
+		if !slices.Equal(kept, keep.Frames) {
+			t.Errorf("%q keeps frames %v, tcpdump keeps %v", expr, kept, keep.Frames)
 		}
 	}
 }
@@ -123,14 +65,14 @@ func TestTrafficFixtureIsTcpdumps(t *testing.T) {
 		return ts
 	}
 	all := times("")
-	filters, keeps := tcpdumpKeeps(t)
-	for i, expr := range filters {
+	for _, keep := range fixtures.TcpdumpKeeps(t, trafficTcpdump) {
+		expr := keep.Filter
 		var kept []int
 		for _, ts := range times(expr) {
 			kept = append(kept, slices.Index(all, ts)+1)
 		}
-		if !slices.Equal(kept, keeps[i]) {
-			t.Errorf("tcpdump keeps frames %v of %q, the fixture says %v", kept, expr, keeps[i])
+		if !slices.Equal(kept, keep.Frames) {
+			t.Errorf("tcpdump keeps frames %v of %q, the fixture says %v", kept, expr, keep.Frames)
 		}
 	}
 }

@@ -58,6 +58,23 @@ func fakeDHCP(pidFile string) int {
 	return 0
 }
 
+// testPort makes the management port a veth end in the test's namespace,
+// its DHCP client the test binary itself (TestMain), which writes its pid
+// to the returned file; the port is closed when the test ends.
+func testPort(t *testing.T, linger time.Duration) (*Port, string) {
+	t.Helper()
+	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: "ncpt-peer"}); err != nil {
+		t.Fatal(err)
+	}
+	peer, _ := netlink.LinkByName("ncpt-peer")
+	netlink.LinkSetUp(peer)
+	pidFile := filepath.Join(t.TempDir(), "dhcp.pid")
+	p := &Port{Ifname: port, DHCP: []string{os.Args[0]}, Linger: linger}
+	t.Setenv(dhcpEnv, pidFile) // the client's environment
+	t.Cleanup(func() { p.Close() })
+	return p, pidFile
+}
+
 // TestPortInPlace runs in a network namespace of its own (the test runs
 // itself again with CLONE_NEWNET, as root), on a veth end that stands for
 // the management port: DHCP, then a static address on another subnet,
@@ -71,16 +88,7 @@ func TestPortInPlace(t *testing.T) {
 }
 
 func portInPlace(t *testing.T) {
-	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: "ncpt-peer"}); err != nil {
-		t.Fatal(err)
-	}
-	peer, _ := netlink.LinkByName("ncpt-peer")
-	netlink.LinkSetUp(peer)
-
-	pidFile := filepath.Join(t.TempDir(), "dhcp.pid")
-	p := &Port{Ifname: port, DHCP: []string{os.Args[0]}, Linger: time.Second}
-	t.Setenv(dhcpEnv, pidFile) // the client's environment
-	defer p.Close()
+	p, pidFile := testPort(t, time.Second)
 
 	if err := (&Port{Ifname: "ncpt-none"}).Set(config.Management{DHCP: true}); err == nil || !strings.Contains(err.Error(), "ncpt-none") {
 		t.Errorf("a port that is not there: error %v, want one naming it", err)
@@ -166,15 +174,7 @@ func TestPortRevertsHalfChange(t *testing.T) {
 }
 
 func portRevertsHalfChange(t *testing.T) {
-	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: "ncpt-peer"}); err != nil {
-		t.Fatal(err)
-	}
-	peer, _ := netlink.LinkByName("ncpt-peer")
-	netlink.LinkSetUp(peer)
-	pidFile := filepath.Join(t.TempDir(), "dhcp.pid")
-	p := &Port{Ifname: port, DHCP: []string{os.Args[0]}, Linger: time.Second}
-	t.Setenv(dhcpEnv, pidFile)
-	defer p.Close()
+	p, pidFile := testPort(t, time.Second)
 	broken := config.Management{Address: "198.51.100.10/24", Gateway: "203.0.113.1"} // a gateway the port cannot reach
 
 	static := config.Management{Address: "192.0.2.10/24", Gateway: "192.0.2.1"}
@@ -209,9 +209,6 @@ func portRevertsHalfChange(t *testing.T) {
 	wantState(t, p, []string{lease}, leaseGW)
 }
 
-// updateGolden writes the golden files anew from what the tests see.
-var updateGolden = os.Getenv("NCPOS_UPDATE_GOLDEN") != ""
-
 // TestPortGolden sets the port to each state twice, as router7's
 // netconfig tests do: the addresses, routes and DHCP client it leaves
 // are the golden file's, and a state set again leaves the port exactly
@@ -223,14 +220,7 @@ func TestPortGolden(t *testing.T) {
 }
 
 func portGolden(t *testing.T) {
-	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port}, PeerName: "ncpt-peer"}); err != nil {
-		t.Fatal(err)
-	}
-	peer, _ := netlink.LinkByName("ncpt-peer")
-	netlink.LinkSetUp(peer)
-	pidFile := filepath.Join(t.TempDir(), "dhcp.pid")
-	p := &Port{Ifname: port, DHCP: []string{os.Args[0]}, Linger: time.Hour} // an address given up lingers through the test
-	t.Setenv(dhcpEnv, pidFile)
+	p, pidFile := testPort(t, time.Hour) // an address given up lingers through the test
 	defer p.Close()
 	var out strings.Builder
 	for _, s := range []struct {
@@ -268,7 +258,7 @@ func portGolden(t *testing.T) {
 		}
 		os.Remove(pidFile)
 	}
-	golden(t, "port.golden", out.String())
+	testenv.Golden(t, "port.golden", out.String())
 }
 
 // linkState is the port's IPv4 addresses (lingering: given up, valid for
@@ -306,26 +296,4 @@ func linkState(t *testing.T, p *Port) string {
 	st, _ := p.State()
 	lines = append(lines, fmt.Sprintf("DHCP client runs: %v", st.DHCP))
 	return strings.Join(lines, "\n") + "\n"
-}
-
-// golden compares got with testdata/name, or writes it there with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if updateGolden {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (NCPOS_UPDATE_GOLDEN=1 go test -run %s writes it)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("%s differs from what the test saw (NCPOS_UPDATE_GOLDEN=1 writes it anew):\n--- got\n%s--- want\n%s", path, got, want)
-	}
 }

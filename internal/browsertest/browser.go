@@ -49,6 +49,10 @@ func Start(t testing.TB, opts Options) *Browser {
 	flags := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(bin),
 		chromedp.UserDataDir(t.TempDir()),
+		// Chromium keeps its singleton socket in a directory of its own
+		// under TMPDIR, and leaves it there when it is killed: the
+		// test's temporary directory takes it, and takes it away.
+		chromedp.Env("TMPDIR=" + t.TempDir()),
 		chromedp.Headless,
 		chromedp.NoSandbox,
 		chromedp.DisableGPU,
