@@ -34,6 +34,7 @@ func TestOpenImageRoundTrip(t *testing.T) {
 		Config: config.Default(), ConfigTOML: config.DefaultTOML(), Kernel: kernel,
 		Size: 512e6, Output: out, BuildID: "read-1", ControlPassword: "read-test-password",
 		SigningKey: key, TrustedKeys: []ed25519.PublicKey{other},
+		QuickRoot: true, // TestBuildLayout packs the root as a release does
 	})
 	if err != nil {
 		t.Fatal(err)
