@@ -38,6 +38,7 @@ func TestMain(m *testing.M) {
 		MaxPace = devMaxPace
 	}
 	code := m.Run()
+	ledger.print(os.Stdout, guestSlots)
 	for _, dir := range []string{imgDir, ncposBuild.dir} {
 		if dir != "" {
 			os.RemoveAll(dir)

@@ -101,7 +101,10 @@ func (p *guestPool) give(key any) {
 
 // guests are the host's: one slot per core. The tests that run in
 // parallel all start within a few milliseconds of each other.
-var guests = newGuestPool(max(runtime.NumCPU(), 1), 2*time.Second)
+var (
+	guestSlots = max(runtime.NumCPU(), 1)
+	guests     = newGuestPool(guestSlots, 2*time.Second)
+)
 
 // guestOrder ranks the boot tests by how long they hold their guests in
 // a CI run, longest first; tests not named go after them. The fleet test
@@ -159,15 +162,22 @@ func needGuests(t *testing.T, n int64) {
 		return
 	}
 	guests.take(t, n, guestRank(t.Name()))
+	ledger.took(t)
 	t.Logf("%d guest slot(s) after waiting %v", n, time.Since(asked).Round(time.Second))
-	t.Cleanup(func() { guests.give(t) })
+	t.Cleanup(func() { idleGuests(t) })
 }
 
 // idleGuests gives t's slots back for the rest of the test, whose guests
 // sit idle from then on (boxes left to themselves but for a cable change
 // now and then, or an idle box whose disk writes are counted): other
 // tests' guests run meanwhile.
-func idleGuests(t *testing.T) { guests.give(t) }
+func idleGuests(t *testing.T) {
+	guests.mu.Lock()
+	n := guests.held[t]
+	guests.mu.Unlock()
+	guests.give(t)
+	ledger.gave(t, n)
+}
 
 func TestGuestPool(t *testing.T) {
 	order := make(chan string, 8)
