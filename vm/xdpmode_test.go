@@ -24,9 +24,13 @@ import (
 // Frames are lost only while a switch is under way (from the apply to two
 // seconds after forwarderd answered it), seg1 is native again after them, and the guest's
 // kernel warns of nothing. The guest's CPU time per forwarded frame is
-// printed for both modes, from the same paced stream. Last, seg1's MTU
-// goes to 3000, past what the driver takes natively: seg1 runs generic,
-// says why, and carries a 3014-byte frame.
+// printed for both modes, from the same paced stream. Then seg1's MTU
+// goes to 2026, the most the driver takes natively: seg1 runs native and
+// carries the longest frame that MTU allows under two VLAN tags, and a
+// frame longer than the MTU allows still reaches the program, which the
+// kernel's refusal of its redirect shows. Last, seg1's MTU goes to 3000,
+// past what the driver takes natively: seg1 runs generic, says why, and
+// carries a 3014-byte frame.
 func TestXDPModeSwitch(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
@@ -113,6 +117,46 @@ func TestXDPModeSwitch(t *testing.T) {
 	perFrame["generic"] = cpuPerFrame(t, v, cables[0], cables[1])
 	t.Logf("guest CPU per forwarded 64-byte frame: native %v, generic %v (version %d)", perFrame["native"], perFrame["generic"], res.Version.Number)
 
+	// MTU 2026 is the most the driver takes natively: a 2048-byte
+	// receive buffer holds a frame of that MTU with one VLAN tag and
+	// its FCS. A segment's MTU counts one tag (its longest frame is
+	// MTU + 18 bytes), so under two (QinQ) the longest is 2044 bytes,
+	// a 2022-byte packet. A 2026-byte packet under two tags, 2048
+	// bytes, is more than the MTU allows; it still fits one buffer,
+	// as the NIC strips the FCS, so the program sees it and the
+	// kernel refuses its redirect (redirect_too_big), as in generic
+	// mode, rather than the driver dropping it (rx_xdp_too_long).
+	if _, err := c.ConfirmConfig(ctx, res.Version.Number); err != nil {
+		t.Fatal(err)
+	}
+	res, err = c.ApplyConfig(ctx, api.ConfigApply{Text: withSeg1MTU(2026), Replaces: res.Version.Number, Comment: "seg1 mtu 2026"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForwardingNormally(t, v, time.Minute, "seg1")
+	wantAttach(t, v, "seg1", "native")
+	qinq := frames.QinQ(frames.UDPFrame(2026+14-4, 5000, 5001), 100, 200)
+	if took, ok := crossesWithin(cables[0], cables[1], qinq, v.Within(5*time.Second)); !ok {
+		t.Errorf("seg1 at MTU 2026: a %d-byte QinQ frame did not cross", len(qinq))
+	} else {
+		t.Logf("seg1 at MTU 2026, native: a %d-byte QinQ frame crossed in %v", len(qinq), took.Round(time.Millisecond))
+	}
+	tooBig := segmentDrops(t, v, "seg1", "redirect_too_big")
+	over := frames.QinQ(frames.UDPFrame(2026+14, 5000, 5001), 100, 200)
+	if _, ok := crossesWithin(cables[0], cables[1], over, v.Within(2*time.Second)); ok {
+		t.Errorf("seg1 at MTU 2026: a %d-byte QinQ frame crossed, more than the MTU allows", len(over))
+	}
+	for deadline := time.Now().Add(v.Within(10 * time.Second)); ; time.Sleep(500 * time.Millisecond) {
+		if n := segmentDrops(t, v, "seg1", "redirect_too_big"); n > tooBig {
+			t.Logf("seg1 at MTU 2026, native: %d-byte QinQ frames reached the program, their redirects refused (redirect_too_big %d -> %d)", len(over), tooBig, n)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("seg1 at MTU 2026: no redirect_too_big for %d-byte QinQ frames: the driver did not hand them to the program", len(over))
+			break
+		}
+	}
+
 	// Above MTU 2026 the driver refuses a native program: in auto
 	// mode seg1 runs generic, says why, and carries a frame longer
 	// than a page's buffer.
@@ -135,6 +179,21 @@ func TestXDPModeSwitch(t *testing.T) {
 		t.Logf("seg1 at MTU 3000: a %d-byte frame crossed in %v", len(long), took.Round(time.Millisecond))
 	}
 	noKernelTrouble(t, serial)
+}
+
+// segmentDrops sums, over seg's ports, the frames forwarderd counts as
+// dropped for reason, as /api/v1/ports says.
+func segmentDrops(t *testing.T, v *VM, seg, reason string) uint64 {
+	t.Helper()
+	var ports struct{ Ports []api.Port }
+	getAPI(t, v, "api/v1/ports", &ports)
+	var n uint64
+	for _, p := range ports.Ports {
+		if p.Segment == seg && p.Datapath != nil {
+			n += p.Datapath.Drops[reason]
+		}
+	}
+	return n
 }
 
 // withSeg1MTU is the default configuration with seg1's MTU set.
