@@ -1,36 +1,58 @@
 package web
 
 import (
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 
+	"github.com/ncpos/ncpos/web/accounts"
+	"github.com/ncpos/ncpos/web/caller"
 	"github.com/ncpos/ncpos/web/reply"
 )
 
-// User is the one user statusd accepts. gokrazy's user and password
-// open nothing here.
-const User = "ncpos"
+// User is the account every box starts with: an admin whose password is
+// the box's control password. gokrazy's user and password open nothing
+// here.
+const User = accounts.Builtin
 
-// users lists the accepted users, for the dashboard.
-var users = []string{User}
-
-// Auth decides who may read and who may control. Control always needs the
-// password; reading needs it too when AuthRead is set.
+// Auth decides who may read and who may control: each request signs in
+// as an account (HTTP Basic) or with a token (Bearer), and its role must
+// allow the route. Reading needs a viewer only when AuthRead is set.
 type Auth struct {
-	Password *Password // nil or unset: nobody can authenticate, so control is refused
+	Password *Password // the Builtin account's; nil or unset: it cannot sign in
+	// Accounts are the box's accounts and tokens; nil: only the Builtin
+	// account, and no changes.
+	Accounts *accounts.Store
 	// AuthRead is whether reading needs the password too, as the server
 	// starts; setAuthRead changes it while it runs.
 	AuthRead bool
 
 	logins   *loginGuard  // set by Server.Handler; nil: no backoff
 	readOpen atomic.Int32 // 0: as AuthRead says; 1: reading open; 2: reading needs the password
+
+	once     sync.Once
+	fallback *accounts.Store
 }
+
+// store is the accounts requests sign in with.
+func (a *Auth) store() *accounts.Store {
+	if a.Accounts != nil {
+		return a.Accounts
+	}
+	a.once.Do(func() {
+		a.fallback, _ = accounts.Load("", accounts.Options{Builtin: a.builtin})
+	})
+	return a.fallback
+}
+
+// builtin checks the Builtin account's password.
+func (a *Auth) builtin(pw string) bool { return a.Password.Check(pw) }
 
 // authRead says whether reading needs the password now.
 func (a *Auth) authRead() bool {
@@ -52,16 +74,32 @@ func (a *Auth) setAuthRead(on bool) {
 	}
 }
 
-// ok checks HTTP Basic credentials; the user name is compared in constant
-// time and the password always checked, so the answer does not tell
-// which part was wrong.
-func (a *Auth) ok(r *http.Request) bool {
-	user, pw, found := r.BasicAuth()
-	if !found {
-		return false
+// signIn checks a request's credentials: a Bearer token or HTTP Basic.
+func (a *Auth) signIn(r *http.Request) (accounts.Identity, error) {
+	if tok, ok := bearer(r); ok {
+		return a.store().CheckToken(tok)
 	}
-	userOK := subtle.ConstantTimeCompare([]byte(user), []byte(User)) == 1
-	return a.Password.Check(pw) && userOK
+	user, pw, _ := r.BasicAuth()
+	return a.store().CheckPassword(user, pw)
+}
+
+// bearer returns the token of an "Authorization: Bearer" header.
+func bearer(r *http.Request) (string, bool) {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
+}
+
+// sentUser is the name a request tried to sign in as, for the failed
+// login's event.
+func sentUser(r *http.Request) (string, bool) {
+	if _, ok := bearer(r); ok {
+		return "(token)", true
+	}
+	user, _, ok := r.BasicAuth()
+	return user, ok
 }
 
 func unauthorized(w http.ResponseWriter, why string) {
@@ -69,9 +107,10 @@ func unauthorized(w http.ResponseWriter, why string) {
 	reply.Error(w, http.StatusUnauthorized, why)
 }
 
-// requireRead guards what only reads: open unless AuthRead is set.
+// requireRead guards what only reads: open unless AuthRead is set, then
+// for a viewer or above.
 func (a *Auth) requireRead(h http.Handler) http.Handler {
-	guarded := a.require(h)
+	guarded := a.require(accounts.Viewer, h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.authRead() {
 			guarded.ServeHTTP(w, r)
@@ -81,22 +120,24 @@ func (a *Auth) requireRead(h http.Handler) http.Handler {
 	})
 }
 
-// require guards h with Basic authentication.
-func (a *Auth) require(h http.Handler) http.Handler {
+// require guards h for a signed-in request whose role allows need; the
+// request reaches h with its caller.Identity.
+func (a *Auth) require(need accounts.Role, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.Password.Set() {
+		if !a.Password.Set() && !a.store().HasOwnPasswords() {
 			unauthorized(w, "no control password is set up on this box: provision one with ncpos install, or set status.password_hash")
 			return
 		}
-		user, _, sent := r.BasicAuth()
+		user, sent := sentUser(r)
 		if !sent {
-			unauthorized(w, "authentication required (user ncpos and the box's control password)")
+			unauthorized(w, "authentication required (an account and its password, or an API token)")
 			return
 		}
 		client := requestClient(r)
-		good := false
+		var id accounts.Identity
+		var err error
 		if a.logins == nil {
-			good = a.ok(r)
+			id, err = a.signIn(r)
 		} else {
 			// One check at a time per client: parallel guesses wait
 			// their turn, and the backoff a failure starts holds them.
@@ -108,18 +149,22 @@ func (a *Auth) require(h http.Handler) http.Handler {
 				reply.Error(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins from %s: no login is checked for another %d s", client, secs))
 				return
 			}
-			if good = a.ok(r); good {
+			if id, err = a.signIn(r); err == nil {
 				a.logins.ok(client)
 			} else {
 				a.logins.fail(client, user)
 			}
 			release()
 		}
-		if !good {
-			unauthorized(w, "wrong user or password (user ncpos and the box's control password)")
+		if err != nil {
+			unauthorized(w, "wrong user, password or token")
 			return
 		}
-		h.ServeHTTP(w, r)
+		if !id.Role.Allows(need) {
+			reply.Error(w, http.StatusForbidden, fmt.Sprintf("this needs the %s role: %s is %s", need, id.Name, id.Role.Article()))
+			return
+		}
+		h.ServeHTTP(w, caller.With(r, caller.Identity{Name: id.Name, Role: id.Role.String(), Method: id.Method}))
 	})
 }
 
@@ -155,4 +200,16 @@ func refererCheck(r *http.Request) error {
 		return errors.New("cross-site request refused (Referer from another site)")
 	}
 	return nil
+}
+
+// AccountsFile is where the box keeps its accounts and tokens.
+const AccountsFile = "/perm/" + accounts.File
+
+// LoadAccounts reads the box's accounts and tokens from file. When the
+// file does not read, only ncpos signs in and the accounts cannot change
+// until someone repairs or removes the file; the error says why.
+func (a *Auth) LoadAccounts(file string) error {
+	st, err := accounts.Load(file, accounts.Options{Builtin: a.builtin})
+	a.Accounts = st
+	return err
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
-	"io/fs"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,15 +14,13 @@ import (
 
 	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/events"
-	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/logs"
+	"github.com/ncpos/ncpos/web/accounts"
 	"github.com/ncpos/ncpos/web/api"
-	"github.com/ncpos/ncpos/web/capture"
 	"github.com/ncpos/ncpos/web/configapi"
 	"github.com/ncpos/ncpos/web/control"
 	"github.com/ncpos/ncpos/web/metrics"
 	"github.com/ncpos/ncpos/web/monitor"
-	"github.com/ncpos/ncpos/web/reply"
 	"github.com/ncpos/ncpos/web/selfinstall"
 	"github.com/ncpos/ncpos/web/selftest"
 	"github.com/ncpos/ncpos/web/snmp"
@@ -119,91 +116,21 @@ func (s *Server) guard() *guards {
 // maxHistory is the most chart points an API answer carries per port.
 const maxHistory = 600
 
-// Handler returns the routes of API.md.
+// Handler returns the routes of API.md, each behind the role it needs.
 func (s *Server) Handler() http.Handler {
 	s.guard() // the login backoff the routes' Auth uses
 	mux := http.NewServeMux()
-	read := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, s.Auth.requireRead(h)) }
-	control := func(pattern string, h http.HandlerFunc) {
-		mux.Handle(pattern, sameOrigin(s.Auth.require(h)))
-	}
-
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, "ok")
-	})
-	static, _ := fs.Sub(staticFS, "static")
-	mux.Handle("GET /static/", s.Auth.requireRead(http.StripPrefix("/static/", http.FileServerFS(static))))
-	read("GET /{$}", s.handlePage)
-	read("GET /metrics", metrics.Handler(metrics.Sources{Monitor: s.Monitor, Logs: s.Logs, Outputs: s.outputs, Guards: s.guardCounts}).ServeHTTP)
-	read("GET /api/v1/{$}", func(w http.ResponseWriter, r *http.Request) {
-		ipc.WriteJSON(w, map[string]any{"endpoints": apiIndex})
-	})
-	read("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
-		ipc.WriteJSON(w, s.status(r))
-	})
-	read("GET /api/v1/system", func(w http.ResponseWriter, r *http.Request) {
-		ipc.WriteJSON(w, s.Monitor.Latest(r.Context()).System)
-	})
-	read("GET /api/v1/ports", func(w http.ResponseWriter, r *http.Request) {
-		ipc.WriteJSON(w, map[string]any{"ports": s.status(r).Ports})
-	})
-	read("GET /api/v1/segments", func(w http.ResponseWriter, r *http.Request) {
-		ipc.WriteJSON(w, map[string]any{"segments": s.Monitor.Latest(r.Context()).Segments})
-	})
-	read("GET /api/v1/watchdog", func(w http.ResponseWriter, r *http.Request) {
-		ipc.WriteJSON(w, s.Monitor.Latest(r.Context()).System.Watchdog)
-	})
-	read("GET /api/v1/host", func(w http.ResponseWriter, r *http.Request) {
-		ipc.WriteJSON(w, s.Monitor.Latest(r.Context()).Host)
-	})
-	read("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
-		ipc.WriteJSON(w, map[string]any{"events": s.events(r)})
-	})
-	read("GET /api/v1/logs", s.handleLogs)
-	read("GET /api/v1/hardware", func(w http.ResponseWriter, r *http.Request) {
-		ipc.WriteJSON(w, map[string]any{"hardware": s.Monitor.Latest(r.Context()).Hardware})
-	})
-	read("GET /api/v1/selftest", func(w http.ResponseWriter, r *http.Request) {
-		// The report as it is now, not the latest snapshot's: a client
-		// that saw the self-test's job end reads that run's report.
-		st, err := monitor.ReadSelfTest(s.Monitor.SelfTestPath())
-		if err != nil {
-			reply.Error(w, http.StatusInternalServerError, err.Error())
-			return
+	for _, rt := range s.routes() {
+		var h http.Handler = rt.h
+		switch {
+		case rt.need == accounts.None:
+		case rt.read:
+			h = s.Auth.requireRead(h)
+		default:
+			h = sameOrigin(s.Auth.require(rt.need, h))
 		}
-		ipc.WriteJSON(w, map[string]any{"self_test": st})
-	})
-	control("POST /api/v1/control/bypass", s.control().Override)
-	control("POST /api/v1/control/reboot", s.control().Reboot)
-	control("POST /api/v1/control/password", s.handlePassword)
-	// Updates: gokrazy's endpoints, reached only through here.
-	control("/api/v1/update/{step}", (&update.API{Gate: s.Updates, BootFiles: s.BootFiles, Boot: s.Boot, GokrazySocket: s.GokrazySocket, Events: s.Monitor.Events}).ServeHTTP)
-	// Listing disks and the job needs the password too: it is the
-	// first step of a destructive action.
-	control("GET /api/v1/install", s.install().Info)
-	control("POST /api/v1/control/install", s.install().Start)
-	read("GET /api/v1/selftest/job", s.handleSelfTestJob)
-	control("POST /api/v1/control/selftest", s.handleSelfTest)
-	// The configuration holds passwords and keys: reading it takes the
-	// password too.
-	control("GET /api/v1/config", s.Configs.Get)
-	control("POST /api/v1/config/check", s.Configs.Check)
-	control("POST /api/v1/config/plan", s.Configs.Plan)
-	control("POST /api/v1/config/apply", s.Configs.Apply)
-	control("POST /api/v1/config/confirm", s.Configs.Confirm)
-	control("POST /api/v1/config/revert", s.Configs.Revert)
-	control("POST /api/v1/config/rollback", s.Configs.Rollback)
-	control("GET /api/v1/config/history", s.Configs.History)
-	// A capture shows the traffic itself: the password, as for the
-	// configuration. It starts with a POST, so that the cross-site checks
-	// apply: another site's page cannot hold a port's capture with a
-	// browser's cached credentials.
-	control("POST /api/v1/capture", (&capture.Handler{RunDir: s.Monitor.Collector.RunDir, Events: s.Monitor.Events, WriteTimeout: s.guard().lim.WriteTimeout}).ServeHTTP)
-	mux.HandleFunc("GET /api/v1/capture", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Allow", http.MethodPost)
-		reply.Error(w, http.StatusMethodNotAllowed, "a capture starts with POST /api/v1/capture, the parameters in the query")
-	})
+		mux.Handle(rt.pattern, h)
+	}
 	return s.guarded(mux)
 }
 
@@ -243,7 +170,9 @@ var apiIndex = []string{
 	"POST /api/v1/control/password", "PUT /api/v1/update/{manifest,root,kernel}", "GET /api/v1/update/boot", "POST /api/v1/update/{testboot,switch}", "GET /api/v1/install", "POST /api/v1/control/install", "GET /api/v1/selftest/job",
 	"POST /api/v1/control/selftest", "GET /api/v1/config", "POST /api/v1/config/check", "POST /api/v1/config/plan",
 	"POST /api/v1/config/apply", "POST /api/v1/config/confirm", "POST /api/v1/config/revert", "POST /api/v1/config/rollback",
-	"GET /api/v1/config/history", "POST /api/v1/capture", "GET /metrics",
+	"GET /api/v1/config/history", "POST /api/v1/capture", "GET /metrics", "GET /api/v1/whoami",
+	"GET /api/v1/accounts", "POST /api/v1/accounts", "POST /api/v1/accounts/{name}", "DELETE /api/v1/accounts/{name}",
+	"GET /api/v1/tokens", "POST /api/v1/tokens", "DELETE /api/v1/tokens/{name}",
 }
 
 // status is the latest snapshot with this request's view: the chart
@@ -285,7 +214,7 @@ func (s *Server) events(r *http.Request) []api.Event {
 }
 
 func (s *Server) controlInfo(snap *api.Snapshot) api.ControlInfo {
-	ci := api.ControlInfo{AuthRead: s.Auth.authRead(), PasswordSource: s.Auth.Password.Source(), Users: users, Bypass: "available", Reboot: "available"}
+	ci := api.ControlInfo{AuthRead: s.Auth.authRead(), PasswordSource: s.Auth.Password.Source(), Users: []string{User}, Bypass: "available", Reboot: "available"}
 	if s.TLS != nil {
 		ci.TLS = &api.TLSInfo{Fingerprint: s.TLS.Fingerprint, Kept: s.TLSNote == "", Note: s.TLSNote}
 	}

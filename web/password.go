@@ -16,6 +16,7 @@ import (
 	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/passwd"
+	"github.com/ncpos/ncpos/web/accounts"
 	"github.com/ncpos/ncpos/web/api"
 	"github.com/ncpos/ncpos/web/caller"
 	"github.com/ncpos/ncpos/web/reply"
@@ -155,25 +156,51 @@ func (p *Password) Change(pw string) error {
 	return nil
 }
 
+// handlePassword changes the password of the account the request signed
+// in as; for ncpos that is the box's control password.
 func (s *Server) handlePassword(w http.ResponseWriter, r *http.Request) {
 	var req api.PasswordRequest
 	if !reply.DecodeJSON(w, r, &req, 0) {
 		return
 	}
+	id, _ := caller.IdentityOf(r)
+	if id.Method != "password" {
+		reply.Error(w, http.StatusForbidden, "a token cannot change a password: sign in with the account's password")
+		return
+	}
+	if err := s.setPassword(id.Name, req.NewPassword); err != nil {
+		passwordError(w, err)
+		return
+	}
 	by := caller.Who(r)
-	err := s.Auth.Password.Change(req.NewPassword)
+	what := "password of " + id.Name
+	if id.Name == accounts.Builtin {
+		what = "control password"
+	}
+	s.event(events.Warning, events.KindControl, []string{"action", "password", "by", by, "account", id.Name}, what+" changed by "+by)
+	ipc.WriteJSON(w, map[string]string{"status": "changed"})
+}
+
+// setPassword sets an account's password: for ncpos the box's control
+// password, for the others their own.
+func (s *Server) setPassword(name, pw string) error {
+	if name == accounts.Builtin {
+		return s.Auth.Password.Change(pw)
+	}
+	return s.Auth.store().SetPassword(name, pw)
+}
+
+// passwordError answers a refused password change.
+func passwordError(w http.ResponseWriter, err error) {
 	var strength *passwd.WeakError
 	switch {
 	case errors.Is(err, errPasswordFixed):
 		reply.Error(w, http.StatusConflict, err.Error())
-		return
 	case errors.As(err, &strength):
 		reply.Error(w, http.StatusBadRequest, "new_password: "+err.Error())
-		return
-	case err != nil:
+	case errors.Is(err, accounts.ErrInvalid), errors.Is(err, accounts.ErrNotFound):
+		accountError(w, err)
+	default:
 		reply.Error(w, http.StatusServiceUnavailable, err.Error()+" (the old password still works)")
-		return
 	}
-	s.event(events.Warning, events.KindControl, []string{"action", "password", "by", by}, "control password changed by "+by)
-	ipc.WriteJSON(w, map[string]string{"status": "changed"})
 }

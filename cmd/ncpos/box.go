@@ -8,12 +8,15 @@ import (
 	"strings"
 
 	"github.com/ncpos/ncpos/boxtls"
+	"github.com/ncpos/ncpos/image"
+	"github.com/ncpos/ncpos/web/accounts"
 	"github.com/ncpos/ncpos/web/api"
 )
 
 // boxFlags are how a host command reaches one box's statusd.
 type boxFlags struct {
 	host, fingerprint, known, passwordFile string
+	user, tokenFile                        string
 	statusPort                             int
 }
 
@@ -22,7 +25,9 @@ func (b *boxFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&b.statusPort, "status-port", 443, "statusd's HTTPS port on the appliance")
 	fs.StringVar(&b.fingerprint, "fingerprint", "", "the box's TLS key as its console or dashboard shows it (sha256:…); default: the one pinned, or pin it on first contact")
 	fs.StringVar(&b.known, "known", "", "file of pinned boxes (default: ~/.config/ncpos/known_boxes)")
-	fs.StringVar(&b.passwordFile, "password-file", "", "file whose first line is the box's control password (default: ~/.config/ncpos/passwords/<host>)")
+	fs.StringVar(&b.passwordFile, "password-file", "", "file whose first line is the account's password (default for ncpos: the box's control password in ~/.config/ncpos/passwords/<host>)")
+	fs.StringVar(&b.user, "user", "ncpos", "the account to sign in as (with -password-file)")
+	fs.StringVar(&b.tokenFile, "token-file", "", "file whose first line is an API token, to sign in with instead of an account's password")
 }
 
 // name is the box's name as given, without a trailing slash.
@@ -44,11 +49,29 @@ func (b *boxFlags) connect() (pw, pwPath string, pin *boxtls.Pin, err error) {
 	return pw, pwPath, pin, err
 }
 
-// client is statusd's API client for the box.
+// client is statusd's API client for the box, signed in with the token
+// or the account's password.
 func (b *boxFlags) client() (*api.Client, error) {
-	pw, _, pin, err := b.connect()
+	c := &api.Client{URL: "https://" + b.addr() + "/"}
+	var pin *boxtls.Pin
+	var err error
+	switch {
+	case b.host == "":
+		return nil, fmt.Errorf("-host is required")
+	case b.tokenFile != "":
+		if c.Token, err = image.ReadPassword(b.tokenFile); err != nil {
+			return nil, fmt.Errorf("-token-file: %w", err)
+		}
+		pin, err = newPin(b.name(), b.fingerprint, b.known)
+	case b.user != accounts.Builtin && b.passwordFile == "":
+		return nil, fmt.Errorf("-user %s: give its password with -password-file, or sign in with -token-file", b.user)
+	default:
+		c.User = b.user
+		c.Password, _, pin, err = b.connect()
+	}
 	if err != nil {
 		return nil, err
 	}
-	return &api.Client{URL: "https://" + b.addr() + "/", Password: pw, TLS: pin.TLSConfig()}, nil
+	c.TLS = pin.TLSConfig()
+	return c, nil
 }

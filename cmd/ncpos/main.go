@@ -25,11 +25,13 @@ var commands = map[string]struct {
 	"config":  {runConfig, "a box's configuration: get, check, plan, apply with confirm, roll back, history"},
 	"fleet":   {runFleet, "the boxes this host has installed and updated: list, status, Prometheus service discovery"},
 	"capture": {runCapture, "capture a box's segment port at the XDP hook into a pcapng file, or to standard output for Wireshark"},
+	"user":    {runUser, "a box's accounts: list, add, remove, role, passwd, disable, enable"},
+	"token":   {runToken, "a box's API tokens for automation and Prometheus: create, list, revoke"},
 }
 
 func usage() {
 	fmt.Fprintf(os.Stderr, "usage: ncpos <command> [flags]\n\ncommands:\n")
-	for _, name := range []string{"build", "vm", "install", "update", "config", "capture", "fleet", "lab", "bench"} {
+	for _, name := range []string{"build", "vm", "install", "update", "config", "capture", "user", "token", "fleet", "lab", "bench"} {
 		fmt.Fprintf(os.Stderr, "  %-8s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintf(os.Stderr, "\nRun ncpos <command> -h for its flags.\n")

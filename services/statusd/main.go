@@ -177,6 +177,10 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		TLS:       id,
 		TLSNote:   tlsNote,
 	}
+	if err := srv.Auth.LoadAccounts(web.AccountsFile); err != nil {
+		evlog.Note(events.Critical, events.KindControl, []string{"action", "accounts"},
+			fmt.Sprintf("accounts not loaded, only %s signs in: %v", web.User, err))
+	}
 	if srv.Updates, err = update.LoadGate("/"); err != nil {
 		log.Printf("updates over the network disabled: %v", err)
 	} else {

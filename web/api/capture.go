@@ -17,9 +17,7 @@ func (c *Client) Capture(ctx context.Context, r CaptureRequest) (io.ReadCloser, 
 	if err != nil {
 		return nil, err
 	}
-	if c.Password != "" {
-		req.SetBasicAuth("ncpos", c.Password)
-	}
+	c.signIn(req)
 	resp, err := c.http().Do(req)
 	if err != nil {
 		return nil, err

@@ -18,7 +18,11 @@ import (
 // Deadlines come from the context.
 type Client struct {
 	URL      string // statusd, ending in a slash: https://box/
-	Password string // the control password (user ncpos); "" sends none
+	Password string // the account's password; "" sends none
+	User     string // the account ("": ncpos, whose password is the box's control password)
+	// Token is an API token, sent as a Bearer token instead of the
+	// account and password.
+	Token string
 	// HTTP is the client to use; nil: one without keep-alive (a box
 	// that rebooted since would answer a kept connection with EOF) that
 	// checks the box's key with TLS.
@@ -103,9 +107,7 @@ func (c *Client) Send(ctx context.Context, method, path string, body io.Reader, 
 // is there whenever the box answered; the transport's errors come as
 // they are.
 func (c *Client) exchange(req *http.Request, path string, limit int64) (*tls.ConnectionState, []byte, error) {
-	if c.Password != "" {
-		req.SetBasicAuth("ncpos", c.Password)
-	}
+	c.signIn(req)
 	resp, err := c.http().Do(req)
 	if err != nil {
 		return nil, nil, err
@@ -119,6 +121,20 @@ func (c *Client) exchange(req *http.Request, path string, limit int64) (*tls.Con
 		return resp.TLS, nil, &StatusError{Method: req.Method, Path: path, Code: resp.StatusCode, Status: resp.Status, Message: Message(b), Body: b}
 	}
 	return resp.TLS, b, nil
+}
+
+// signIn puts the client's token or account and password on req.
+func (c *Client) signIn(req *http.Request) {
+	switch {
+	case c.Token != "":
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	case c.Password != "":
+		user := c.User
+		if user == "" {
+			user = "ncpos"
+		}
+		req.SetBasicAuth(user, c.Password)
+	}
 }
 
 // StatusError is a request the box refused: its status and what it said.

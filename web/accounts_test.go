@@ -1,0 +1,252 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/web/accounts"
+	"github.com/ncpos/ncpos/web/api"
+)
+
+// The fixture's accounts besides ncpos, one per role.
+const rolePassword = "role-account-password"
+
+var roleAccounts = map[accounts.Role]string{accounts.Viewer: "vera", accounts.Operator: "otto", accounts.Admin: "ada"}
+
+// withAccounts gives the fixture an accounts store with vera, otto and
+// ada, and reading that needs a viewer.
+func withAccounts(t *testing.T, f *fixture) *accounts.Store {
+	t.Helper()
+	st, err := accounts.Load(filepath.Join(t.TempDir(), "accounts.json"), accounts.Options{Builtin: f.srv.Auth.builtin, Now: f.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for role, name := range roleAccounts {
+		if err := st.Add(name, role, rolePassword); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.srv.Auth.Accounts = st
+	f.srv.Auth.AuthRead = true
+	// These tests send every route as every role at once: a rate no
+	// dashboard reaches.
+	f.srv.Limits = Limits{Rate: 1e6, Burst: 1e6}
+	return st
+}
+
+// example turns a route's pattern into a request line.
+func example(pattern string) (method, path string) {
+	method, path, ok := strings.Cut(pattern, " ")
+	if !ok {
+		method, path = "PUT", pattern
+	}
+	path = strings.NewReplacer("{$}", "", "{step}", "manifest", "{name}", "nobody").Replace(path)
+	if strings.HasSuffix(path, "/static/") {
+		path += "app.js"
+	}
+	return method, path
+}
+
+// TestRoutesNeedTheirRole sends every route of the table as each role:
+// a role below the route's gets 403 naming the role it needs, the
+// route's role and above get past the sign-in, and nobody gets in
+// without one.
+func TestRoutesNeedTheirRole(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	withAccounts(t, f)
+	f.traffic(1, time.Second, nil, 64)
+	for _, rt := range f.srv.routes() {
+		method, path := example(rt.pattern)
+		send := func(auth string) *httpResult {
+			return f.do(newRequest(method, path, "", map[string]string{"Authorization": auth, "Content-Type": "application/json"}))
+		}
+		if rt.need == accounts.None {
+			if r := send(""); r.Code == 401 || r.Code == 403 {
+				t.Errorf("%s is open, but anonymous got %d: %s", rt.pattern, r.Code, r.Body)
+			}
+			continue
+		}
+		if r := send(""); r.Code != 401 {
+			t.Errorf("%s anonymous (auth_read on): %d, want 401", rt.pattern, r.Code)
+		}
+		for role, name := range roleAccounts {
+			r := send(basic(name, rolePassword))
+			switch {
+			case !role.Allows(rt.need):
+				want := fmt.Sprintf("this needs the %s role: %s is %s", rt.need, name, role.Article())
+				if r.Code != 403 || !strings.Contains(r.Body, want) {
+					t.Errorf("%s as %s: %d %s, want 403 %q", rt.pattern, role, r.Code, r.Body, want)
+				}
+			case r.Code == 401 || r.Code == 403:
+				t.Errorf("%s as %s: refused %d %s", rt.pattern, role, r.Code, r.Body)
+			}
+		}
+	}
+	// Without auth_read, what only reads is open, and the rest is not.
+	f.srv.Auth.setAuthRead(false)
+	for _, rt := range f.srv.routes() {
+		method, path := example(rt.pattern)
+		r := f.do(newRequest(method, path, "", map[string]string{"Content-Type": "application/json"}))
+		open := rt.need == accounts.None || rt.read
+		if refused := r.Code == 401; refused == open {
+			t.Errorf("%s anonymous without auth_read: %d, open %v", rt.pattern, r.Code, open)
+		}
+	}
+}
+
+// TestRouteTableDocumented holds API.md's table of roles to the routes
+// statusd serves: a route without a row, or a row that says another
+// role, fails.
+func TestRouteTableDocumented(t *testing.T) {
+	b, err := os.ReadFile("API.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n### Roles of the routes\n")
+	if !ok {
+		t.Fatal(`API.md has no "### Roles of the routes" section`)
+	}
+	sec, _, _ = strings.Cut(sec, "\n#")
+	row := regexp.MustCompile("(?m)^\\| `([^`]+)` \\| ([a-z ,_]+) \\|")
+	doc := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(sec, -1) {
+		if _, dup := doc[m[1]]; dup {
+			t.Errorf("API.md lists %s twice", m[1])
+		}
+		doc[m[1]] = strings.TrimSpace(m[2])
+	}
+	f := newFixture(t, fixtureOpts{})
+	var served []string
+	for _, rt := range f.srv.routes() {
+		want := rt.need.String()
+		switch {
+		case rt.need == accounts.None:
+			want = "anyone"
+		case rt.read:
+			want = "viewer, with auth_read"
+		}
+		served = append(served, rt.pattern)
+		got, ok := doc[rt.pattern]
+		switch {
+		case !ok:
+			t.Errorf("API.md's table of roles has no row for %s (%s)", rt.pattern, want)
+		case got != want:
+			t.Errorf("API.md says %s needs %q, statusd %q", rt.pattern, got, want)
+		}
+	}
+	for p := range doc {
+		if !slices.Contains(served, p) {
+			t.Errorf("API.md lists %s, which statusd does not serve", p)
+		}
+	}
+}
+
+func (f *fixture) send(method, path, auth, body string) *httpResult {
+	return f.do(newRequest(method, path, body, map[string]string{"Authorization": auth, "Content-Type": "application/json"}))
+}
+
+func TestAccountsAPI(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	st := withAccounts(t, f)
+	ada := basic("ada", rolePassword)
+	for _, tc := range []struct {
+		method, path, body string
+		code               int
+		says               string
+	}{
+		{"POST", "/api/v1/accounts", `{"name":"Bad Name","role":"viewer","password":"` + rolePassword + `"}`, 400, "name"},
+		{"POST", "/api/v1/accounts", `{"name":"pat","role":"root","password":"` + rolePassword + `"}`, 400, "unknown role"},
+		{"POST", "/api/v1/accounts", `{"name":"pat","role":"viewer","password":"short"}`, 400, "password"},
+		{"POST", "/api/v1/accounts", `{"name":"vera","role":"viewer","password":"` + rolePassword + `"}`, 409, "exists"},
+		{"POST", "/api/v1/accounts", `{"name":"pat","role":"operator","password":"` + rolePassword + `"}`, 200, "added"},
+		{"POST", "/api/v1/accounts/pat", `{}`, 400, "nothing to change"},
+		{"POST", "/api/v1/accounts/nobody", `{"role":"viewer"}`, 404, "nobody"},
+		{"POST", "/api/v1/accounts/pat", `{"role":"viewer","password":"pat-new-password"}`, 200, "changed"},
+		{"POST", "/api/v1/accounts/ncpos", `{"disabled":true}`, 200, "changed"},
+		{"POST", "/api/v1/accounts/ada", `{"role":"operator"}`, 409, "at least one enabled admin"},
+		{"DELETE", "/api/v1/accounts/ada", ``, 409, "at least one enabled admin"},
+		{"POST", "/api/v1/tokens", `{"account":"otto","name":"ansible","role":"admin","expires_in":"24h"}`, 400, "at most operator"},
+		{"POST", "/api/v1/tokens", `{"account":"otto","name":"ansible","role":"operator","expires_in":"forever"}`, 400, "expires_in"},
+		{"POST", "/api/v1/tokens", `{"account":"otto","name":"ansible","role":"operator","expires_in":"87600h"}`, 400, "expiry"},
+		{"DELETE", "/api/v1/tokens/none", ``, 404, "none"},
+		{"DELETE", "/api/v1/accounts/pat", ``, 200, "removed"},
+	} {
+		r := f.send(tc.method, tc.path, ada, tc.body)
+		if r.Code != tc.code || !strings.Contains(r.Body, tc.says) {
+			t.Errorf("%s %s %s: %d %s, want %d %q", tc.method, tc.path, tc.body, r.Code, r.Body, tc.code, tc.says)
+		}
+	}
+	if r := f.send("GET", "/api/v1/status", goodAuth, ""); r.Code != 401 {
+		t.Errorf("disabled ncpos read the status: %d", r.Code)
+	}
+	var list struct{ Accounts []api.Account }
+	if err := json.Unmarshal([]byte(f.send("GET", "/api/v1/accounts", ada, "").Body), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Accounts) != 4 || list.Accounts[0].Name != "ncpos" || !list.Accounts[0].Disabled || list.Accounts[0].Password != "box" {
+		t.Errorf("accounts: %+v", list.Accounts)
+	}
+	if strings.Contains(f.send("GET", "/api/v1/accounts", ada, "").Body, "$2") {
+		t.Error("the account list shows a hash")
+	}
+
+	// A viewer token scrapes /metrics and does nothing more.
+	r := f.send("POST", "/api/v1/tokens", ada, `{"account":"vera","name":"prometheus","role":"viewer","expires_in":"8760h"}`)
+	var tok api.TokenCreated
+	if err := json.Unmarshal([]byte(r.Body), &tok); err != nil || r.Code != 200 || !strings.HasPrefix(tok.Secret, accounts.TokenPrefix) {
+		t.Fatalf("creating a token: %d %s", r.Code, r.Body)
+	}
+	bearer := "Bearer " + tok.Secret
+	if r := f.send("GET", "/metrics", bearer, ""); r.Code != 200 || !strings.Contains(r.Body, "ncpos_") {
+		t.Errorf("scrape with the token: %d", r.Code)
+	}
+	if r := f.send("POST", "/api/v1/control/reboot", bearer, `{"reason":"x"}`); r.Code != 403 || !strings.Contains(r.Body, "vera/prometheus is a viewer") {
+		t.Errorf("reboot with a viewer token: %d %s", r.Code, r.Body)
+	}
+	if r := f.send("POST", "/api/v1/control/password", bearer, `{"new_password":"a-token-password"}`); r.Code != 403 {
+		t.Errorf("a token changed a password: %d %s", r.Code, r.Body)
+	}
+	var who api.Whoami
+	json.Unmarshal([]byte(f.send("GET", "/api/v1/whoami", bearer, "").Body), &who)
+	if who != (api.Whoami{Name: "vera/prometheus", Role: "viewer", Method: "token"}) {
+		t.Errorf("whoami with the token: %+v", who)
+	}
+	var toks struct{ Tokens []api.Token }
+	json.Unmarshal([]byte(f.send("GET", "/api/v1/tokens", ada, "").Body), &toks)
+	if len(toks.Tokens) != 1 || toks.Tokens[0].LastUsed.IsZero() || strings.Contains(f.send("GET", "/api/v1/tokens", ada, "").Body, tok.Secret) {
+		t.Errorf("tokens: %+v", toks.Tokens)
+	}
+	if r := f.send("DELETE", "/api/v1/tokens/prometheus", ada, ""); r.Code != 200 {
+		t.Fatalf("revoke: %d %s", r.Code, r.Body)
+	}
+	if r := f.send("GET", "/metrics", bearer, ""); r.Code != 401 {
+		t.Errorf("scrape with a revoked token: %d", r.Code)
+	}
+
+	// Each account changes its own password.
+	if r := f.send("POST", "/api/v1/control/password", basic("vera", rolePassword), `{"new_password":"vera-new-password"}`); r.Code != 200 {
+		t.Fatalf("vera's own password: %d %s", r.Code, r.Body)
+	}
+	if _, err := st.CheckPassword("vera", "vera-new-password"); err != nil {
+		t.Errorf("vera's new password: %v", err)
+	}
+
+	// Every change names who made it and from where.
+	for _, want := range []string{
+		"account pat added as an operator by ada@", "account pat made a viewer by ada@", "password of pat set by ada@",
+		"account ncpos disabled by ada@", "account pat and its tokens removed by ada@",
+		"token prometheus of vera created (viewer", "token prometheus of vera revoked by ada@", "password of vera changed by vera@",
+	} {
+		if !hasEvent(f.events.Recent(100), events.KindControl, want) {
+			t.Errorf("no event %q", want)
+		}
+	}
+}

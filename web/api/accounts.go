@@ -1,0 +1,68 @@
+package api
+
+import "time"
+
+// The accounts and tokens (web/API.md, "Accounts and tokens"): statusd
+// answers and decodes these, the host's user and token commands send
+// them. Roles travel by name: viewer, operator or admin.
+
+// Account is one account as GET /api/v1/accounts lists it.
+type Account struct {
+	Name     string    `json:"name"`
+	Role     string    `json:"role"`
+	Disabled bool      `json:"disabled"`
+	Created  time.Time `json:"created,omitzero"`
+	// Password is "own", or "box" for the account ncpos, whose password
+	// is the box's control password.
+	Password string `json:"password"`
+	Tokens   int    `json:"tokens"`
+}
+
+// AccountRequest is POST /api/v1/accounts: a new account.
+type AccountRequest struct {
+	Name     string `json:"name"`
+	Role     string `json:"role"`
+	Password string `json:"password"`
+}
+
+// AccountChange is POST /api/v1/accounts/{name}: what to change; absent
+// fields stay as they are.
+type AccountChange struct {
+	Role     *string `json:"role,omitempty"`
+	Disabled *bool   `json:"disabled,omitempty"`
+	Password *string `json:"password,omitempty"`
+}
+
+// Token is one API token as GET /api/v1/tokens lists it; never its
+// secret.
+type Token struct {
+	Name     string    `json:"name"`
+	Account  string    `json:"account"`
+	Role     string    `json:"role"`
+	Created  time.Time `json:"created"`
+	Expires  time.Time `json:"expires"`
+	LastUsed time.Time `json:"last_used,omitzero"`
+}
+
+// TokenRequest is POST /api/v1/tokens.
+type TokenRequest struct {
+	Account string `json:"account"`
+	Name    string `json:"name"`
+	Role    string `json:"role"`
+	// ExpiresIn is the token's life as a Go duration ("720h").
+	ExpiresIn string `json:"expires_in"`
+}
+
+// TokenCreated answers POST /api/v1/tokens: the token and its secret,
+// shown this once.
+type TokenCreated struct {
+	Token
+	Secret string `json:"secret"`
+}
+
+// Whoami answers GET /api/v1/whoami: who the request signed in as.
+type Whoami struct {
+	Name   string `json:"name"`
+	Role   string `json:"role"`
+	Method string `json:"method"`
+}
