@@ -24,6 +24,7 @@ require (
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/time v0.16.0
+	layeh.com/radius v0.0.0-20231213012653-1006025d24f8
 )
 
 require (

@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(squashfs-tools dosfstools mtools syslinux syslinux-common systemd-boot-efi
       e2fsprogs fdisk qemu-system-x86 ovmf util-linux iproute2 ca-certificates prometheus chromium fonts-dejavu-core
-      snmp snmptrapd smitools curl prometheus-alertmanager lldpd tshark tcpdump
+      snmp snmptrapd smitools curl prometheus-alertmanager lldpd tshark tcpdump freeradius
       clang llvm libbpf-dev gcc libc6-dev)
 missing=()
 for p in "${pkgs[@]}"; do
@@ -20,6 +20,11 @@ if ((${#missing[@]})); then
   # itself stays silent on its own network.
   if [[ " ${missing[*]} " == *" lldpd "* ]] && [ -d /run/systemd/system ]; then
     $SUDO systemctl disable --now lldpd >/dev/null 2>&1 || true
+  fi
+  # FreeRADIUS answers the tests' logins with their own configuration on
+  # loopback: Debian's own server is not wanted.
+  if [[ " ${missing[*]} " == *" freeradius "* ]] && [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now freeradius >/dev/null 2>&1 || true
   fi
 fi
 command -v go >/dev/null || { echo "Go is missing: install Go 1.26 (https://go.dev/dl) and put it on PATH" >&2; exit 1; }
