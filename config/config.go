@@ -30,6 +30,7 @@ type Config struct {
 	Syslog     Syslog     `toml:"syslog"`
 	SNMP       SNMP       `toml:"snmp"`
 	SelfTest   SelfTest   `toml:"selftest"`
+	Auth       Auth       `toml:"auth"`
 
 	profile *Profile // set by validation
 }

@@ -34,6 +34,7 @@ func defaults() *Config {
 		},
 		Status: Status{Port: 443, HTTPPort: 80, Names: []string{}},
 		SNMP:   SNMP{Port: 161, Users: []SNMPUser{}, Traps: []SNMPTrap{}},
+		Auth:   defaultAuth(),
 		Watchdog: Watchdog{
 			Device:    "/dev/watchdog",
 			Timeout:   Seconds(30),

@@ -102,6 +102,14 @@ var settingPlans = map[string]settingPlan{
 	"syslog.target": {EffectInPlace, TakerStatus, ""},
 	"syslog.ca":     {EffectInPlace, TakerStatus, ""},
 
+	"auth.radius.server":  {EffectInPlace, TakerStatus, ""},
+	"auth.radius.secret":  {EffectInPlace, TakerStatus, ""},
+	"auth.radius_timeout": {EffectInPlace, TakerStatus, ""},
+	"auth.radius_retries": {EffectInPlace, TakerStatus, ""},
+	"auth.admin_class":    {EffectInPlace, TakerStatus, ""},
+	"auth.operator_class": {EffectInPlace, TakerStatus, ""},
+	"auth.viewer_class":   {EffectInPlace, TakerStatus, ""},
+
 	"snmp.port":           {EffectInPlace, TakerStatus, ""},
 	"snmp.community":      {EffectInPlace, TakerStatus, ""},
 	"snmp.location":       {EffectInPlace, TakerStatus, ""},

@@ -79,6 +79,7 @@ func (c *Config) validate(src *source) []FieldError {
 	c.validateSegments(add, prof)
 	c.validateSyslog(add)
 	c.validateSNMP(add)
+	c.validateAuth(add)
 	c.validateSelfTest(add, prof)
 
 	if len(errs) == 0 {

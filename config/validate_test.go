@@ -82,6 +82,13 @@ func TestValidationRules(t *testing.T) {
 		{"status names", "[status]\nnames = [\"fw1.campus.example\", \"198.51.100.7\", \"fw1.\", \"bad name!\", \"-x.example\"]\n" + seg, []string{
 			`ncpos.toml:2: status.names[3]: "bad name!" is neither a DNS name nor an IP address, want e.g. "fw1.campus.example" or "198.51.100.7"`,
 			`ncpos.toml:2: status.names[4]: "-x.example" is neither a DNS name nor an IP address, want e.g. "fw1.campus.example" or "198.51.100.7"`}},
+		{"radius servers", "[auth]\nradius = [{server = \"192.0.2.10\", secret = \"short\"}, {server = \"radius host:x\", secret = \"a-long-enough-secret\"}]\n" + seg, []string{
+			`ncpos.toml:2: auth.radius[0].secret: a secret of 5 characters, want 8 to 128 (RFC 2865 asks for one hard to guess)`,
+			`ncpos.toml:2: auth.radius[1].server: "radius host:x" is not a server, want host or host:port, e.g. "192.0.2.10" or "radius.example.net:1812"`}},
+		{"radius timing and classes", "[auth]\nradius_timeout = \"1m\"\nradius_retries = 9\nadmin_class = \"staff\"\nviewer_class = \"staff\"\n" + seg, []string{
+			`ncpos.toml:2: auth.radius_timeout: 60s, want 100ms to 30s`,
+			`ncpos.toml:3: auth.radius_retries: 9, want 0 to 5`,
+			`ncpos.toml:5: auth.viewer_class: "staff" is auth.admin_class too: each role needs its own`}},
 		{"status port high", "[status]\nport = 70000\n" + seg, []string{
 			`ncpos.toml:2: status.port: 70000 is out of range, want 1..65535`}},
 		{"watchdog device", "[watchdog]\ndevice = \"/dev/../watchdog\"\n" + seg, []string{

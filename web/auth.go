@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/web/accounts"
 	"github.com/ncpos/ncpos/web/caller"
 	"github.com/ncpos/ncpos/web/reply"
@@ -38,6 +39,11 @@ type Auth struct {
 
 	once     sync.Once
 	fallback *accounts.Store
+
+	radius atomic.Pointer[radiusLogin] // nil: no RADIUS servers
+	// events records what signing in notes (RADIUS outages, refusals);
+	// set by Server.Handler.
+	events func(sev events.Severity, fields []string, msg string)
 }
 
 // store is the accounts requests sign in with.
@@ -80,7 +86,18 @@ func (a *Auth) signIn(r *http.Request) (accounts.Identity, error) {
 		return a.store().CheckToken(tok)
 	}
 	user, pw, _ := r.BasicAuth()
-	return a.store().CheckPassword(user, pw)
+	rl := a.radius.Load()
+	if rl != nil {
+		id, err, local := rl.signIn(r.Context(), user, pw)
+		if !local {
+			return id, err
+		}
+	}
+	id, err := a.store().CheckPassword(user, pw)
+	if err == nil && rl != nil {
+		rl.localDuringOutage(id.Name)
+	}
+	return id, err
 }
 
 // bearer returns the token of an "Authorization: Bearer" header.

@@ -232,3 +232,47 @@ func TestConfigApplyOutlastsWriteTimeout(t *testing.T) {
 		t.Errorf("version 2 after the revert: %s, want reverted", v.State)
 	}
 }
+
+// TestRADIUSSecretsStayOnTheBox: the configuration API shows a RADIUS
+// secret as set, never its value, in the text, the plan's diff and the
+// history's; a candidate that keeps the placeholder keeps the secret.
+func TestRADIUSSecretsStayOnTheBox(t *testing.T) {
+	f, m, _ := changeFixture(t)
+	m.Takers[config.TakerStatus] = change.TakerFunc(func(context.Context) error { return nil })
+	const secret = "the-radius-secret-of-fw1"
+	withRADIUS := fixtureConfig + "[auth]\nradius = [{server = \"192.0.2.10\", secret = \"" + secret + "\"}]\n"
+	if r := f.configCall("POST", "/api/v1/config/apply", api.ConfigApply{Text: withRADIUS}, goodAuth); r.Code != 200 || strings.Contains(r.Body, secret) {
+		t.Fatalf("apply with a secret: %d %s", r.Code, r.Body)
+	}
+	if r := f.configCall("POST", "/api/v1/config/confirm", api.ConfigVersionRef{Version: 2}, goodAuth); r.Code != 200 {
+		t.Fatalf("confirm: %d %s", r.Code, r.Body)
+	}
+	cur := decode[api.ConfigInForce](t, f.configCall("GET", "/api/v1/config", nil, goodAuth))
+	if strings.Contains(cur.Text, secret) || !strings.Contains(cur.Text, config.RedactedSecret) {
+		t.Fatalf("GET /api/v1/config shows:\n%s", cur.Text)
+	}
+	// The text as shown, with a name added, applies and keeps the
+	// secret.
+	next := strings.Replace(cur.Text, "[auth]", "[status]\nnames = [\"fw1.example\"] # edited\n[auth]", 1)
+	plan := f.configCall("POST", "/api/v1/config/plan", api.ConfigCandidate{Text: next}, goodAuth)
+	if plan.Code != 200 || strings.Contains(plan.Body, secret) {
+		t.Errorf("plan: %d %s", plan.Code, plan.Body)
+	}
+	r := f.configCall("POST", "/api/v1/config/apply", api.ConfigApply{Text: next, Replaces: 2}, goodAuth)
+	if r.Code != 200 {
+		t.Fatalf("apply of the text as shown: %d %s", r.Code, r.Body)
+	}
+	b, _ := os.ReadFile(f.srv.Configs.Changes.RunConfig)
+	if !strings.Contains(string(b), `secret = "`+secret+`"`) || !strings.Contains(string(b), "# edited") {
+		t.Errorf("the box runs on:\n%s", b)
+	}
+	// A placeholder for a server the box has no secret for is refused.
+	other := strings.Replace(next, "192.0.2.10", "192.0.2.99", 1)
+	if r := f.configCall("POST", "/api/v1/config/apply", api.ConfigApply{Text: other, Replaces: 3}, goodAuth); r.Code != 422 || !strings.Contains(r.Body, "192.0.2.99") {
+		t.Errorf("a placeholder for another server: %d %s", r.Code, r.Body)
+	}
+	hist := f.configCall("GET", "/api/v1/config/history", nil, goodAuth)
+	if hist.Code != 200 || strings.Contains(hist.Body, secret) || !strings.Contains(hist.Body, config.RedactedSecret) {
+		t.Errorf("history: %d %s", hist.Code, hist.Body)
+	}
+}

@@ -108,6 +108,7 @@ func (s *Server) guard() *guards {
 			s.event(events.Warning, events.KindLogin, []string{"client", client, "user", user, "failures", strconv.Itoa(failures)}, msg)
 		}
 		s.Auth.logins = g.logins
+		s.Auth.events = func(sev events.Severity, fields []string, msg string) { s.event(sev, events.KindLogin, fields, msg) }
 		s.guards = g
 	})
 	return s.guards

@@ -164,8 +164,12 @@ func (s *Server) handlePassword(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, _ := caller.IdentityOf(r)
-	if id.Method != "password" {
+	switch id.Method {
+	case "token":
 		reply.Error(w, http.StatusForbidden, "a token cannot change a password: sign in with the account's password")
+		return
+	case "radius":
+		reply.Error(w, http.StatusForbidden, "the password of "+id.Name+" is kept by the RADIUS server: change it there")
 		return
 	}
 	if err := s.setPassword(id.Name, req.NewPassword); err != nil {

@@ -26,6 +26,7 @@ func (s *Server) Reconfigure(cfg *config.Config) error {
 	}
 	s.Auth.Password.takeFrom(pw)
 	s.Auth.setAuthRead(cfg.Status.AuthRead)
+	s.Auth.UseRADIUS(cfg.Auth, cfg.Hostname)
 	s.guard().hosts.setNames(cfg.Status.Names)
 	s.Monitor.SetConfig(cfg)
 	return nil

@@ -9,7 +9,6 @@ import (
 
 	"github.com/ncpos/ncpos/boxtls"
 	"github.com/ncpos/ncpos/image"
-	"github.com/ncpos/ncpos/web/accounts"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -63,7 +62,7 @@ func (b *boxFlags) client() (*api.Client, error) {
 			return nil, fmt.Errorf("-token-file: %w", err)
 		}
 		pin, err = newPin(b.name(), b.fingerprint, b.known)
-	case b.user != accounts.Builtin && b.passwordFile == "":
+	case b.user != api.BuiltinAccount && b.passwordFile == "":
 		return nil, fmt.Errorf("-user %s: give its password with -password-file, or sign in with -token-file", b.user)
 	default:
 		c.User = b.user

@@ -177,6 +177,7 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		TLS:       id,
 		TLSNote:   tlsNote,
 	}
+	srv.Auth.UseRADIUS(cfg.Auth, hostname)
 	if err := srv.Auth.LoadAccounts(web.AccountsFile); err != nil {
 		evlog.Note(events.Critical, events.KindControl, []string{"action", "accounts"},
 			fmt.Sprintf("accounts not loaded, only %s signs in: %v", web.User, err))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/passwd"
+	"github.com/ncpos/ncpos/web/api"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -25,7 +26,7 @@ const File = "ncpos/accounts.json"
 // is the box's control password (the one the image builder or ncpos
 // install made, or status.password_hash). A box without an accounts file
 // has only it, so a box that upgrades keeps working as before.
-const Builtin = "ncpos"
+const Builtin = api.BuiltinAccount
 
 // Account is one local account.
 type Account struct {

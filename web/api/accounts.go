@@ -6,6 +6,10 @@ import "time"
 // answers and decodes these, the host's user and token commands send
 // them. Roles travel by name: viewer, operator or admin.
 
+// BuiltinAccount is the admin every box starts with, whose password is
+// the box's control password.
+const BuiltinAccount = "ncpos"
+
 // Account is one account as GET /api/v1/accounts lists it.
 type Account struct {
 	Name     string    `json:"name"`

@@ -131,7 +131,7 @@ func (c *Client) signIn(req *http.Request) {
 	case c.Password != "":
 		user := c.User
 		if user == "" {
-			user = "ncpos"
+			user = BuiltinAccount
 		}
 		req.SetBasicAuth(user, c.Password)
 	}

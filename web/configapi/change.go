@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/config/versions"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/api"
@@ -75,14 +76,18 @@ func (c *Configs) Apply(w http.ResponseWriter, r *http.Request) {
 		reply.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	next, res := check(req.Text)
+	text, ok := c.unredact(w, req.Text)
+	if !ok {
+		return
+	}
+	next, res := check(text)
 	if !res.Valid {
 		ipc.WriteJSONCode(w, http.StatusUnprocessableEntity, api.ConfigRefusal{
 			Error: fmt.Sprintf("the candidate has %d problem(s)", len(res.Errors)), ConfigCheck: res})
 		return
 	}
 	by, from := caller.Of(r)
-	c.answerApplied(w, r, m, change.Request{Text: []byte(req.Text), Next: next, Replaces: req.Replaces,
+	c.answerApplied(w, r, m, change.Request{Text: []byte(text), Next: next, Replaces: req.Replaces,
 		ConfirmWithin: within, Comment: req.Comment, By: by, From: from, Reboot: req.Reboot})
 }
 
@@ -223,7 +228,8 @@ func (c *Configs) History(w http.ResponseWriter, r *http.Request) {
 				parent = nil // pruned: the diff is from nothing
 			}
 		}
-		cv.Diff = versions.Diff(versions.Label(v.Parent), parent, versions.Label(v.Number), text)
+		// The diff shows that a secret changed, not what it is.
+		cv.Diff = versions.Diff(versions.Label(v.Parent), config.Redact(parent), versions.Label(v.Number), config.Redact(text))
 		h.Versions = append(h.Versions, cv)
 	}
 	ipc.WriteJSON(w, h)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/config/versions"
@@ -93,7 +94,28 @@ func (c *Configs) Get(w http.ResponseWriter, r *http.Request) {
 		reply.Error(w, http.StatusInternalServerError, err.Error())
 		return
 	}
+	cur.Text = string(config.Redact([]byte(cur.Text)))
 	ipc.WriteJSON(w, cur)
+}
+
+// unredact puts the secrets the box keeps back into a candidate that
+// came from GET /api/v1/config; a placeholder it cannot fill answers 422.
+func (c *Configs) unredact(w http.ResponseWriter, text string) (string, bool) {
+	if !strings.Contains(text, config.RedactedSecret) || c == nil {
+		return text, true
+	}
+	cur, err := c.InForce()
+	if err != nil {
+		reply.Error(w, http.StatusInternalServerError, fmt.Sprintf("reading the configuration in force: %v", err))
+		return "", false
+	}
+	out, err := config.Unredact([]byte(text), cur)
+	if err != nil {
+		ipc.WriteJSONCode(w, http.StatusUnprocessableEntity, api.ConfigRefusal{Error: "the candidate has 1 problem(s)",
+			ConfigCheck: api.ConfigCheck{Errors: []api.ConfigError{{Field: "auth.radius", Message: err.Error()}}}})
+		return "", false
+	}
+	return string(out), true
 }
 
 // Check serves POST /api/v1/config/check.
@@ -102,7 +124,11 @@ func (c *Configs) Check(w http.ResponseWriter, r *http.Request) {
 	if !reply.DecodeJSON(w, r, &req, MaxConfigBytes) {
 		return
 	}
-	_, res := check(req.Text)
+	text, ok := c.unredact(w, req.Text)
+	if !ok {
+		return
+	}
+	_, res := check(text)
 	ipc.WriteJSON(w, res)
 }
 
@@ -116,7 +142,11 @@ func (c *Configs) Plan(w http.ResponseWriter, r *http.Request) {
 	if !reply.DecodeJSON(w, r, &req, MaxConfigBytes) {
 		return
 	}
-	next, res := check(req.Text)
+	text, ok := c.unredact(w, req.Text)
+	if !ok {
+		return
+	}
+	next, res := check(text)
 	if !res.Valid {
 		ipc.WriteJSONCode(w, http.StatusUnprocessableEntity, api.ConfigRefusal{
 			Error: fmt.Sprintf("the candidate has %d problem(s)", len(res.Errors)), ConfigCheck: res})
@@ -138,7 +168,7 @@ func (c *Configs) Plan(w http.ResponseWriter, r *http.Request) {
 	}
 	changes := change.Plan(running, next, reattach)
 	ipc.WriteJSON(w, api.ConfigPlan{Version: cur.Version, Changes: apiChanges(changes), Disturbs: string(config.Disturbs(changes)),
-		Diff: versions.Diff(inForceLabel(cur.Version), []byte(cur.Text), "candidate", []byte(req.Text))})
+		Diff: versions.Diff(inForceLabel(cur.Version), config.Redact([]byte(cur.Text)), "candidate", config.Redact([]byte(text)))})
 }
 
 // apiVersion is a version's record as the API carries it.
