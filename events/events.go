@@ -64,6 +64,7 @@ const (
 	KindBoot      = "boot"
 	KindCondition = "condition"
 	KindLogin     = "login" // failed logins to the management API
+	KindAudit     = "audit" // a control action or a refused request: who, what, the result
 	// MsgIDLog is the MSGID of a daemon's log line on the syslog wire
 	// (not an event).
 	MsgIDLog = "log"

@@ -250,3 +250,54 @@ func TestAccountsAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditTrail: every control action and every refusal names who,
+// how they signed in, their role, where from, what and the result, in
+// GET /api/v1/audit and as an event.
+func TestAuditTrail(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	withAccounts(t, f)
+	ada := basic("ada", rolePassword)
+	r := f.send("POST", "/api/v1/tokens", ada, `{"account":"otto","name":"ansible","role":"operator","expires_in":"1h"}`)
+	var tok api.TokenCreated
+	json.Unmarshal([]byte(r.Body), &tok)
+	steps := []struct{ method, path, auth, body string }{
+		{"POST", "/api/v1/control/reboot", basic("vera", rolePassword), `{"reason":"x"}`},
+		{"GET", "/api/v1/config", basic("vera", "a-wrong-password"), ""},
+		{"POST", "/api/v1/control/bypass", "Bearer " + tok.Secret, `{"segment":"seg1","state":"bypass","reason":"maintenance"}`},
+		{"POST", "/api/v1/control/bypass", basic("otto", rolePassword), `{"segment":"nope","state":"bypass","reason":"x"}`},
+		{"GET", "/api/v1/status", basic("vera", rolePassword), ""},
+		{"GET", "/api/v1/config", ada, ""},
+	}
+	for _, s := range steps {
+		f.send(s.method, s.path, s.auth, s.body)
+	}
+	var got struct{ Audit []api.AuditEntry }
+	if err := json.Unmarshal([]byte(f.send("GET", "/api/v1/audit?limit=6", ada, "").Body), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := []api.AuditEntry{
+		{Name: "ada", Method: "password", Role: "admin", Action: "GET /api/v1/config", Status: 503, Result: "failed"}, // the fixture serves no configuration
+		{Name: "otto", Method: "password", Role: "operator", Action: "POST /api/v1/control/bypass", Status: 404, Result: "failed"},
+		{Name: "otto/ansible", Method: "token", Role: "operator", Action: "POST /api/v1/control/bypass", Status: 200, Result: "ok"},
+		{Name: "vera", Method: "password", Action: "GET /api/v1/config", Status: 401, Result: "refused: wrong user, password or token"},
+		{Name: "vera", Method: "password", Role: "viewer", Action: "POST /api/v1/control/reboot", Status: 403, Result: "refused: this needs the operator role: vera is a viewer"},
+		{Name: "ada", Method: "password", Role: "admin", Action: "POST /api/v1/tokens", Status: 200, Result: "ok"},
+	}
+	if len(got.Audit) != len(want) {
+		t.Fatalf("audit: %+v", got.Audit)
+	}
+	for i, w := range want {
+		g := got.Audit[i]
+		w.Time, w.From = g.Time, "192.0.2.1"
+		if g != w || g.Time.IsZero() {
+			t.Errorf("audit[%d] = %+v\nwant %+v", i, g, w)
+		}
+	}
+	if !hasEvent(f.events.Recent(50), events.KindAudit, "vera (password, viewer) from 192.0.2.1: POST /api/v1/control/reboot: 403 refused: this needs the operator role") {
+		t.Error("no audit event for vera's refused reboot")
+	}
+	if r := f.send("GET", "/api/v1/audit", basic("otto", rolePassword), ""); r.Code != 403 {
+		t.Errorf("an operator read the audit: %d", r.Code)
+	}
+}

@@ -44,6 +44,9 @@ type Auth struct {
 	// events records what signing in notes (RADIUS outages, refusals);
 	// set by Server.Handler.
 	events func(sev events.Severity, fields []string, msg string)
+	// refused records a request refused for its credentials or role in
+	// the audit trail; set by Server.Handler.
+	refused func(r *http.Request, name, method, role string, code int, why string)
 }
 
 // store is the accounts requests sign in with.
@@ -98,6 +101,22 @@ func (a *Auth) signIn(r *http.Request) (accounts.Identity, error) {
 		rl.localDuringOutage(id.Name)
 	}
 	return id, err
+}
+
+// refuse records a refused request, when the server gave a way to.
+// how is the method and role as far as they are known.
+func (a *Auth) refuse(r *http.Request, name, how string, code int, why string) {
+	if a.refused == nil {
+		return
+	}
+	method, role, _ := strings.Cut(how, ", ")
+	if method == "" {
+		method = "password"
+		if _, ok := bearer(r); ok {
+			method = "token"
+		}
+	}
+	a.refused(r, name, method, role, code, why)
 }
 
 // bearer returns the token of an "Authorization: Bearer" header.
@@ -164,6 +183,7 @@ func (a *Auth) require(need accounts.Role, h http.Handler) http.Handler {
 				secs := int(math.Ceil(wait.Seconds()))
 				w.Header().Set("Retry-After", strconv.Itoa(secs))
 				reply.Error(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins from %s: no login is checked for another %d s", client, secs))
+				a.refuse(r, user, "", http.StatusTooManyRequests, "too many failed logins")
 				return
 			}
 			if id, err = a.signIn(r); err == nil {
@@ -175,10 +195,13 @@ func (a *Auth) require(need accounts.Role, h http.Handler) http.Handler {
 		}
 		if err != nil {
 			unauthorized(w, "wrong user, password or token")
+			a.refuse(r, user, "", http.StatusUnauthorized, "wrong user, password or token")
 			return
 		}
 		if !id.Role.Allows(need) {
-			reply.Error(w, http.StatusForbidden, fmt.Sprintf("this needs the %s role: %s is %s", need, id.Name, id.Role.Article()))
+			why := fmt.Sprintf("this needs the %s role: %s is %s", need, id.Name, id.Role.Article())
+			reply.Error(w, http.StatusForbidden, why)
+			a.refuse(r, id.Name, id.Method+", "+id.Role.String(), http.StatusForbidden, why)
 			return
 		}
 		h.ServeHTTP(w, caller.With(r, caller.Identity{Name: id.Name, Role: id.Role.String(), Method: id.Method}))

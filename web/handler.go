@@ -89,6 +89,7 @@ type guards struct {
 	logins *loginGuard
 	hosts  *hostCheck
 	tlsLog handshakeLog
+	audit  *auditTrail
 }
 
 func (s *Server) guard() *guards {
@@ -99,7 +100,7 @@ func (s *Server) guard() *guards {
 			now = s.Monitor.Time
 		}
 		g := &guards{lim: lim, conns: newConnLimiter(lim), rate: newRateLimiter(lim, now),
-			logins: newLoginGuard(lim, now), hosts: newHostCheck(s.Names)}
+			logins: newLoginGuard(lim, now), hosts: newHostCheck(s.Names), audit: &auditTrail{}}
 		g.logins.onFail = func(client, user string, failures int, wait time.Duration) {
 			msg := fmt.Sprintf("failed login from %s (user %q, %d in a row)", client, user, failures)
 			if wait > 0 {
@@ -109,6 +110,7 @@ func (s *Server) guard() *guards {
 		}
 		s.Auth.logins = g.logins
 		s.Auth.events = func(sev events.Severity, fields []string, msg string) { s.event(sev, events.KindLogin, fields, msg) }
+		s.Auth.refused = s.refused
 		s.guards = g
 	})
 	return s.guards
@@ -128,6 +130,9 @@ func (s *Server) Handler() http.Handler {
 		case rt.read:
 			h = s.Auth.requireRead(h)
 		default:
+			if rt.audit() {
+				h = s.audited(h)
+			}
 			h = sameOrigin(s.Auth.require(rt.need, h))
 		}
 		mux.Handle(rt.pattern, h)
@@ -173,7 +178,7 @@ var apiIndex = []string{
 	"POST /api/v1/config/apply", "POST /api/v1/config/confirm", "POST /api/v1/config/revert", "POST /api/v1/config/rollback",
 	"GET /api/v1/config/history", "POST /api/v1/capture", "GET /metrics", "GET /api/v1/whoami",
 	"GET /api/v1/accounts", "POST /api/v1/accounts", "POST /api/v1/accounts/{name}", "DELETE /api/v1/accounts/{name}",
-	"GET /api/v1/tokens", "POST /api/v1/tokens", "DELETE /api/v1/tokens/{name}",
+	"GET /api/v1/tokens", "POST /api/v1/tokens", "DELETE /api/v1/tokens/{name}", "GET /api/v1/audit?limit=N",
 }
 
 // status is the latest snapshot with this request's view: the chart

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"strings"
 
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/web/accounts"
@@ -26,6 +27,13 @@ type route struct {
 	// its role always.
 	read bool
 	h    http.Handler
+}
+
+// audit says whether the audit trail records the route's requests: every
+// one that changes something, and reading the configuration, which holds
+// the box's keys. (Refusals are recorded for every route.)
+func (rt route) audit() bool {
+	return !strings.HasPrefix(rt.pattern, "GET ") || rt.pattern == "GET /api/v1/config"
 }
 
 func (s *Server) routes() []route {
@@ -120,5 +128,6 @@ func (s *Server) routes() []route {
 		need(admin, "GET /api/v1/tokens", s.handleTokens),
 		need(admin, "POST /api/v1/tokens", s.handleCreateToken),
 		need(admin, "DELETE /api/v1/tokens/{name}", s.handleRevokeToken),
+		need(admin, "GET /api/v1/audit", s.handleAudit),
 	}
 }

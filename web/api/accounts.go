@@ -70,3 +70,22 @@ type Whoami struct {
 	Role   string `json:"role"`
 	Method string `json:"method"`
 }
+
+// AuditEntry is one request GET /api/v1/audit lists: a control action or
+// a refused sign-in, who made it and how it ended.
+type AuditEntry struct {
+	Time time.Time `json:"time"`
+	// Name is the account, account/token, or the name a refused login
+	// gave; Method how it signed in: password, token or radius.
+	Name   string `json:"name"`
+	Method string `json:"method"`
+	Role   string `json:"role,omitempty"`
+	From   string `json:"from"`
+	// Action is the request: "POST /api/v1/control/bypass".
+	Action string `json:"action"`
+	Status int    `json:"status"`
+	// Result is "ok", "refused" (not signed in, or a role too low) or
+	// "failed" (signed in, but the request did not succeed), with the
+	// refusal's reason where there is one.
+	Result string `json:"result"`
+}

@@ -37,7 +37,7 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) bool
 			return false
 		}
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec := json.NewDecoder(http.MaxBytesReader(Innermost(w), r.Body, limit))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
 	if err == nil && dec.More() {
@@ -56,4 +56,18 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any, limit int64) bool
 		return false
 	}
 	return true
+}
+
+// Innermost is the server's own ResponseWriter under the wrappers that
+// record an answer (they have Unwrap, as http.ResponseController wants).
+// http.MaxBytesReader needs it: through it, a body over the limit closes
+// the connection after the answer instead of waiting for the rest.
+func Innermost(w http.ResponseWriter) http.ResponseWriter {
+	for {
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return w
+		}
+		w = u.Unwrap()
+	}
 }

@@ -147,7 +147,7 @@ func (s *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	rc.SetReadDeadline(time.Now().Add(Timeout))
 	rc.SetWriteDeadline(time.Now().Add(Timeout))
-	var body io.Reader = http.MaxBytesReader(w, r.Body, MaxBytes)
+	var body io.Reader = http.MaxBytesReader(reply.Innermost(w), r.Body, MaxBytes)
 	rootWritten := false
 	var ctx context.Context // the root upload's, which a new manifest aborts
 	switch name {
