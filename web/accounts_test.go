@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -299,5 +300,69 @@ func TestAuditTrail(t *testing.T) {
 	}
 	if r := f.send("GET", "/api/v1/audit", basic("otto", rolePassword), ""); r.Code != 403 {
 		t.Errorf("an operator read the audit: %d", r.Code)
+	}
+}
+
+// TestBrowserRoles signs in to the dashboard as each role: a viewer sees
+// no control but its own password, an operator bypass, reboot and the
+// self-test, an admin everything and the Accounts page, where it makes a
+// token whose secret is shown once.
+func TestBrowserRoles(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	withAccounts(t, f)
+	f.srv.Auth.AuthRead = false // the page loads without a prompt; the form signs in
+	ts := httptest.NewServer(f.srv.Handler())
+	defer ts.Close()
+	b, _ := loadDashboard(t, ts.URL+"/", 1)
+	const el = `document.getElementById`
+	// visible lists the enabled buttons a person can see in the control
+	// form and the accounts page, and whether the configuration shows.
+	const visible = `(() => [...document.querySelectorAll('#control button, #accounts-section button, #cfg-load')].filter((e) => e.offsetParent !== null).map((e) => e.id || e.textContent).join(' '))()`
+	saw := map[string]string{}
+	for _, tc := range []struct{ name, role, want string }{
+		{"vera", "viewer", "c-signin c-rotate"},
+		{"otto", "operator", "c-signin c-apply c-rotate c-reboot s-run"},
+		{"ada", "admin", "cfg-load c-signin c-apply c-rotate c-reboot i-find i-start p-start p-stop s-run"},
+	} {
+		js := `(() => { ` + el + `('c-user').value = '` + tc.name + `'; ` + el + `('c-password').value = '` + rolePassword + `'; ` + el + `('c-signin').click(); return 1 })()`
+		if _, err := b.Eval(js, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Wait(el+`('whoami').textContent === 'signed in as `+tc.name+` (`+tc.role+`, password)'`, 30*time.Second); err != nil {
+			t.Fatalf("signing in as %s: %v", tc.name, err)
+		}
+		if tc.role == "admin" {
+			if err := b.Wait(`document.querySelectorAll('#accounts tbody tr').length === 4`, 30*time.Second); err != nil {
+				t.Fatalf("the accounts page: %v", err)
+			}
+		}
+		got, err := b.Eval(visible, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		saw[tc.role] = got
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s sees %q, want %q first", tc.role, got, tc.want)
+		}
+		t.Logf("%s sees: %s", tc.role, got)
+	}
+	if !strings.Contains(saw["admin"], "a-add t-create") || !strings.Contains(saw["admin"], "Remove…") || strings.Contains(saw["operator"], "a-add") {
+		t.Errorf("the accounts page: admin %q, operator %q", saw["admin"], saw["operator"])
+	}
+	js := `(() => { ` + el + `('t-account').value = 'vera'; ` + el + `('t-name').value = 'grafana'; ` + el + `('t-create').click(); return 1 })()`
+	if _, err := b.Eval(js, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Wait(el+`('t-secret').textContent.includes('ncpos_') && document.querySelector('#tokens tr[data-token="grafana"]') !== null && `+
+		`[...document.querySelectorAll('#audit td')].some((td) => td.textContent === 'POST /api/v1/tokens')`, 30*time.Second); err != nil {
+		out, _ := b.Eval(el+`('a-result').textContent`, 5*time.Second)
+		t.Fatalf("creating a token on the page: %v; it says %s", err, out)
+	}
+	shot := filepath.Join(artifactDir(t), "accounts.png")
+	os.Remove(shot)
+	if n, err := b.Screenshot(shot, time.Minute); err != nil {
+		t.Errorf("screenshot: %v", err)
+	} else {
+		t.Logf("screenshot: %s (%d bytes)", shot, n)
 	}
 }

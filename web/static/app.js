@@ -758,3 +758,105 @@ document.addEventListener('DOMContentLoaded', () => {
   setTimeout(poll, POLL_MS);
   pollLogs();
 });
+
+// Signing in and roles: the page asks who the credentials of the form
+// are (GET /api/v1/whoami) and hides what that role may not do. Before
+// anyone signs in, everything shows, and the box refuses what the
+// credentials may not do.
+const ROLES = ['viewer', 'operator', 'admin'];
+let signedIn = null; // {name, role, method}
+
+function applyRole() {
+  const rank = signedIn ? ROLES.indexOf(signedIn.role) : ROLES.length;
+  for (const el of document.querySelectorAll('[data-role]')) {
+    const need = ROLES.indexOf(el.dataset.role);
+    el.hidden = el.id === 'accounts-section' ? !(signedIn && rank >= need) : rank < need;
+  }
+  $('whoami').textContent = signedIn ? `signed in as ${signedIn.name} (${signedIn.role}, ${signedIn.method})` : '';
+  $('whoami').className = signedIn ? 'good' : '';
+}
+
+// signIn asks the box who the form's credentials (or, with none, the
+// browser's own) are.
+async function signIn(quiet) {
+  const init = { credentials: 'same-origin', cache: 'no-store' };
+  if ($('c-password').value) init.headers = authHeaders();
+  try {
+    const r = await fetch('/api/v1/whoami', init);
+    const j = await r.json().catch(() => ({}));
+    if (!r.ok) {
+      signedIn = null;
+      if (!quiet) { $('whoami').textContent = `refused (${r.status}): ${j.error || r.statusText}`; $('whoami').className = 'bad'; }
+      return;
+    }
+    signedIn = j;
+  } catch (e) {
+    signedIn = null;
+  }
+  applyRole();
+  if (signedIn && signedIn.role === 'admin') loadAccounts();
+}
+
+function acctShow(text, cls) {
+  $('a-result').textContent = text;
+  $('a-result').className = cls || '';
+}
+
+async function acctDo(method, path, body, done) {
+  const r = await cfgCall(method, path, body);
+  if (!r.ok) { acctShow(`refused (${r.status}): ${r.j.error || ''}`, 'bad'); return null; }
+  acctShow(done, 'good');
+  await loadAccounts();
+  return r.j;
+}
+
+const when = (t) => (t && !t.startsWith('0001') ? t.replace('T', ' ').replace(/\..*|Z$/, '') : '—');
+
+async function loadAccounts() {
+  const [a, t, au] = await Promise.all([cfgCall('GET', '/api/v1/accounts'), cfgCall('GET', '/api/v1/tokens'), cfgCall('GET', '/api/v1/audit?limit=50')]);
+  if (!a.ok) { acctShow(`refused (${a.status}): ${a.j.error || ''}`, 'bad'); return; }
+  const names = a.j.accounts.map((x) => x.name);
+  fillSelect($('t-account'), names);
+  $('accounts').tBodies[0].replaceChildren(...a.j.accounts.map((x) => {
+    const role = h('select', { 'aria-label': 'role of ' + x.name }, ...ROLES.map((r) => h('option', { selected: r === x.role }, r)));
+    role.addEventListener('change', () => acctDo('POST', '/api/v1/accounts/' + encodeURIComponent(x.name), { role: role.value }, `${x.name} is now ${role.value === 'admin' || role.value === 'operator' ? 'an' : 'a'} ${role.value}`));
+    const toggle = h('button', { type: 'button' }, x.disabled ? 'Enable' : 'Disable');
+    toggle.addEventListener('click', () => acctDo('POST', '/api/v1/accounts/' + encodeURIComponent(x.name), { disabled: !x.disabled }, `${x.name} ${x.disabled ? 'enabled' : 'disabled'}`));
+    const remove = h('button', { type: 'button', class: 'danger' }, 'Remove…');
+    remove.addEventListener('click', () => {
+      if (confirm(`Remove the account ${x.name} and its tokens?`)) acctDo('DELETE', '/api/v1/accounts/' + encodeURIComponent(x.name), null, `${x.name} removed`);
+    });
+    return h('tr', { 'data-account': x.name }, h('td', null, x.name), h('td', null, role), h('td', { class: x.disabled ? 'warn' : '' }, x.disabled ? 'disabled' : 'enabled'),
+      h('td', null, x.password === 'box' ? "the box's control password" : 'own'), h('td', { class: 'num' }, x.tokens), h('td', null, when(x.created)), h('td', null, toggle, ' ', remove));
+  }));
+  if (t.ok) {
+    $('tokens').tBodies[0].replaceChildren(...t.j.tokens.map((x) => {
+      const revoke = h('button', { type: 'button', class: 'danger' }, 'Revoke…');
+      revoke.addEventListener('click', () => {
+        if (confirm(`Revoke the token ${x.name} of ${x.account}? What uses it stops working at once.`)) acctDo('DELETE', '/api/v1/tokens/' + encodeURIComponent(x.name), null, `token ${x.name} revoked`);
+      });
+      return h('tr', { 'data-token': x.name }, h('td', null, x.name), h('td', null, x.account), h('td', null, x.role), h('td', null, when(x.created)), h('td', null, when(x.expires)), h('td', null, when(x.last_used)), h('td', null, revoke));
+    }));
+  }
+  if (au.ok) {
+    $('audit').tBodies[0].replaceChildren(...au.j.audit.map((x) => h('tr', null, h('td', null, when(x.time)), h('td', null, x.name || '?'),
+      h('td', null, x.method + (x.role ? ', ' + x.role : '')), h('td', null, x.from), h('td', null, x.action), h('td', { class: x.result === 'ok' ? '' : 'warn' }, `${x.status} ${x.result}`))));
+  }
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('c-signin').addEventListener('click', () => signIn(false));
+  // With auth_read the browser has signed in already to see the page.
+  const initial = JSON.parse($('initial').textContent);
+  if (initial.control && initial.control.auth_read) signIn(true);
+  $('a-add').addEventListener('click', async () => {
+    const ok = await acctDo('POST', '/api/v1/accounts', { name: $('a-name').value, role: $('a-role').value, password: $('a-password').value }, `${$('a-name').value} added`);
+    if (ok) $('a-name').value = $('a-password').value = '';
+  });
+  $('t-create').addEventListener('click', async () => {
+    const j = await acctDo('POST', '/api/v1/tokens', { account: $('t-account').value, name: $('t-name').value, role: $('t-role').value, expires_in: $('t-expires').value }, `token ${$('t-name').value} created`);
+    if (!j) return;
+    $('t-secret').hidden = false;
+    $('t-secret').textContent = `The token's secret, shown this once (send it as "Authorization: Bearer …"):\n${j.secret}`;
+  });
+});
