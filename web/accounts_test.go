@@ -366,3 +366,30 @@ func TestBrowserRoles(t *testing.T) {
 		t.Logf("screenshot: %s (%d bytes)", shot, n)
 	}
 }
+
+// TestLoginBackoffPerAccount: guesses at one account spread over many
+// addresses slow that account's logins, from anywhere, and no other
+// account's; a source that guesses is slowed on its own as before.
+func TestLoginBackoffPerAccount(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	withAccounts(t, f)
+	guess := func(addr, user, pw string) *httpResult {
+		return f.do(from(addr+":4000", newRequest("GET", "/api/v1/status", "", map[string]string{"Authorization": basic(user, pw)})))
+	}
+	for i := range 10 {
+		if r := guess(fmt.Sprintf("198.51.100.%d", i+1), "ada", "a-guess-at-her-password"); r.Code != 401 {
+			t.Fatalf("guess %d: %d %s", i+1, r.Code, r.Body)
+		}
+	}
+	r := guess("198.51.100.99", "ada", "another-guess-here")
+	if r.Code != 401 {
+		t.Fatalf("the 11th guess, the first past the free ones: %d", r.Code)
+	}
+	r = guess("198.51.100.100", "ada", rolePassword)
+	if r.Code != 429 || !strings.Contains(r.Body, `too many failed logins for the account \"ada\"`) || r.Header.Get("Retry-After") == "" {
+		t.Errorf("ada's login from a fresh address while her account backs off: %d %s", r.Code, r.Body)
+	}
+	if r := guess("198.51.100.100", "otto", rolePassword); r.Code != 200 {
+		t.Errorf("otto, from the same fresh address: %d %s", r.Code, r.Body)
+	}
+}

@@ -178,18 +178,28 @@ func (a *Auth) require(need accounts.Role, h http.Handler) http.Handler {
 			// One check at a time per client: parallel guesses wait
 			// their turn, and the backoff a failure starts holds them.
 			release := a.logins.lock(client)
-			if wait := a.logins.wait(client); wait > 0 {
+			account := user // a token's guesses count against its source only
+			if _, tok := bearer(r); tok {
+				account = ""
+			}
+			wait, why := a.logins.wait(client), "from "+client
+			if account != "" {
+				if aw := a.logins.wait(accountKey(account)); aw > wait {
+					wait, why = aw, fmt.Sprintf("for the account %q", account)
+				}
+			}
+			if wait > 0 {
 				release()
 				secs := int(math.Ceil(wait.Seconds()))
 				w.Header().Set("Retry-After", strconv.Itoa(secs))
-				reply.Error(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins from %s: no login is checked for another %d s", client, secs))
-				a.refuse(r, user, "", http.StatusTooManyRequests, "too many failed logins")
+				reply.Error(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins %s: no login is checked for another %d s", why, secs))
+				a.refuse(r, user, "", http.StatusTooManyRequests, "too many failed logins "+why)
 				return
 			}
 			if id, err = a.signIn(r); err == nil {
-				a.logins.ok(client)
+				a.logins.ok(client, account)
 			} else {
-				a.logins.fail(client, user)
+				a.logins.fail(client, account)
 			}
 			release()
 		}

@@ -59,29 +59,30 @@ func (g *loginGuard) wait(client string) time.Duration {
 	return st.until.Sub(now)
 }
 
-// fail records a wrong login from client.
+// accountFreeFailures wrong passwords for one account, from anywhere, are
+// answered at once: a guesser spread over many addresses then slows that
+// account's logins too. More than a client's, so that a colleague's typos
+// from elsewhere do not hold the account.
+const accountFreeFailures = 10
+
+// accountKey is the account's entry among the clients' (an address has
+// no space in it).
+func accountKey(user string) string { return "account " + user }
+
+// fail records a wrong login from client, for user: each of them then
+// backs off on its own (user "" : the client alone, as for a token).
 func (g *loginGuard) fail(client, user string) {
 	now := g.now()
 	g.mu.Lock()
 	if len(g.clients) >= g.lim.MaxClients {
 		g.forget(now)
 	}
-	st := g.clients[client]
-	if st == nil {
-		st = &loginState{}
-		g.clients[client] = st
-	}
-	st.failures++
-	st.last = now
-	var wait time.Duration
-	if over := st.failures - g.lim.LoginFreeFailures; over > 0 {
-		wait = g.lim.LoginBackoff << min(over-1, 30)
-		if wait <= 0 || wait > g.lim.LoginMaxBackoff {
-			wait = g.lim.LoginMaxBackoff
+	n, wait := g.failKey(client, g.lim.LoginFreeFailures, now)
+	if user != "" {
+		if _, w := g.failKey(accountKey(user), accountFreeFailures, now); w > wait {
+			wait = w
 		}
-		st.until = now.Add(wait)
 	}
-	n := st.failures
 	g.mu.Unlock()
 	g.failures.Add(1)
 	if g.onFail != nil {
@@ -89,11 +90,33 @@ func (g *loginGuard) fail(client, user string) {
 	}
 }
 
-// ok clears client's failures after a good login.
-func (g *loginGuard) ok(client string) {
+// failKey counts a failure of key (g.mu held) and returns its failures
+// and the wait it starts.
+func (g *loginGuard) failKey(key string, free int, now time.Time) (int, time.Duration) {
+	st := g.clients[key]
+	if st == nil {
+		st = &loginState{}
+		g.clients[key] = st
+	}
+	st.failures++
+	st.last = now
+	var wait time.Duration
+	if over := st.failures - free; over > 0 {
+		wait = g.lim.LoginBackoff << min(over-1, 30)
+		if wait <= 0 || wait > g.lim.LoginMaxBackoff {
+			wait = g.lim.LoginMaxBackoff
+		}
+		st.until = now.Add(wait)
+	}
+	return st.failures, wait
+}
+
+// ok clears the failures of client and user after a good login.
+func (g *loginGuard) ok(client, user string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.clients, client)
+	delete(g.clients, accountKey(user))
 }
 
 // forget drops clients whose last failure is long past (g.mu held), so
