@@ -64,7 +64,7 @@ type Management struct {
 type Status struct {
 	Port     int    `toml:"port"`      // HTTPS port on the management interface
 	HTTPPort int    `toml:"http_port"` // plain HTTP port that only redirects to HTTPS; 0 = none
-	AuthRead bool   `toml:"auth_read"` // read-only pages need authentication too
+	AuthRead bool   `toml:"auth_read"` // reading needs a viewer too (the default); false opens it
 	Password string `toml:"password"`  // control password in the clear (shared by every box with this file); prefer password_hash
 	// PasswordHash is the control password as a bcrypt hash (ncpos
 	// passwd prints one). Either one set overrides the per-box password

@@ -32,7 +32,7 @@ func defaults() *Config {
 			Port: "", // the profile's management port, see fillDependentDefaults
 			DHCP: true,
 		},
-		Status: Status{Port: 443, HTTPPort: 80, Names: []string{}},
+		Status: Status{Port: 443, HTTPPort: 80, AuthRead: true, Names: []string{}},
 		SNMP:   SNMP{Port: 161, Users: []SNMPUser{}, Traps: []SNMPTrap{}},
 		Auth:   defaultAuth(),
 		Watchdog: Watchdog{

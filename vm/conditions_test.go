@@ -39,8 +39,7 @@ func snapshot(t *testing.T, v *VM) *api.Snapshot {
 // metricsText reads statusd's /metrics.
 func metricsText(t *testing.T, v *VM) string {
 	t.Helper()
-	c := v.Client(10 * time.Second)
-	resp, err := c.Get(v.StatusURL() + "metrics")
+	resp, err := readAPI(v.Client(10*time.Second), v.StatusURL()+"metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

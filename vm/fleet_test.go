@@ -22,6 +22,12 @@ services = ["bypassd", "watchdogd", "statusd"]
 [watchdog]
 boot_grace = "3600s"
 
+# Prometheus and the headless browser of these tests read as anyone on
+# the management network may when reading is open; the accounts test
+# reads with a viewer.
+[status]
+auth_read = false
+
 [[segment]]
 name = "seg1"
 ports = ["LAN1", "LAN2"]

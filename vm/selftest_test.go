@@ -28,6 +28,10 @@ services = ["forwarderd", "bypassd", "watchdogd", "statusd"]
 [watchdog]
 boot_grace = "3600s"
 
+# The headless browser loads the dashboard without signing in.
+[status]
+auth_read = false
+
 [[segment]]
 name = "seg1"
 ports = ["LAN1", "LAN2"]

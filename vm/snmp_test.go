@@ -48,7 +48,7 @@ community = %q
 // boxMetrics reads and parses the box's /metrics.
 func boxMetrics(t *testing.T, v *VM) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := v.Client(30 * time.Second).Get(v.StatusURL() + "metrics")
+	resp, err := readAPI(v.Client(30*time.Second), v.StatusURL()+"metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/internal/browsertest"
 	"github.com/ncpos/ncpos/web/accounts"
 	"github.com/ncpos/ncpos/web/api"
 )
@@ -391,5 +392,23 @@ func TestLoginBackoffPerAccount(t *testing.T) {
 	}
 	if r := guess("198.51.100.100", "otto", rolePassword); r.Code != 200 {
 		t.Errorf("otto, from the same fresh address: %d %s", r.Code, r.Body)
+	}
+}
+
+// TestBrowserViewerSignedIn: with auth_read, the browser that signed in
+// to see the page is the one shown, and a viewer sees no control.
+func TestBrowserViewerSignedIn(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	withAccounts(t, f)
+	ts := httptest.NewServer(f.srv.Handler())
+	defer ts.Close()
+	b := browsertest.Start(t, browsertest.Options{Headers: map[string]string{"Authorization": basic("vera", rolePassword)}})
+	const ready = `polled >= 1 && document.getElementById('whoami').textContent === 'signed in as vera (viewer, password)'`
+	if _, err := b.Load(ts.URL+"/", ready, 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Eval(`(() => [...document.querySelectorAll('button')].filter((e) => e.offsetParent !== null).map((e) => e.id).join(' '))()`, 10*time.Second)
+	if err != nil || got != "c-signin c-rotate" {
+		t.Errorf("a viewer sees the buttons %q (%v), want only c-signin c-rotate", got, err)
 	}
 }

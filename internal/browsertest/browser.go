@@ -17,6 +17,7 @@ import (
 	"time"
 
 	cdpbrowser "github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/ncpos/ncpos/internal/testenv"
@@ -35,6 +36,9 @@ type Options struct {
 	TrustSPKI string
 	// Width and Height of the window; 1280×1600 when zero.
 	Width, Height int
+	// Headers go with every request the browser makes, as a browser that
+	// has signed in sends its Authorization.
+	Headers map[string]string
 }
 
 // Start starts Chromium for t and stops it, with every helper process,
@@ -77,6 +81,18 @@ func Start(t testing.TB, opts Options) *Browser {
 	// here, so that the timeouts of later steps do not end it.
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("starting %s: %v", bin, err)
+	}
+	if len(opts.Headers) > 0 {
+		h := network.Headers{}
+		for k, v := range opts.Headers {
+			h[k] = v
+		}
+		if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+			t.Fatalf("setting the browser's headers: %v", err)
+		}
+		if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{Headers: h}); err != nil {
+			t.Fatalf("setting the browser's headers: %v", err)
+		}
 	}
 	return b
 }
