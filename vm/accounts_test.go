@@ -260,16 +260,7 @@ func scrapeWithToken(t *testing.T, v *VM, token string) {
 	}
 	cfg := "global: {scrape_interval: 2s}\nscrape_configs:\n" +
 		job("ncpos", fmt.Sprintf("    authorization: {type: Bearer, credentials_file: %q}\n", token)) + job("anonymous", "")
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	port, err := FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &prometheusServer{base: fmt.Sprintf("http://127.0.0.1:%d", port)}
-	startServer(t, "prometheus", p.base+"/-/ready", bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port))
+	p := servePrometheus(t, bin, dir, cfg)
 	for deadline := time.Now().Add(v.Within(90 * time.Second)); ; time.Sleep(2 * time.Second) {
 		up := map[string]string{}
 		for _, s := range p.query(t, "up") {

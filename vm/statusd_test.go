@@ -104,6 +104,13 @@ scrape_configs:
         - targets: [%q]
 `, alertmanager)
 	}
+	return servePrometheus(t, bin, dir, cfg)
+}
+
+// servePrometheus runs Debian's prometheus (bin) on the configuration
+// cfg, its files in dir, until the test ends.
+func servePrometheus(t *testing.T, bin, dir, cfg string) *prometheusServer {
+	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

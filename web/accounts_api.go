@@ -30,6 +30,15 @@ func accountError(w http.ResponseWriter, err error) {
 	reply.Error(w, code, err.Error())
 }
 
+// roleOf reads a request's role, answering 400 for one that is not.
+func roleOf(w http.ResponseWriter, name string) (accounts.Role, bool) {
+	role, err := accounts.ParseRole(name)
+	if err != nil {
+		reply.Error(w, http.StatusBadRequest, "role: "+err.Error())
+	}
+	return role, err == nil
+}
+
 // accountEvent records a change to the accounts: who made it, from where.
 func (s *Server) accountEvent(r *http.Request, action, subject, msg string) {
 	by := caller.Who(r)
@@ -54,9 +63,8 @@ func (s *Server) handleAddAccount(w http.ResponseWriter, r *http.Request) {
 	if !reply.DecodeJSON(w, r, &req, 0) {
 		return
 	}
-	role, err := accounts.ParseRole(req.Role)
-	if err != nil {
-		reply.Error(w, http.StatusBadRequest, "role: "+err.Error())
+	role, ok := roleOf(w, req.Role)
+	if !ok {
 		return
 	}
 	if err := s.Auth.store().Add(req.Name, role, req.Password); err != nil {
@@ -84,9 +92,8 @@ func (s *Server) handleChangeAccount(w http.ResponseWriter, r *http.Request) {
 	}
 	var role accounts.Role
 	if req.Role != nil {
-		var err error
-		if role, err = accounts.ParseRole(*req.Role); err != nil {
-			reply.Error(w, http.StatusBadRequest, "role: "+err.Error())
+		var ok bool
+		if role, ok = roleOf(w, *req.Role); !ok {
 			return
 		}
 	}
@@ -147,9 +154,8 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 	if !reply.DecodeJSON(w, r, &req, 0) {
 		return
 	}
-	role, err := accounts.ParseRole(req.Role)
-	if err != nil {
-		reply.Error(w, http.StatusBadRequest, "role: "+err.Error())
+	role, ok := roleOf(w, req.Role)
+	if !ok {
 		return
 	}
 	life, err := time.ParseDuration(req.ExpiresIn)
