@@ -277,11 +277,15 @@ func getAPI(t *testing.T, v *VM, path string, out any) {
 }
 
 // readStatusd reads path through statusd's client, with the control
-// password (which reading needs on a box with status.auth_read), each
-// try within timeout, five tries at most.
+// password (the test images' unless v.Password says otherwise), which
+// reading needs, each try within timeout, five tries at most.
 func readStatusd(t *testing.T, v *VM, path string, out any, timeout time.Duration) {
 	t.Helper()
-	c := &api.Client{URL: v.StatusURL(), Password: testPassword, HTTP: v.Client(timeout)}
+	pw := v.Password
+	if pw == "" {
+		pw = testPassword
+	}
+	c := &api.Client{URL: v.StatusURL(), Password: pw, HTTP: v.Client(timeout)}
 	var err error
 	for try := 0; try < 5; try++ {
 		if try > 0 {

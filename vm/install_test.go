@@ -125,6 +125,7 @@ func TestInstallToInternalDisk(t *testing.T) {
 
 	// The internal disk boots on its own, as a box of its own.
 	v2, _ := boot(t, internal, false)
+	v2.Password = newPassword // reading needs it too
 	after := system(t, v2)
 	if after.BuildID != before.BuildID {
 		t.Errorf("internal disk runs build %s, want %s", after.BuildID, before.BuildID)

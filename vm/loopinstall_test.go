@@ -66,6 +66,7 @@ func TestInstalledLoopDeviceBoots(t *testing.T) {
 		dev, res.Written, res.Verified, res.Duration, res.WriteTime, res.VerifyTime)
 
 	v, _ := boot(t, dev, false)
+	v.Password = boxPassword // reading needs it too
 	checkBooted(t, v)
 	if code := controlStatus(t, v, boxPassword); code != 200 {
 		t.Errorf("control with the card's password = %d, want 200", code)

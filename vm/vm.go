@@ -324,6 +324,10 @@ type VM struct {
 	events  events
 
 	firstHealthz time.Duration // the first boot's time to /healthz (SetFirstBoot)
+
+	// Password is the control password the boot tests read the box with
+	// when it is not their images' (a card with a /perm of its own).
+	Password string
 }
 
 // Start launches QEMU. Stop it with Kill; it also dies with ctx.
