@@ -173,17 +173,11 @@ func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	var account string
-	for _, t := range s.Auth.store().Tokens() {
-		if t.Name == name {
-			account = t.Account
-		}
-	}
-	if err := s.Auth.store().Revoke(name); err != nil {
+	t, err := s.Auth.store().Revoke(r.PathValue("name"))
+	if err != nil {
 		accountError(w, err)
 		return
 	}
-	s.accountEvent(r, "token_revoke", account, "token "+name+" of "+account+" revoked")
+	s.accountEvent(r, "token_revoke", t.Account, "token "+t.Name+" of "+t.Account+" revoked")
 	ipc.WriteJSON(w, map[string]string{"status": "revoked"})
 }

@@ -104,19 +104,18 @@ func (a *Auth) signIn(r *http.Request) (accounts.Identity, error) {
 }
 
 // refuse records a refused request, when the server gave a way to.
-// how is the method and role as far as they are known.
-func (a *Auth) refuse(r *http.Request, name, how string, code int, why string) {
-	if a.refused == nil {
-		return
+func (a *Auth) refuse(r *http.Request, name, method, role string, code int, why string) {
+	if a.refused != nil {
+		a.refused(r, name, method, role, code, why)
 	}
-	method, role, _ := strings.Cut(how, ", ")
-	if method == "" {
-		method = "password"
-		if _, ok := bearer(r); ok {
-			method = "token"
-		}
+}
+
+// sentMethod is how a request tries to sign in: "token" or "password".
+func sentMethod(r *http.Request) string {
+	if _, ok := bearer(r); ok {
+		return "token"
 	}
-	a.refused(r, name, method, role, code, why)
+	return "password"
 }
 
 // bearer returns the token of an "Authorization: Bearer" header.
@@ -131,7 +130,7 @@ func bearer(r *http.Request) (string, bool) {
 // sentUser is the name a request tried to sign in as, for the failed
 // login's event.
 func sentUser(r *http.Request) (string, bool) {
-	if _, ok := bearer(r); ok {
+	if sentMethod(r) == "token" {
 		return "(token)", true
 	}
 	user, _, ok := r.BasicAuth()
@@ -160,7 +159,7 @@ func (a *Auth) requireRead(h http.Handler) http.Handler {
 // request reaches h with its caller.Identity.
 func (a *Auth) require(need accounts.Role, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !a.Password.Set() && !a.store().HasOwnPasswords() {
+		if !a.Password.Set() && !a.store().SignsIn() && a.radius.Load() == nil {
 			unauthorized(w, "no control password is set up on this box: provision one with ncpos install, or set status.password_hash")
 			return
 		}
@@ -179,7 +178,7 @@ func (a *Auth) require(need accounts.Role, h http.Handler) http.Handler {
 			// their turn, and the backoff a failure starts holds them.
 			release := a.logins.lock(client)
 			account := user // a token's guesses count against its source only
-			if _, tok := bearer(r); tok {
+			if sentMethod(r) == "token" {
 				account = ""
 			}
 			wait, why := a.logins.wait(client), "from "+client
@@ -193,7 +192,7 @@ func (a *Auth) require(need accounts.Role, h http.Handler) http.Handler {
 				secs := int(math.Ceil(wait.Seconds()))
 				w.Header().Set("Retry-After", strconv.Itoa(secs))
 				reply.Error(w, http.StatusTooManyRequests, fmt.Sprintf("too many failed logins %s: no login is checked for another %d s", why, secs))
-				a.refuse(r, user, "", http.StatusTooManyRequests, "too many failed logins "+why)
+				a.refuse(r, user, sentMethod(r), "", http.StatusTooManyRequests, "too many failed logins "+why)
 				return
 			}
 			if id, err = a.signIn(r); err == nil {
@@ -205,13 +204,13 @@ func (a *Auth) require(need accounts.Role, h http.Handler) http.Handler {
 		}
 		if err != nil {
 			unauthorized(w, "wrong user, password or token")
-			a.refuse(r, user, "", http.StatusUnauthorized, "wrong user, password or token")
+			a.refuse(r, user, sentMethod(r), "", http.StatusUnauthorized, "wrong user, password or token")
 			return
 		}
 		if !id.Role.Allows(need) {
 			why := fmt.Sprintf("this needs the %s role: %s is %s", need, id.Name, id.Role.Article())
 			reply.Error(w, http.StatusForbidden, why)
-			a.refuse(r, id.Name, id.Method+", "+id.Role.String(), http.StatusForbidden, why)
+			a.refuse(r, id.Name, id.Method, id.Role.String(), http.StatusForbidden, why)
 			return
 		}
 		h.ServeHTTP(w, caller.With(r, caller.Identity{Name: id.Name, Role: id.Role.String(), Method: id.Method}))

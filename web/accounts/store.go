@@ -405,12 +405,15 @@ func (s *Store) CheckPassword(name, pw string) (Identity, error) {
 	return id, nil
 }
 
-// HasOwnPasswords says whether an enabled account other than Builtin can
-// sign in with a password: a box whose control password is not set up
-// can still be reached through one.
-func (s *Store) HasOwnPasswords() bool {
+// SignsIn says whether anything but Builtin's password can sign in: an
+// enabled account of its own, or a token. A box whose control password
+// is not set up can still be reached through one.
+func (s *Store) SignsIn() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if len(s.st.Tokens) > 0 {
+		return true
+	}
 	for _, a := range s.st.Accounts {
 		if a.Name != Builtin && !a.Disabled {
 			return true

@@ -245,13 +245,13 @@ func TestTokens(t *testing.T) {
 	if _, err := s.CheckToken(scrape); !errors.Is(err, ErrLogin) {
 		t.Errorf("an expired token: %v", err)
 	}
-	if err := s.Revoke("ansible"); err != nil {
+	if _, err := s.Revoke("ansible"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CheckToken(op); !errors.Is(err, ErrLogin) {
 		t.Errorf("a revoked token: %v", err)
 	}
-	if err := s.Revoke("ansible"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Revoke("ansible"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("revoking twice: %v", err)
 	}
 	// Removing the account removes its tokens, and they stay removed.

@@ -103,18 +103,23 @@ func (s *Store) Tokens() []Token {
 	return out
 }
 
-// Revoke deletes a token: it stops working at once.
-func (s *Store) Revoke(name string) error {
+// Revoke deletes a token, which stops working at once, and returns it
+// (without its hash).
+func (s *Store) Revoke(name string) (Token, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.change(func(st *state) error {
+	var gone Token
+	err := s.change(func(st *state) error {
 		i := slices.IndexFunc(st.Tokens, func(t Token) bool { return t.Name == name })
 		if i < 0 {
 			return fmt.Errorf("token %q: %w", name, ErrNotFound)
 		}
+		gone = st.Tokens[i]
 		st.Tokens = slices.Delete(st.Tokens, i, i+1)
 		return nil
 	})
+	gone.Hash = ""
+	return gone, err
 }
 
 // CheckToken signs in with a token's secret: it must be known, not
