@@ -412,3 +412,27 @@ func TestBrowserViewerSignedIn(t *testing.T) {
 		t.Errorf("a viewer sees the buttons %q (%v), want only c-signin c-rotate", got, err)
 	}
 }
+
+// TestTokenWithoutControlPassword: a box whose control password is gone
+// (a damaged /perm, say) and that has no other account enabled is still
+// reached with a token of ncpos.
+func TestTokenWithoutControlPassword(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	st := withAccounts(t, f)
+	for _, name := range roleAccounts {
+		if err := st.SetDisabled(name, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret, _, err := st.CreateToken(accounts.Builtin, "scrape", accounts.Viewer, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv.Auth.Password = &Password{}
+	if r := f.send("GET", "/api/v1/status", "Bearer "+secret, ""); r.Code != 200 {
+		t.Errorf("a token on a box without its control password: %d %s", r.Code, r.Body)
+	}
+	if r := f.send("GET", "/api/v1/status", basic("ncpos", fixturePassword), ""); r.Code != 401 {
+		t.Errorf("ncpos's old password on a box without it: %d", r.Code)
+	}
+}
