@@ -150,7 +150,7 @@ func runConfigWith(ctx context.Context, args []string, in io.Reader) error {
 // applyConfig asks once (unless -yes), applies text in place of version
 // replaces and confirms it once the box answers again.
 func (o *configOpts) applyConfig(ctx context.Context, c *api.Client, text string, replaces int) error {
-	if err := o.ask(fmt.Sprintf("apply this on %s", o.box.name())); err != nil {
+	if err := o.ask(fmt.Sprintf("apply this on %s", o.box.shown())); err != nil {
 		return err
 	}
 	within := int(o.within / time.Second)
@@ -167,7 +167,7 @@ func (o *configOpts) rollback(ctx context.Context, c *api.Client) error {
 	if err != nil {
 		return err
 	}
-	if err := o.ask(fmt.Sprintf("roll %s back from version %d to the text of version %d", o.box.name(), cur.Version, o.version)); err != nil {
+	if err := o.ask(fmt.Sprintf("roll %s back from version %d to the text of version %d", o.box.shown(), cur.Version, o.version)); err != nil {
 		return err
 	}
 	within := int(o.within / time.Second)
@@ -194,7 +194,7 @@ func (o *configOpts) settle(ctx context.Context, res *api.ConfigApplied) error {
 		return nil
 	}
 	if o.keep {
-		fmt.Printf("it waits for its confirmation until %s: ncpos config confirm -host %s -version %d\n", v.Deadline.Local().Format(time.RFC3339), o.box.name(), v.Number)
+		fmt.Printf("it waits for its confirmation until %s: ncpos config confirm -host %s -version %d\n", v.Deadline.Local().Format(time.RFC3339), o.box.shown(), v.Number)
 		return nil
 	}
 	c, err := o.box.client() // new connections only: none opened before the change is used

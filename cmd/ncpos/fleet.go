@@ -8,13 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/ncpos/ncpos/boxaddr"
 	"github.com/ncpos/ncpos/fleet"
 	"github.com/ncpos/ncpos/image"
 )
@@ -124,7 +124,7 @@ func recordBox(ctx context.Context, inventory, known, name, address, fingerprint
 
 func fleetAdd(ctx context.Context, ff *fleetFlags, args []string) error {
 	name := ff.fs.String("name", "", "the box's name, as ncpos update -host knows it (default: the address's host)")
-	addr := ff.fs.String("address", "", "host or host:port of the box's HTTPS status port (port 443 if none), required")
+	addr := ff.fs.String("address", "", "host, host:port or [IPv6]:port of the box's HTTPS status port (port 443 if none), required")
 	fpr := ff.fs.String("fingerprint", "", "the box's TLS key as its console or dashboard shows it (sha256:…); default: the one pinned, or pin it now")
 	if err := ff.fs.Parse(args); err != nil {
 		return err
@@ -132,13 +132,13 @@ func fleetAdd(ctx context.Context, ff *fleetFlags, args []string) error {
 	if *addr == "" || ff.fs.NArg() > 0 {
 		return errors.New("usage: ncpos fleet add -address HOST[:PORT] [-name N] [-fingerprint sha256:…]")
 	}
-	a := *addr
-	if _, _, err := net.SplitHostPort(a); err != nil {
-		a = net.JoinHostPort(a, "443")
+	parsed, err := boxaddr.Parse(*addr, 443)
+	if err != nil {
+		return fmt.Errorf("-address: %w", err)
 	}
-	host, _, _ := net.SplitHostPort(a)
+	a := parsed.String()
 	if *name == "" {
-		*name = host
+		*name = parsed.Host
 	}
 	r, err := recordBox(ctx, ff.inventory, ff.known, *name, a, *fpr, nil)
 	if err != nil {

@@ -36,6 +36,9 @@ func runUpdate(ctx context.Context, args []string) error {
 	if box.host == "" || fs.NArg() > 0 {
 		return fmt.Errorf("usage: ncpos update -host H [-image F] [flags]")
 	}
+	if _, err := box.parse(); err != nil {
+		return err
+	}
 	pw, pwPath, pin, err := box.connect()
 	if err != nil {
 		return err
@@ -70,13 +73,13 @@ func runUpdate(ctx context.Context, args []string) error {
 		return err
 	}
 	if *dryRun {
-		fmt.Printf("dry run: an update of %s from %s to %s would\n", box.host, res.From, res.To)
+		fmt.Printf("dry run: an update of %s from %s to %s would\n", box.shown(), res.From, res.To)
 		for _, l := range res.Plan {
 			fmt.Println("  " + l)
 		}
 		return nil
 	}
-	fmt.Printf("updated %s from %s to %s in %v\n", box.host, res.From, res.To, res.Duration.Round(time.Second))
+	fmt.Printf("updated %s from %s to %s in %v\n", box.shown(), res.From, res.To, res.Duration.Round(time.Second))
 	if _, err := recordBox(ctx, *invFile, box.known, box.name(), box.addr(), box.fingerprint, func(b *fleet.Box) { b.Updated = time.Now() }); err != nil {
 		log.Printf("the update is done, but recording it in the inventory failed: %v", err)
 	}

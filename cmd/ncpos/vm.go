@@ -62,6 +62,8 @@ func runVM(ctx context.Context, args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "ncpos vm: booting %s with %s; status page at %s (its TLS key is announced on the serial console)\n",
 		fs.Arg(0), fw, v.StatusURL())
+	fmt.Fprintf(os.Stderr, "ncpos vm: host commands reach it with -host 127.0.0.1:%d (and the password file ncpos build named), e.g. ncpos config get -host 127.0.0.1:%d -password-file FILE\n",
+		*statusPort, *statusPort)
 	if *serialLog == "" {
 		fmt.Fprintf(os.Stderr, "ncpos vm: serial console below; quit with Ctrl-a x\n")
 	}
