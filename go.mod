@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/asavie/xdp v0.3.3
 	github.com/aymanbagabas/go-udiff v0.4.2
+	github.com/beevik/ntp v1.6.0
 	github.com/chromedp/cdproto v0.160.1
 	github.com/chromedp/chromedp v0.23.1
 	github.com/cilium/ebpf v0.22.0

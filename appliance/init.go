@@ -27,6 +27,7 @@ import (
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/logs"
 	"github.com/ncpos/ncpos/sysinfo"
+	"github.com/ncpos/ncpos/timesync"
 	"github.com/ncpos/ncpos/watchdog"
 )
 
@@ -83,6 +84,14 @@ func Init(buildID string) error {
 	}
 
 	tuneLogging("/proc/sys")
+
+	// /perm is mounted: a board whose clock battery is dead starts no
+	// earlier than the box's last run, before any daemon logs a line.
+	if d, err := timesync.Restore(timesync.SaveFile, timesync.System{}); err != nil {
+		log.Printf("clock: the last time kept: %v", err)
+	} else if d > 0 {
+		log.Printf("clock: was %v behind the last time kept; set forward to it", d.Round(time.Second))
+	}
 
 	if id, err := machineID(machineIDPath); err != nil {
 		log.Printf("machine id: %v", err)

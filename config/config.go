@@ -31,6 +31,7 @@ type Config struct {
 	SNMP       SNMP       `toml:"snmp"`
 	SelfTest   SelfTest   `toml:"selftest"`
 	Auth       Auth       `toml:"auth"`
+	Time       Time       `toml:"time"`
 
 	profile *Profile // set by validation
 }

@@ -146,9 +146,9 @@ func TestDecodeErrors(t *testing.T) {
 		{"duplicate key", "hostname = \"a\"\nhostname = \"b\"\n", []string{
 			`ncpos.toml:2: invalid TOML: key hostname is already defined`}},
 		{"unknown top-level key", "hostname = \"a\"\nhost = \"b\"\n" + seg, []string{
-			`ncpos.toml:2: host: unknown key, want one of hostname, platform, services, management, status, watchdog, forwarder, bypass, segment, syslog, snmp, selftest, auth`}},
+			`ncpos.toml:2: host: unknown key, want one of hostname, platform, services, management, status, watchdog, forwarder, bypass, segment, syslog, snmp, selftest, auth, time`}},
 		{"unknown table", "[bogus]\nx = 1\ny = 2\n" + seg, []string{
-			`ncpos.toml:1: bogus: unknown key, want one of hostname, platform, services, management, status, watchdog, forwarder, bypass, segment, syslog, snmp, selftest, auth`}},
+			`ncpos.toml:1: bogus: unknown key, want one of hostname, platform, services, management, status, watchdog, forwarder, bypass, segment, syslog, snmp, selftest, auth, time`}},
 		{"unknown key in each segment", "[[segment]]\nname = \"a\"\nports = [\"LAN1\", \"LAN2\"]\nbypas = \"pair1\"\n" +
 			"[[segment]]\nname = \"b\"\nports = [\"LAN3\", \"LAN4\"]\nbypas = \"pair2\"\n", []string{
 			`ncpos.toml:4: segment[0].bypas: unknown key, want one of name, ports, bypass, mtu`,

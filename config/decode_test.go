@@ -11,7 +11,7 @@ import (
 // set the field nor let validation run on a value the file did not mean.
 func TestCaseFoldedKey(t *testing.T) {
 	got := problems(t, "Hostname = \"x\"\n[status]\nport = 0\n"+seg)
-	want := []string{`ncpos.toml:1: Hostname: unknown key, want one of hostname, platform, services, management, status, watchdog, forwarder, bypass, segment, syslog, snmp, selftest, auth`}
+	want := []string{`ncpos.toml:1: Hostname: unknown key, want one of hostname, platform, services, management, status, watchdog, forwarder, bypass, segment, syslog, snmp, selftest, auth, time`}
 	if !slices.Equal(got, want) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

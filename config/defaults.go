@@ -35,6 +35,7 @@ func defaults() *Config {
 		Status: Status{Port: 443, HTTPPort: 80, AuthRead: true, Names: []string{}},
 		SNMP:   SNMP{Port: 161, Users: []SNMPUser{}, Traps: []SNMPTrap{}},
 		Auth:   defaultAuth(),
+		Time:   defaultTime(),
 		Watchdog: Watchdog{
 			Device:    "/dev/watchdog",
 			Timeout:   Seconds(30),

@@ -100,6 +100,7 @@ var settingPlans = map[string]settingPlan{
 	"segment.mtu":    {EffectReattach, TakerForwarder, ""},
 
 	"syslog.target": {EffectInPlace, TakerStatus, ""},
+	"time.servers":  {EffectInPlace, TakerStatus, ""},
 	"syslog.ca":     {EffectInPlace, TakerStatus, ""},
 
 	"auth.radius.server":  {EffectInPlace, TakerStatus, ""},

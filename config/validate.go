@@ -80,6 +80,7 @@ func (c *Config) validate(src *source) []FieldError {
 	c.validateSyslog(add)
 	c.validateSNMP(add)
 	c.validateAuth(add)
+	c.validateTime(add)
 	c.validateSelfTest(add, prof)
 
 	if len(errs) == 0 {

@@ -89,6 +89,10 @@ func TestValidationRules(t *testing.T) {
 			`ncpos.toml:2: auth.radius_timeout: 60s, want 100ms to 30s`,
 			`ncpos.toml:3: auth.radius_retries: 9, want 0 to 5`,
 			`ncpos.toml:5: auth.viewer_class: "staff" is auth.admin_class too: each role needs its own`}},
+		{"time servers", "[time]\nservers = [\"ntp.example.net\", \"192.0.2.1:1123\", \"[2001:db8::1]\", \"ntp host\", \"192.0.2.1:1123\", \"x:99999\"]\n" + seg, []string{
+			`ncpos.toml:2: time.servers[3]: address "ntp host": host name "ntp host" holds ' '; want a name or an address, with a port when it is not 123, e.g. "ntp.example.net", "192.0.2.1" or "[2001:db8::1]:123"`,
+			`ncpos.toml:2: time.servers[4]: "192.0.2.1:1123" is given twice`,
+			`ncpos.toml:2: time.servers[5]: address "x:99999": port "99999" is not a number from 1 to 65535; want a name or an address, with a port when it is not 123, e.g. "ntp.example.net", "192.0.2.1" or "[2001:db8::1]:123"`}},
 		{"status port high", "[status]\nport = 70000\n" + seg, []string{
 			`ncpos.toml:2: status.port: 70000 is out of range, want 1..65535`}},
 		{"watchdog device", "[watchdog]\ndevice = \"/dev/../watchdog\"\n" + seg, []string{

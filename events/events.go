@@ -65,6 +65,7 @@ const (
 	KindCondition = "condition"
 	KindLogin     = "login" // failed logins to the management API
 	KindAudit     = "audit" // a control action or a refused request: who, what, the result
+	KindTime      = "time"  // the clock: first sync, sync lost, a step
 	// MsgIDLog is the MSGID of a daemon's log line on the syslog wire
 	// (not an event).
 	MsgIDLog = "log"

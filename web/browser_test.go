@@ -64,6 +64,11 @@ func artifactDir(t *testing.T) string {
 // dashboard has something to show.
 func liveFixture(t *testing.T) *fixture {
 	f := newFixture(t, fixtureOpts{})
+	synced := time.Date(2026, 11, 30, 11, 59, 30, 0, time.UTC)
+	f.mon.Collector.Time = func() api.TimeSync {
+		return api.TimeSync{Servers: []string{"192.0.2.1"}, Synced: true, Server: "192.0.2.1", Stratum: 2, OffsetSeconds: 0.0021,
+			LastSync: synced, FirstSync: synced.Add(-time.Hour), StepSeconds: 631152000}
+	}
 	f.write("perm/selftest.json", `{"started":"2026-11-30T11:40:00Z","finished":"2026-11-30T11:52:00Z","passed":false,
 "summary":"RFC 2544 throughput on seg1 (LAN1 → LAN2), seg2 (LAN3 → LAN4); not reached: seg2 64 B FAILED",
 "results":[{"segment":"seg1","direction":"LAN1 → LAN2","frame_size":64,"throughput_pps":1488095,"throughput_mbps":761.9,"loss_percent":0,"latency_us":9.8,"expected_pps":1413690,"expected":"95% of line rate","verdict":"PASSED"},
@@ -205,6 +210,8 @@ func checkDashboard(t *testing.T, doc *html.Node, s *api.Snapshot) {
 		expect(seg.Name+" ports", text(field(card, "ports")), strings.Join(seg.Ports, " ⇄ "))
 	}
 	wd := s.System.Watchdog.Petter
+	expect("clock", text(field(byID("system"), "clock")),
+		"synced with 192.0.2.1 (stratum 2), offset 2.1 ms at 2026-11-30 11:59:30 UTC; stepped by 7305d 0h 0m at 2026-11-30 10:59:30 UTC")
 	expect("watchdog device", text(field(byID("watchdog"), "wd-identity")), wd.Identity+" ("+wd.Device+")")
 	expect("watchdog time left", text(field(byID("watchdog"), "wd-timeleft")), fmt.Sprintf("%d s", wd.TimeLeftSec))
 	for _, d := range s.System.Daemons {

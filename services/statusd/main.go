@@ -33,6 +33,7 @@ import (
 	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/logs"
 	"github.com/ncpos/ncpos/sysinfo"
+	"github.com/ncpos/ncpos/timesync"
 	"github.com/ncpos/ncpos/watchdog"
 	"github.com/ncpos/ncpos/web"
 	"github.com/ncpos/ncpos/web/api"
@@ -100,7 +101,7 @@ func configs() *configapi.Configs {
 // parts over their sockets, init the box's hostname and management
 // address over its own, statusd its own settings here, and a change is
 // held to the monitor's view of the segments and daemons until confirmed.
-func changes(cfg *config.Config, srv *web.Server, out *outputs, mon *monitor.Monitor, evlog *events.Log) *change.Manager {
+func changes(cfg *config.Config, srv *web.Server, out *outputs, mon *monitor.Monitor, evlog *events.Log, clock *timesync.Keeper) *change.Manager {
 	takers := change.DaemonTakers(ipc.Dir(), cfg.Services, time.Minute)
 	takers[config.TakerStatus] = change.TakerFunc(func(context.Context) error {
 		next, err := config.Load(appliance.BootConfig)
@@ -110,6 +111,7 @@ func changes(cfg *config.Config, srv *web.Server, out *outputs, mon *monitor.Mon
 		if err := srv.Reconfigure(next); err != nil {
 			return err
 		}
+		clock.SetServers(next.Time.Servers)
 		return out.take(next)
 	})
 	return &change.Manager{
@@ -161,8 +163,14 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 	if err != nil {
 		log.Printf("control disabled: %v", err)
 	}
+	// The box's clock: NTP from the configured servers, the last good
+	// time kept on /perm.
+	clock := &timesync.Keeper{Clock: timesync.System{}, SaveFile: timesync.SaveFile,
+		Note: func(sev events.Severity, msg string) { evlog.Note(sev, events.KindTime, nil, msg) }}
+	clock.SetServers(cfg.Time.Servers)
+	go clock.Run(ctx)
 	mon := &monitor.Monitor{
-		Collector: &monitor.Collector{Root: "/", RunDir: ipc.Dir()},
+		Collector: &monitor.Collector{Root: "/", RunDir: ipc.Dir(), Time: clock.Status},
 		Config:    cfg, Events: evlog, Interval: interval, SelfTestFile: selfTest,
 	}
 	srv := &web.Server{
@@ -198,7 +206,7 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		srv.Configs = configs()
 		settled := func() ([]byte, error) { return os.ReadFile(appliance.BootConfig) }
 		if srv.Configs.Versions != nil {
-			srv.Configs.Changes = changes(cfg, srv, out, mon, evlog)
+			srv.Configs.Changes = changes(cfg, srv, out, mon, evlog, clock)
 			settled = srv.Configs.Changes.Settled
 		}
 		lg := &change.LastGood{After: 2 * time.Minute, Events: evlog, Keep: func() (bool, error) {

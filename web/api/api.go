@@ -63,7 +63,28 @@ type System struct {
 	ConfigRejected []string     `json:"config_rejected,omitempty"`
 	Daemons        []Daemon     `json:"daemons"`
 	Watchdog       WatchdogInfo `json:"watchdog"`
+	Time           *TimeSync    `json:"time,omitempty"` // nil where statusd keeps no clock (a test's tree)
 	Errors         []string     `json:"errors,omitempty"`
+}
+
+// TimeSync is the box's clock as its NTP client keeps it.
+type TimeSync struct {
+	Servers []string `json:"servers"` // asked each round, in order
+	Synced  bool     `json:"synced"`  // a server answered well within the last few rounds
+	Server  string   `json:"server,omitempty"`
+	Stratum int      `json:"stratum,omitempty"`
+	// OffsetSeconds is the clock's offset from the server (server minus
+	// box) measured at the last sync, before it was corrected.
+	OffsetSeconds float64 `json:"offset_seconds"`
+	// RootDistanceSeconds bounds the error of that server's time.
+	RootDistanceSeconds float64   `json:"root_distance_seconds,omitempty"`
+	LastSync            time.Time `json:"last_sync,omitzero"`
+	// FirstSync is when this run first synced; StepSeconds the step it
+	// made then, 0 when the clock was close enough to slew.
+	FirstSync   time.Time `json:"first_sync,omitzero"`
+	StepSeconds float64   `json:"step_seconds,omitempty"`
+	// Error says why the last round synced with no server.
+	Error string `json:"error,omitempty"`
 }
 
 // Segment is one segment: configuration, forwarding and bypass state.

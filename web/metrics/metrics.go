@@ -149,6 +149,12 @@ var (
 	mDiskBytes  = desc("ncpos_boot_disk_written_bytes_total", "Bytes written to the boot disk since boot (flash wear).")
 	mDiskWrites = desc("ncpos_boot_disk_writes_total", "Write requests to the boot disk since boot.")
 
+	mTimeSynced       = desc("ncpos_time_synced", "1 while the clock is synced with an NTP server.")
+	mTimexSync        = desc("node_timex_sync_status", "Is clock synchronized to a reliable server (1 = yes, 0 = no), as node_exporter's timex collector says it.")
+	mTimeOffset       = desc("ncpos_time_offset_seconds", "The clock's offset from its server at the last sync, before it was corrected (server minus box).")
+	mTimeRootDistance = desc("ncpos_time_root_distance_seconds", "The bound of the synced server's error at the last sync.")
+	mTimeLastSync     = desc("ncpos_time_last_sync_timestamp_seconds", "When the clock last synced with an NTP server.")
+
 	mSelfTestPassed = desc("ncpos_selftest_passed", "1 when the latest self-test passed.")
 	mSelfTestTime   = desc("ncpos_selftest_finished_timestamp_seconds", "When the latest self-test finished.")
 	mSyslogSent     = desc("ncpos_syslog_messages_sent_total", "Events and log lines sent to remote syslog.")
@@ -284,6 +290,15 @@ func (c ownCollector) Collect(ch chan<- prometheus.Metric) {
 	if d := sys.BootDisk; d != nil {
 		counter(mDiskBytes, d.BytesWritten)
 		counter(mDiskWrites, d.Writes)
+	}
+	if t := sys.Time; t != nil && len(t.Servers) > 0 {
+		gauge(mTimeSynced, b2f(t.Synced))
+		gauge(mTimexSync, b2f(t.Synced))
+		if !t.LastSync.IsZero() {
+			gauge(mTimeOffset, t.OffsetSeconds)
+			gauge(mTimeRootDistance, t.RootDistanceSeconds)
+			gauge(mTimeLastSync, float64(t.LastSync.UnixNano())/1e9)
+		}
 	}
 	if t := snap.SelfTest; t != nil {
 		gauge(mSelfTestPassed, b2f(t.Passed))

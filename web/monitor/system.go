@@ -31,6 +31,9 @@ import (
 type Collector struct {
 	Root   string
 	RunDir string
+	// Time is the clock's state as statusd's NTP client keeps it; nil
+	// where it runs none.
+	Time func() api.TimeSync
 }
 
 // Collect reads everything once. A part that cannot be read is named in
@@ -41,6 +44,10 @@ func (c *Collector) Collect(ctx context.Context) *api.System {
 		s.Errors = append(s.Errors, what+": "+err.Error())
 	}
 	s.Hostname, _ = os.Hostname()
+	if c.Time != nil {
+		t := c.Time()
+		s.Time = &t
+	}
 	var err error
 	if s.Kernel, err = sysinfo.KernelVersion(c.Root); err != nil {
 		fail("kernel version", err)

@@ -231,6 +231,19 @@ function renderHardware(s) {
   ]);
 }
 
+// clockRow says whether the box's clock is synced, with which server
+// and by how much, or why not.
+function clockRow(t) {
+  if (!t || !(t.servers || []).length) return ['Clock', 'not synced: no NTP servers configured ([time] servers)', 'clock', 'muted'];
+  if (!t.synced) {
+    const since = t.last_sync ? `; last synced ${utc(t.last_sync)} UTC with ${t.server}` : '';
+    return ['Clock', `NOT synced: ${t.error || 'no answer yet'}${since}`, 'clock', 'bad'];
+  }
+  const ms = (x) => `${(x * 1000).toFixed(1)} ms`;
+  const step = t.step_seconds ? `; stepped by ${dur(Math.abs(t.step_seconds))} at ${utc(t.first_sync)} UTC` : '';
+  return ['Clock', `synced with ${t.server} (stratum ${t.stratum}), offset ${ms(t.offset_seconds)} at ${utc(t.last_sync)} UTC${step}`, 'clock'];
+}
+
 function renderSystem(s) {
   const sys = s.system, host = s.host, m = host.memory;
   kv($('system'), [
@@ -240,6 +253,7 @@ function renderSystem(s) {
     ['Root', `${sys.root.fs_type} ${/(^|,)ro(,|$)/.test(sys.root.options) ? 'read-only' : 'WRITABLE'}`, 'root'],
     ['Boot disk writes', sys.boot_disk ? `${bytes(sys.boot_disk.bytes_written)} since boot` : '—', 'disk'],
     ['Configuration', sys.config_source + ((sys.config_rejected || []).length ? ' (a file was rejected)' : ''), 'config', (sys.config_rejected || []).length ? 'bad' : ''],
+    clockRow(sys.time),
   ]);
   $('cpus').replaceChildren(...(host.cpus || []).map((c) => {
     const bar = h('div', { class: 'bar' + (c.busy_percent > 90 ? ' hot' : ''), 'data-cpu': c.cpu, 'data-value': c.busy_percent },
