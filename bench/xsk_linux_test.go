@@ -66,11 +66,12 @@ func TestAFXDPGeneratorKeepsRate(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := uint64(math.Round(c.pps * trial.Seconds()))
-		// A loaded machine may hold the generator back; what it must
-		// not do is fall short while on schedule. A few runs give it
-		// one without a lag.
+		// A loaded machine may hold the generator back (the other
+		// packages' tests run beside this one on two cores); what it
+		// must not do is fall short while on schedule. Up to ten runs
+		// of 0.2 s give it one without a lag.
 		var ok bool
-		for run := 0; run < 3 && !ok; run++ {
+		for run := 0; run < 10 && !ok; run++ {
 			res, err := g.run(b, uint16(run+1), TrialSpec{Size: c.size, RatePPS: c.pps, Duration: trial})
 			if err != nil {
 				t.Fatal(err)
