@@ -13,6 +13,7 @@ require (
 	github.com/google/renameio/v2 v2.0.0
 	github.com/gosnmp/gosnmp v1.47.0
 	github.com/klauspost/compress v1.20.1
+	github.com/mdlayher/packet v1.1.2
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
@@ -36,7 +37,6 @@ require (
 	github.com/google/gopacket v1.1.19 // indirect
 	github.com/josharian/native v1.1.0 // indirect
 	github.com/kenshaw/evdev v0.1.0 // indirect
-	github.com/mdlayher/packet v1.1.2 // indirect
 	github.com/mdlayher/socket v0.5.1 // indirect
 	github.com/mdlayher/watchdog v0.0.0-20221003142519-49be0df7b3b5 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect

@@ -1,7 +1,8 @@
 // Package lldp reads the LLDP frames (IEEE 802.1AB) that reach a data
 // port: who the neighbour at the other end of its cable is. The box never
 // sends LLDP on a data port (a bump in the wire is not a hop) and forwards
-// every LLDP frame unchanged; it only reads a copy.
+// every LLDP frame unchanged; it only reads a copy. On its management
+// port alone it announces itself (Announcer), as any managed device does.
 //
 // The frame format is IEEE 802.1AB-2016 clause 8: after the Ethernet
 // header (EtherType 0x88CC) a sequence of TLVs, each a 7-bit type and a

@@ -55,6 +55,8 @@ type Keeper struct {
 	// Note turns a sync, a loss of sync and a failure to keep the time
 	// into events.
 	Note func(sev events.Severity, msg string)
+	// Stepped is told of a step of the clock, once it is made.
+	Stepped func(d time.Duration)
 	// Poll, FirstPoll, StepOver, SaveEvery: the Default* values when 0.
 	// LossAfter is how long without a good answer loses the sync
 	// (4.5 polls when 0).
@@ -146,6 +148,9 @@ func (k *Keeper) Round() time.Duration {
 	if first && abs(off) > or(k.StepOver, DefaultStepOver) {
 		if steer = k.Clock.Step(off); steer == nil {
 			k.st.StepSeconds = off.Seconds()
+			if k.Stepped != nil {
+				k.Stepped(off)
+			}
 		}
 	} else {
 		steer = k.Clock.Slew(off)

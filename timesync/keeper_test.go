@@ -125,7 +125,8 @@ func TestKeeperStepsOnceThenSlews(t *testing.T) {
 	clk := &fakeClock{}
 	var ev noted
 	save := filepath.Join(t.TempDir(), "time")
-	k := &Keeper{Clock: clk, SaveFile: save, Note: ev.note, LossAfter: time.Nanosecond}
+	var stepped []time.Duration
+	k := &Keeper{Clock: clk, SaveFile: save, Note: ev.note, LossAfter: time.Nanosecond, Stepped: func(d time.Duration) { stepped = append(stepped, d) }}
 	k.SetServers([]string{dead.addr(), srv.addr(), "ntp host"})
 
 	k.Round()
@@ -135,6 +136,9 @@ func TestKeeperStepsOnceThenSlews(t *testing.T) {
 	}
 	if d := clk.steps[0] - twentyYears; d > 50*time.Millisecond || d < -50*time.Millisecond {
 		t.Errorf("stepped by %v, want 20 years (%v) within 50 ms", clk.steps[0], twentyYears)
+	}
+	if len(stepped) != 1 || stepped[0] != clk.steps[0] {
+		t.Errorf("told of steps %v, want %v", stepped, clk.steps)
 	}
 	if st.StepSeconds < twentyYears.Seconds()-1 || st.FirstSync.IsZero() || st.Error != "" {
 		t.Errorf("status after the step: %+v", st)

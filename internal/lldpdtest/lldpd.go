@@ -101,3 +101,6 @@ func (l *Lldpd) Hears(t *testing.T, want string, within time.Duration) string {
 	}
 	return string(out)
 }
+
+// Socket is lldpd's control socket, for lldpcli -u.
+func (l *Lldpd) Socket() string { return l.sock }

@@ -31,6 +31,7 @@ import (
 	"github.com/ncpos/ncpos/internal/kmsg"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/ipc/health"
+	"github.com/ncpos/ncpos/lldp"
 	"github.com/ncpos/ncpos/logs"
 	"github.com/ncpos/ncpos/sysinfo"
 	"github.com/ncpos/ncpos/timesync"
@@ -168,7 +169,6 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 	clock := &timesync.Keeper{Clock: timesync.System{}, SaveFile: timesync.SaveFile,
 		Note: func(sev events.Severity, msg string) { evlog.Note(sev, events.KindTime, nil, msg) }}
 	clock.SetServers(cfg.Time.Servers)
-	go clock.Run(ctx)
 	mon := &monitor.Monitor{
 		Collector: &monitor.Collector{Root: "/", RunDir: ipc.Dir(), Time: clock.Status},
 		Config:    cfg, Events: evlog, Interval: interval, SelfTestFile: selfTest,
@@ -219,7 +219,25 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		go lg.Run(ctx, mon.Published, time.Second)
 		if m := srv.Configs.Changes; m != nil {
 			go m.Run(ctx) // once the monitor is whole: it reads the monitor
+			// A pending change's deadline goes back when it was due
+			// whatever the clock does; its record follows a step.
+			clock.Stepped = func(time.Duration) { m.ClockStepped() }
 		}
+	}
+	go clock.Run(ctx)
+	if ifname != "" {
+		// The box says who it is on its management port, and only there:
+		// the switch it is plugged into shows its name and addresses.
+		an := &lldp.Announcer{Ifname: ifname, PortDescription: cfg.Management.Port + ", management", Logf: log.Printf,
+			Describe: func() (string, string) {
+				name, _ := os.Hostname()
+				build := "dev"
+				if rec, err := sysinfo.ReadInitRecord(ipc.Dir()); err == nil {
+					build = rec.BuildID
+				}
+				return name, "ncpos appliance, build " + build
+			}}
+		go an.Run(ctx)
 	}
 	if err := out.takeSNMP(cfg.SNMP); err != nil {
 		return err

@@ -359,3 +359,27 @@ func TestResumeBoundsDeadline(t *testing.T) {
 		t.Errorf("a deadline a month away, resumed: reverted after %v (%+v)", took, v)
 	}
 }
+
+// TestClockStepped: after a step of the wall clock the pending record's
+// deadline is the same moment on the new clock, and the change still goes
+// back when it was due.
+func TestClockStepped(t *testing.T) {
+	b, _, _ := owedBox(t)
+	res, err := b.apply(t, withSeg2, 0, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As a record written before the clock stepped 20 years forward.
+	old := time.Now().Add(-20 * 365 * 24 * time.Hour).Add(time.Minute)
+	if _, err := b.m.Store.Redeadline(res.Version.Number, old); err != nil {
+		t.Fatal(err)
+	}
+	b.m.ClockStepped()
+	v, _, err := b.m.Store.Get(res.Version.Number)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := time.Until(v.Deadline); v.State != versions.Pending || left < 55*time.Second || left > time.Minute {
+		t.Errorf("after the step the record says %s, deadline in %v; want pending, due in about a minute", v.State, left)
+	}
+}

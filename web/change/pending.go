@@ -205,3 +205,25 @@ func (m *Manager) watch(ctx context.Context) {
 		m.revert(ctx, p, fmt.Sprintf("the box did not run well on it for %v: %v", grace, err))
 	}
 }
+
+// ClockStepped re-expresses the pending change's deadline on the wall
+// clock after the clock was stepped (the first NTP sync of a box whose
+// board had the wrong time): when the box goes back does not move, it is
+// on the monotonic clock, but the record, the API and a resume after a
+// reboot would otherwise show a moment the step has moved.
+func (m *Manager) ClockStepped() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.pending
+	if p == nil || p.due.IsZero() {
+		return
+	}
+	deadline := time.Now().Add(time.Until(p.due))
+	v, err := m.Store.Redeadline(p.version.Number, deadline)
+	if err != nil {
+		m.event(events.Warning, p.version.Number, "the clock was stepped and the record of the deadline could not follow (%v); the change still goes back at %s", err, deadline.UTC().Format(time.RFC3339))
+		p.version.Deadline = deadline.UTC()
+		return
+	}
+	p.version = v
+}
