@@ -22,9 +22,11 @@ import (
 type box struct {
 	config string         // the configuration file (BootConfig)
 	port   *mgmtport.Port // nil: the management port is not on this box
+	resolv string         // the resolver's configuration (resolvConf); "": left alone
 }
 
-// take sets the hostname and the management address cfg asks for.
+// take sets the hostname, the management address and the DNS servers
+// cfg asks for.
 func (b *box) take(cfg *config.Config) error {
 	var errs []error
 	if cur, _ := os.Hostname(); cfg.Hostname != "" && cfg.Hostname != cur {
@@ -34,6 +36,11 @@ func (b *box) take(cfg *config.Config) error {
 	}
 	if b.port != nil {
 		if err := b.port.Set(cfg.Management); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if b.resolv != "" {
+		if err := writeResolv(b.resolv, cfg.Management.DNS); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -142,7 +142,7 @@ func Init(buildID string) error {
 		}
 	}
 
-	b := &box{config: BootConfig}
+	b := &box{config: BootConfig, resolv: resolvConf}
 	if rec.ManagementInterface == "" {
 		// The management port is never guessed: any other interface may
 		// be a data port cabled to a network that must never reach the

@@ -57,9 +57,25 @@ type Bypass struct {
 type Management struct {
 	Port    string `toml:"port"`    // front-panel name; defaults to the profile's management port
 	DHCP    bool   `toml:"dhcp"`    // DHCP client on the management port
-	Address string `toml:"address"` // static address in CIDR form, only with dhcp = false
+	Address string `toml:"address"` // static IPv4 address in CIDR form, only with dhcp = false
 	Gateway string `toml:"gateway"` // optional static default gateway, only with address
+	// IPv6 is how the port gets its IPv6 address: IPv6Slaac from the
+	// router's advertisements, IPv6Static as Address6 and Gateway6 say,
+	// or IPv6Off.
+	IPv6     string `toml:"ipv6"`
+	Address6 string `toml:"address6"` // static IPv6 address in CIDR form, only with ipv6 = "static"
+	Gateway6 string `toml:"gateway6"` // optional IPv6 default gateway, only with ipv6 = "static"
+	// DNS are the servers names are looked up with (NTP, syslog and
+	// RADIUS servers given by name); none: the DHCP lease's.
+	DNS []string `toml:"dns"`
 }
+
+// The IPv6 setups of the management port.
+const (
+	IPv6Slaac  = "slaac"
+	IPv6Static = "static"
+	IPv6Off    = "off"
+)
 
 // Status configures statusd, the HTTP status page and API.
 type Status struct {

@@ -200,7 +200,8 @@ func TestDecodeErrors(t *testing.T) {
 
 func TestTOMLRoundTrip(t *testing.T) {
 	c := Default()
-	c.Management = Management{Port: "MGMT", Address: "192.0.2.10/24", Gateway: "192.0.2.1"}
+	c.Management = Management{Port: "MGMT", Address: "192.0.2.10/24", Gateway: "192.0.2.1",
+		IPv6: IPv6Static, Address6: "2001:db8::10/64", Gateway6: "fe80::1", DNS: []string{"192.0.2.53", "2001:db8::53"}}
 	c.Watchdog.Interval = Duration{1500 * time.Millisecond}
 	c.Segments = append(c.Segments, Segment{Name: "seg2", Ports: []string{"LAN3", "LAN4"}, Bypass: "pair2", MTU: 9000})
 	b, err := c.TOML()

@@ -31,6 +31,8 @@ func defaults() *Config {
 		Management: Management{
 			Port: "", // the profile's management port, see fillDependentDefaults
 			DHCP: true,
+			IPv6: IPv6Slaac,
+			DNS:  []string{},
 		},
 		Status: Status{Port: 443, HTTPPort: 80, AuthRead: true, Names: []string{}},
 		SNMP:   SNMP{Port: 161, Users: []SNMPUser{}, Traps: []SNMPTrap{}},

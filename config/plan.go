@@ -64,9 +64,13 @@ var settingPlans = map[string]settingPlan{
 	// Init moves the management address in place; the address given up
 	// answers a few seconds more, then a host that cannot reach the new
 	// one is cut off until the change reverts by itself.
-	"management.dhcp":    {EffectInPlace, TakerInit, moveAddress},
-	"management.address": {EffectInPlace, TakerInit, moveAddress},
-	"management.gateway": {EffectInPlace, TakerInit, moveAddress},
+	"management.dhcp":     {EffectInPlace, TakerInit, moveAddress},
+	"management.address":  {EffectInPlace, TakerInit, moveAddress},
+	"management.gateway":  {EffectInPlace, TakerInit, moveAddress},
+	"management.ipv6":     {EffectInPlace, TakerInit, moveAddress},
+	"management.address6": {EffectInPlace, TakerInit, moveAddress},
+	"management.gateway6": {EffectInPlace, TakerInit, moveAddress},
+	"management.dns":      {EffectInPlace, TakerInit, ""},
 
 	"status.port":          {EffectReboot, "", "statusd listens on the ports init gives it at boot"},
 	"status.http_port":     {EffectReboot, "", "statusd listens on the ports init gives it at boot"},

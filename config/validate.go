@@ -123,12 +123,16 @@ func (c *Config) validateManagement(add addFunc, prof *Profile) {
 		switch {
 		case err != nil:
 			add("management.address", "%q is not an address in CIDR form, want e.g. \"192.0.2.10/24\"", m.Address)
+		case !p.Addr().Is4():
+			add("management.address", "%q is not an IPv4 address, want e.g. \"192.0.2.10/24\" (an IPv6 address goes in address6, with ipv6 = \"static\")", m.Address)
 		case p.Addr().Zone() != "" || p.Addr().IsUnspecified() || p.Addr().IsMulticast():
 			add("management.address", "%q is not a usable host address, want e.g. \"192.0.2.10/24\"", m.Address)
 		default:
 			prefix = p
 		}
 	}
+	c.validateIPv6(add)
+	c.validateDNS(add)
 	if m.Gateway == "" {
 		return
 	}

@@ -89,6 +89,19 @@ func TestValidationRules(t *testing.T) {
 			`ncpos.toml:2: auth.radius_timeout: 60s, want 100ms to 30s`,
 			`ncpos.toml:3: auth.radius_retries: 9, want 0 to 5`,
 			`ncpos.toml:5: auth.viewer_class: "staff" is auth.admin_class too: each role needs its own`}},
+		{"ipv6 static", "[management]\nipv6 = \"static\"\naddress6 = \"fe80::5/64\"\ngateway6 = \"2001:db9::1\"\n" + seg, []string{
+			`ncpos.toml:3: management.address6: "fe80::5/64" is not a usable global address, want e.g. "2001:db8::10/64" (the port keeps its link-local address by itself)`}},
+		{"ipv6 gateway off the subnet", "[management]\nipv6 = \"static\"\naddress6 = \"2001:db8::5/64\"\ngateway6 = \"2001:db9::1\"\n" + seg, []string{
+			`ncpos.toml:4: management.gateway6: 2001:db9::1 is outside 2001:db8::5/64, want an address on the management subnet or the router's link-local address`}},
+		{"ipv6 modes", "[management]\nipv6 = \"dhcpv6\"\n" + seg, []string{
+			`ncpos.toml:2: management.ipv6: "dhcpv6", want "slaac", "static" or "off"`}},
+		{"ipv6 address without static", "[management]\naddress6 = \"2001:db8::5/64\"\n" + seg, []string{
+			`ncpos.toml:2: management.address6: "2001:db8::5/64" is set but ipv6 = "slaac", want ipv6 = "static" for a static IPv6 address`}},
+		{"ipv6 in address", "[management]\ndhcp = false\naddress = \"2001:db8::5/64\"\n" + seg, []string{
+			`ncpos.toml:3: management.address: "2001:db8::5/64" is not an IPv4 address, want e.g. "192.0.2.10/24" (an IPv6 address goes in address6, with ipv6 = "static")`}},
+		{"dns", "[management]\ndns = [\"192.0.2.53\", \"dns.example.net\", \"2001:db8::53\", \"192.0.2.54\"]\n" + seg, []string{
+			`ncpos.toml:2: management.dns: 4 servers, want at most 3 (the resolver asks no more)`,
+			`ncpos.toml:2: management.dns[1]: "dns.example.net" is not a DNS server's address, want e.g. "192.0.2.53" or "2001:db8::53"`}},
 		{"time servers", "[time]\nservers = [\"ntp.example.net\", \"192.0.2.1:1123\", \"[2001:db8::1]\", \"ntp host\", \"192.0.2.1:1123\", \"x:99999\"]\n" + seg, []string{
 			`ncpos.toml:2: time.servers[3]: address "ntp host": host name "ntp host" holds ' '; want a name or an address, with a port when it is not 123, e.g. "ntp.example.net", "192.0.2.1" or "[2001:db8::1]:123"`,
 			`ncpos.toml:2: time.servers[4]: "192.0.2.1:1123" is given twice`,

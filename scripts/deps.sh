@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(squashfs-tools dosfstools mtools syslinux syslinux-common systemd-boot-efi
       e2fsprogs fdisk qemu-system-x86 ovmf util-linux iproute2 ca-certificates prometheus chromium fonts-dejavu-core
-      snmp snmptrapd smitools curl prometheus-alertmanager lldpd tshark tcpdump freeradius
+      snmp snmptrapd smitools curl prometheus-alertmanager lldpd tshark tcpdump freeradius chrony radvd
       clang llvm libbpf-dev gcc libc6-dev)
 missing=()
 for p in "${pkgs[@]}"; do
@@ -25,6 +25,15 @@ if ((${#missing[@]})); then
   # loopback: Debian's own server is not wanted.
   if [[ " ${missing[*]} " == *" freeradius "* ]] && [ -d /run/systemd/system ]; then
     $SUDO systemctl disable --now freeradius >/dev/null 2>&1 || true
+  fi
+  # chrony serves the tests' boxes their time on loopback, never
+  # steering the host's clock (chronyd -x): Debian's own is not wanted.
+  if [[ " ${missing[*]} " == *" chrony "* ]] && [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now chrony >/dev/null 2>&1 || true
+  fi
+  # radvd advertises the tests' IPv6 prefixes in their namespaces only.
+  if [[ " ${missing[*]} " == *" radvd "* ]] && [ -d /run/systemd/system ]; then
+    $SUDO systemctl disable --now radvd >/dev/null 2>&1 || true
   fi
 fi
 command -v go >/dev/null || { echo "Go is missing: install Go 1.26 (https://go.dev/dl) and put it on PATH" >&2; exit 1; }

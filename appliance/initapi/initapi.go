@@ -25,8 +25,10 @@ type Reconfigured struct {
 type Management struct {
 	Interface string   `json:"interface"`
 	DHCP      bool     `json:"dhcp"`
-	Addresses []string `json:"addresses"` // in CIDR form, as the kernel holds them
+	Addresses []string `json:"addresses"` // IPv4, then IPv6 but link-local, in CIDR form, as the kernel holds them
 	Gateway   string   `json:"gateway,omitempty"`
+	IPv6      string   `json:"ipv6"`               // "slaac", "static" or "off", as last set
+	Gateway6  string   `json:"gateway6,omitempty"` // the IPv6 default route's
 }
 
 // Client asks init over its unix socket in a run directory.

@@ -9,6 +9,7 @@
 package mgmtport
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -53,15 +54,28 @@ type Port struct {
 	// that is not known (before the first Set, and after one that failed
 	// part way), so that the next Set, a revert among them, sets every
 	// part again.
-	set *config.Management
+	set *addressing
+}
+
+// addressing is what of the management settings the port takes: the
+// DNS servers are the resolver's.
+type addressing struct {
+	dhcp                                       bool
+	address, gateway, ipv6, address6, gateway6 string
+}
+
+func addressingOf(m config.Management) addressing {
+	return addressing{m.DHCP, m.Address, m.Gateway, cmp.Or(m.IPv6, config.IPv6Slaac), m.Address6, m.Gateway6}
 }
 
 // State is what the port was last set to.
 type State struct {
 	Interface string   `json:"interface"`
 	DHCP      bool     `json:"dhcp"`
-	Addresses []string `json:"addresses"` // IPv4, in CIDR form, as the kernel holds them
+	Addresses []string `json:"addresses"` // IPv4, then IPv6 but link-local, in CIDR form, as the kernel holds them
 	Gateway   string   `json:"gateway,omitempty"`
+	IPv6      string   `json:"ipv6"`               // config.IPv6Slaac, IPv6Static or IPv6Off, as last set
+	Gateway6  string   `json:"gateway6,omitempty"` // the IPv6 default route's, static or from the router
 }
 
 // Set gives the port the address m asks for; it does nothing when m is
@@ -71,7 +85,8 @@ type State struct {
 func (p *Port) Set(m config.Management) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.set != nil && *p.set == m {
+	want := addressingOf(m)
+	if p.set != nil && *p.set == want {
 		return nil
 	}
 	p.set = nil
@@ -112,7 +127,10 @@ func (p *Port) Set(m config.Management) error {
 			return err
 		}
 	}
-	p.set = &m
+	if err := p.setIPv6(link, want); err != nil {
+		return err
+	}
+	p.set = &want
 	return nil
 }
 
@@ -219,6 +237,24 @@ func (p *Port) State() (State, error) {
 	for _, r := range routes {
 		if isDefault(r) && r.Gw != nil {
 			st.Gateway = r.Gw.String()
+		}
+	}
+	p.mu.Lock()
+	st.IPv6 = config.IPv6Slaac
+	if p.set != nil {
+		st.IPv6 = p.set.ipv6
+	}
+	p.mu.Unlock()
+	addrs6, _ := netlink.AddrList(link, netlink.FAMILY_V6)
+	for _, a := range addrs6 {
+		if !a.IP.IsLinkLocalUnicast() {
+			st.Addresses = append(st.Addresses, a.IPNet.String())
+		}
+	}
+	routes6, _ := netlink.RouteList(link, netlink.FAMILY_V6)
+	for _, r := range routes6 {
+		if isDefault6(r) && r.Gw != nil {
+			st.Gateway6 = r.Gw.String()
 		}
 	}
 	return st, nil
