@@ -90,6 +90,9 @@ type Options struct {
 	SerialLog   string   // file for the serial console; "" = this terminal
 	Snapshot    bool     // discard disk writes when QEMU exits
 	StateDir    string   // where UEFI variables are kept; "" = a temporary folder
+	// RTCBase is the time the board's clock starts at (zero: the host's),
+	// as a board whose battery died keeps some date of long ago.
+	RTCBase time.Time
 
 	sockDir string // where the cables' sockets are (Start's folder)
 }
@@ -200,6 +203,9 @@ func Args(o Options, varsFile string) []string {
 		"-display", "none",
 		"-device", "i6300esb,id=watchdog,addr=0x10",
 		"-action", "watchdog=" + cmp.Or(o.WatchdogAction, "reset"),
+	}
+	if !o.RTCBase.IsZero() {
+		args = append(args, "-rtc", "base="+o.RTCBase.UTC().Format("2006-01-02T15:04:05"))
 	}
 	for i, d := range o.ExtraDisks {
 		args = append(args, "-drive", fmt.Sprintf("file=%s,format=raw,if=ide,index=%d,media=disk", d, i+1))

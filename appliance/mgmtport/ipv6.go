@@ -24,6 +24,13 @@ func (p *Port) setIPv6(link netlink.Link, a addressing) error {
 	if a.ipv6 == config.IPv6Off {
 		return p.sysctl6("disable_ipv6", "1")
 	}
+	if _, err := os.Stat(p.conf6()); errors.Is(err, os.ErrNotExist) {
+		// A kernel without IPv6: SLAAC, the default, has nothing to do.
+		if a.ipv6 == config.IPv6Static {
+			return fmt.Errorf("management.address6: the kernel of this box has no IPv6 on %s", p.Ifname)
+		}
+		return nil
+	}
 	if err := p.sysctl6("disable_ipv6", "0"); err != nil {
 		return err
 	}
@@ -122,15 +129,20 @@ func defaultDst6() *net.IPNet { return &net.IPNet{IP: net.IPv6zero, Mask: net.CI
 // sysctl6 sets one of the port's IPv6 settings. A kernel built without
 // IPv6 has none: only turning IPv6 off then goes without an error.
 func (p *Port) sysctl6(name, value string) error {
-	root := p.ProcSys
-	if root == "" {
-		root = "/proc/sys"
-	}
-	err := os.WriteFile(filepath.Join(root, "net/ipv6/conf", p.Ifname, name), []byte(value), 0o644)
+	err := os.WriteFile(filepath.Join(p.conf6(), name), []byte(value), 0o644)
 	if err != nil && !(errors.Is(err, os.ErrNotExist) && name == "disable_ipv6" && value == "1") {
 		return fmt.Errorf("management port %s: IPv6 %s: %w", p.Ifname, name, err)
 	}
 	return nil
+}
+
+// conf6 is the folder of the port's IPv6 settings.
+func (p *Port) conf6() string {
+	root := p.ProcSys
+	if root == "" {
+		root = "/proc/sys"
+	}
+	return filepath.Join(root, "net/ipv6/conf", p.Ifname)
 }
 
 func (p *Port) linger() time.Duration {
