@@ -182,7 +182,22 @@ func Init(buildID string) error {
 	if err := sysinfo.WriteInitRecord(ipc.DefaultDir, rec); err != nil {
 		log.Printf("writing init record: %v", err)
 	}
+	quietStdin()
 	return gokrazy.SuperviseServices(services)
+}
+
+// quietStdin gives init /dev/null as its standard input. gokrazy's
+// supervisor reads init's standard input, the console, and on any key
+// starts a root shell (/perm/sh or /tmp/serial-busybox/ash) there: the box
+// has no shell, and its consoles belong to the setup menu statusd serves.
+// Reading /dev/null ends gokrazy's reader at once.
+func quietStdin() {
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		log.Printf("the console stays init's standard input (%v): gokrazy reads it for a shell", err)
+		return
+	}
+	os.Stdin = null
 }
 
 // firstProcess refuses to boot anywhere but as the box's first process.

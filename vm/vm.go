@@ -88,8 +88,11 @@ type Options struct {
 	UDPForwards map[int]int
 	ExtraDisks  []string // more raw disks (IDE), e.g. an internal CF card
 	SerialLog   string   // file for the serial console; "" = this terminal
-	Snapshot    bool     // discard disk writes when QEMU exits
-	StateDir    string   // where UEFI variables are kept; "" = a temporary folder
+	// SerialSocket, with SerialLog, is a unix socket that stands for the
+	// serial port's cable: a test types into the box's console there.
+	SerialSocket string
+	Snapshot     bool   // discard disk writes when QEMU exits
+	StateDir     string // where UEFI variables are kept; "" = a temporary folder
 	// RTCBase is the time the board's clock starts at (zero: the host's),
 	// as a board whose battery died keeps some date of long ago.
 	RTCBase time.Time
@@ -260,9 +263,15 @@ func Args(o Options, varsFile string) []string {
 			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+ovmfCode,
 			"-drive", "if=pflash,format=raw,unit=1,file="+varsFile)
 	}
-	if o.SerialLog != "" {
+	switch {
+	case o.SerialSocket != "" && o.SerialLog != "":
+		// A technician's console cable: what is typed into the socket
+		// reaches the serial port, and the log keeps what it printed.
+		args = append(args, "-chardev", "socket,id=ser0,path="+o.SerialSocket+",server=on,wait=off,logfile="+o.SerialLog,
+			"-serial", "chardev:ser0", "-monitor", "none")
+	case o.SerialLog != "":
 		args = append(args, "-serial", "file:"+o.SerialLog, "-monitor", "none")
-	} else {
+	default:
 		args = append(args, "-serial", "mon:stdio")
 	}
 	return args

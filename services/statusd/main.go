@@ -66,8 +66,8 @@ func main() {
 	}
 }
 
-// console is the kernel log init named for the daemons' lines, or nil.
-func console() io.Writer {
+// consoleLog is the kernel log init named for the daemons' lines, or nil.
+func consoleLog() io.Writer {
 	dev := os.Getenv(logs.ConsoleEnv)
 	if dev == "" {
 		return nil
@@ -137,7 +137,7 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 	// names a syslog target, before anything else runs: only a line about
 	// the configuration itself stays on the box.
 	collector := &logs.Collector{}
-	log.SetOutput(logs.New("statusd", logs.Options{Out: os.Stderr, Console: console(), Local: func(l ipc.LogLine) { collector.Add(l) }}))
+	log.SetOutput(logs.New("statusd", logs.Options{Out: os.Stderr, Console: consoleLog(), Local: func(l ipc.LogLine) { collector.Add(l) }}))
 	log.SetFlags(0)
 	cfg, err := loadConfig(cfgPath)
 	if err != nil {
@@ -225,6 +225,8 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		}
 	}
 	go clock.Run(ctx)
+	// The setup menu on the serial and VGA consoles.
+	serveConsoles(ctx, &consoleBox{ifname: ifname, port: cfg.Management.Port, tlsDir: tlsDir, fingerprint: id.Fingerprint, srv: srv, evlog: evlog})
 	if ifname != "" {
 		// The box says who it is on its management port, and only there:
 		// the switch it is plugged into shows its name and addresses.
