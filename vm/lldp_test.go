@@ -21,12 +21,20 @@ import (
 // port. It returns the namespace and the tap's name.
 func tapCable(t *testing.T, c cable, name string) (ns, tap string) {
 	t.Helper()
+	n, tap := tapNetns(t, c, name)
+	return n.Name, tap
+}
+
+// tapNetns is tapCable's namespace itself, for a test that does more in
+// it than run a daemon.
+func tapNetns(t *testing.T, c cable, name string) (*lab.Netns, string) {
+	t.Helper()
 	n, err := lab.NewNetns(fmt.Sprintf("%s%s-%04x", lab.Prefix, name, rand.IntN(1<<16)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Delete() })
-	tap = lab.Prefix + "tap"
+	tap := lab.Prefix + "tap"
 	f, err := n.Tap(tap)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +62,7 @@ func tapCable(t *testing.T, c cable, name string) (ns, tap string) {
 			}
 		}
 	}()
-	return n.Name, tap
+	return n, tap
 }
 
 // lldpNames are the system names of the neighbours port shows.

@@ -49,6 +49,23 @@ var ncposBuild struct {
 	err       error
 }
 
+// operatorFlags are the host command's flags that sign in to the box v
+// with the tests' password and trust it by the key its serial console
+// shows, in a folder of their own (the command's HOME), which it returns.
+func operatorFlags(t *testing.T, v *VM) (dir string, flags []string) {
+	t.Helper()
+	dir = t.TempDir()
+	pw := filepath.Join(dir, "password")
+	if err := os.WriteFile(pw, []byte(testPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fpr, err := v.Fingerprint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, []string{"-password-file", pw, "-fingerprint", fpr, "-known", filepath.Join(dir, "known_boxes")}
+}
+
 // cutProxy passes the TCP connections made to it on to the box's status
 // port and counts what each carries towards the box. Once the upload'th
 // connection to carry more than uploadMark (an update's uploads: the
@@ -167,19 +184,11 @@ func (p *cutProxy) cutHere() {
 // printed before it died.
 func killedUpdate(t *testing.T, v *VM, img string, upload int, at int64) string {
 	t.Helper()
-	dir := t.TempDir()
-	pw := filepath.Join(dir, "password")
-	if err := os.WriteFile(pw, []byte(testPassword+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	fpr, err := v.Fingerprint()
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, trust := operatorFlags(t, v)
 	p := startCutProxy(t, fmt.Sprintf("127.0.0.1:%d", v.Options.StatusPort), upload, at)
-	cmd := exec.Command(ncposCommand(t), "update", "-host", "127.0.0.1", "-status-port", strconv.Itoa(p.port()),
-		"-image", img, "-password-file", pw, "-fingerprint", fpr, "-known", filepath.Join(dir, "known_boxes"),
-		"-inventory", filepath.Join(dir, "fleet.json"), "-downgrade", "-q", "-timeout", "2m")
+	args := append([]string{"update", "-host", "127.0.0.1", "-status-port", strconv.Itoa(p.port()), "-image", img,
+		"-inventory", filepath.Join(dir, "fleet.json"), "-downgrade", "-q", "-timeout", "2m"}, trust...)
+	cmd := exec.Command(ncposCommand(t), args...)
 	cmd.Env = append(os.Environ(), "HOME="+dir)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -192,6 +201,7 @@ func killedUpdate(t *testing.T, v *VM, img string, upload int, at int64) string 
 	p.mu.Unlock()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	var err error
 	select {
 	case err = <-done:
 	case <-time.After(10 * time.Minute):

@@ -38,6 +38,9 @@ const (
 // Wire is one data port's cable to the host: two UDP ports on loopback.
 type Wire struct{ Host, Guest int }
 
+// MgmtMAC is the management port's MAC address (QEMU's default one).
+var MgmtMAC = net.HardwareAddr{0x52, 0x54, 0x00, 0x12, 0x34, 0x56}
+
 // WireMAC is the MAC address of the wired data port LANi.
 func WireMAC(i int) net.HardwareAddr { return net.HardwareAddr{0x52, 0x54, 0x00, 0x6e, 0x00, byte(i)} }
 
@@ -76,6 +79,11 @@ type Options struct {
 	// 127.0.0.1:Wires[i-1].Host, and what is sent to
 	// 127.0.0.1:Wires[i-1].Guest enters LANi, one frame per datagram.
 	Wires []Wire
+	// MgmtWire cables the management port to UDP on loopback as Wires
+	// do, instead of QEMU's user-mode network: StatusPort, HTTPPort,
+	// Forwards and UDPForwards then reach nothing but what the test
+	// forwards itself.
+	MgmtWire *Wire
 	// Cables join data ports pairwise (unix datagram sockets in the VM's
 	// folder); a port may be in one cable and not also wired.
 	Cables     []Cable
@@ -233,7 +241,12 @@ func Args(o Options, varsFile string) []string {
 	for _, h := range hosts {
 		fwd += fmt.Sprintf(",hostfwd=udp:127.0.0.1:%d-:%d", h, o.UDPForwards[h])
 	}
-	args = append(args, "-netdev", fwd, "-device", "virtio-net-pci,netdev=mgmt,addr=0x3")
+	if w := o.MgmtWire; w != nil {
+		// The management port on a cable of the test's own, in place of
+		// QEMU's user-mode network and its forwards.
+		fwd = fmt.Sprintf("dgram,id=mgmt,remote.type=inet,remote.host=127.0.0.1,remote.port=%d,local.type=inet,local.host=127.0.0.1,local.port=%d", w.Host, w.Guest)
+	}
+	args = append(args, "-netdev", fwd, "-device", "virtio-net-pci,netdev=mgmt,addr=0x3,mac="+MgmtMAC.String())
 	for i := 1; i <= o.DataNICs; i++ {
 		// Data ports carry no address; restrict=on keeps the user-mode
 		// backend from reaching anything.

@@ -1,12 +1,8 @@
 package mgmtport
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,40 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ncpos/ncpos/config"
+	"github.com/ncpos/ncpos/internal/radvdtest"
 	"github.com/ncpos/ncpos/internal/testenv"
 )
-
-// startRadvd runs Debian's radvd on ifname, advertising prefix (and
-// itself as the default router) every few seconds, until the test ends.
-func startRadvd(t *testing.T, ifname, prefix string) {
-	t.Helper()
-	bin := testenv.LookPath(t, testenv.Tools, "radvd", "radvd")
-	dir := t.TempDir()
-	conf := filepath.Join(dir, "radvd.conf")
-	text := "interface " + ifname + " {\n\tAdvSendAdvert on;\n\tMinRtrAdvInterval 3;\n\tMaxRtrAdvInterval 4;\n\tAdvDefaultLifetime 60;\n" +
-		"\tprefix " + prefix + " {\n\t\tAdvOnLink on;\n\t\tAdvAutonomous on;\n\t};\n};\n"
-	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// radvd wants the box it runs on to be a router.
-	if err := os.WriteFile("/proc/sys/net/ipv6/conf/all/forwarding", []byte("1"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := &strings.Builder{}
-	cmd := exec.Command(bin, "--nodaemon", "--config", conf, "--pidfile", filepath.Join(dir, "radvd.pid"), "--logmethod", "stderr")
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("radvd:\n%s", out)
-		}
-	})
-}
 
 // v6State is the port's global IPv6 addresses and its IPv6 default
 // routes (gateway and protocol).
@@ -107,7 +72,7 @@ func TestPortIPv6(t *testing.T) {
 
 func portIPv6(t *testing.T) {
 	p, _ := testPort(t, time.Second)
-	startRadvd(t, "ncpt-peer", "2001:db8:1::/64")
+	radvdtest.Start(t, "", "ncpt-peer", "2001:db8:1::/64")
 	must := func(m config.Management) {
 		t.Helper()
 		if err := p.Set(m); err != nil {
