@@ -3,6 +3,7 @@ package vm
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	evlog "github.com/ncpos/ncpos/events"
 	"github.com/ncpos/ncpos/internal/chronytest"
+	"github.com/ncpos/ncpos/internal/syslogtest"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -18,12 +20,19 @@ import (
 // through a configuration change that waits for its confirmation: the
 // box steps its clock to the host's time, says so on the API and in an
 // event, and the pending change's deadline is the same moment after the
-// step as before.
+// step as before; a TLS syslog collector takes the box's lines only once
+// its clock is right. Then, idle, it writes at most 1 MB an hour to its card
+// while it keeps its time and announces itself.
 func TestClockFromNTP(t *testing.T) {
 	requireQEMU(t)
 	t.Parallel()
 	ntpd := chronytest.Start(t)
-	img := testImage(t, "default", config.DefaultTOML())
+	// A TLS syslog collector whose certificate is valid from an hour ago:
+	// not yet, on the board's clock.
+	collector := syslogtest.Listen(t, "tls", "10.0.2.2")
+	cfg := strings.Replace(string(config.DefaultTOML()), "\ntarget = \"\"\n", fmt.Sprintf("\ntarget = \"tls://10.0.2.2:%d\"\n", collector.Addr.Port), 1)
+	cfg = strings.Replace(cfg, "\nca = \"\"\n", "\nca = \"\"\"\n"+string(collector.CA)+"\"\"\"\n", 1)
+	img := testImage(t, "clock", []byte(cfg))
 	board := time.Date(2006, 1, 1, 0, 0, 0, 0, time.UTC)
 	v, _ := boot(t, img, false, func(o *Options) { o.RTCBase = board })
 	s := snapshot(t, v)
@@ -32,6 +41,9 @@ func TestClockFromNTP(t *testing.T) {
 	}
 	if tm := s.System.Time; tm == nil || tm.Synced || tm.Error != "no NTP servers configured" {
 		t.Fatalf("the clock before any server is given: %+v", tm)
+	}
+	if got := collector.All(); len(got) != 0 {
+		t.Errorf("the TLS collector took %d lines from a box whose clock says 2006, first %q", len(got), got[0])
 	}
 
 	// The guest reaches the host's loopback at 10.0.2.2.
@@ -107,5 +119,40 @@ func TestClockFromNTP(t *testing.T) {
 	}
 	if m := metricsText(t, v); !strings.Contains(m, "\nncpos_time_synced 1\n") {
 		t.Errorf("/metrics does not say the clock is synced")
+	}
+	// Now the collector's certificate is valid on the box's clock: the
+	// sync's event reaches it.
+	synced := regexp.MustCompile(`clock synced with `)
+	for deadline := time.Now().Add(v.Within(time.Minute)); collector.Count(synced) == 0; time.Sleep(time.Second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the TLS collector has no line of the sync a minute after it; it has %d lines", len(collector.All()))
+		}
+	}
+	t.Logf("the TLS syslog collector took the box's lines once its clock was right: %d lines", len(collector.All()))
+
+	// Steady state with NTP polling and LLDP announcing: the card takes
+	// at most 1 MB an hour (QEMU's count of what the guest wrote), over
+	// ten idle minutes once the boot's own writes are done.
+	idleGuests(t)
+	if settle := v.Within(90*time.Second) - time.Duration(system(t, v).UptimeSeconds*float64(time.Second)); settle > 0 {
+		time.Sleep(settle)
+	}
+	w0, _, err := v.DiskWrites()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	time.Sleep(10 * time.Minute)
+	w1, _, err := v.DiskWrites()
+	if err != nil {
+		t.Fatal(err)
+	}
+	perHour := float64(w1-w0) * float64(time.Hour) / float64(time.Since(start))
+	t.Logf("flash writes with NTP and LLDP running: %d bytes in %v, %.0f bytes an hour", w1-w0, time.Since(start).Round(time.Second), perHour)
+	if perHour > 1e6 {
+		t.Errorf("the box writes %.0f bytes an hour to its card in steady state, want at most 1 MB", perHour)
+	}
+	if st := system(t, v).Time; st == nil || !st.Synced {
+		t.Errorf("the clock lost its sync during the idle minutes: %+v", st)
 	}
 }

@@ -113,6 +113,7 @@ var (
 var guestOrder = []string{
 	"TestFleet",
 	"TestBootLegacyBIOS", // its guest sits idle after 30 s
+	"TestClockFromNTP",   // idle for ten minutes after one
 	"TestUpdateKernelPanicRollsBack",
 	"TestUpdateKilledInKernelWrite",
 	"TestUpdateAToB/uefi",
