@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/ncpos/ncpos/boxaddr"
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -57,6 +59,12 @@ type Keeper struct {
 	Note func(sev events.Severity, msg string)
 	// Stepped is told of a step of the clock, once it is made.
 	Stepped func(d time.Duration)
+	// Conditions is told after each round of the box conditions the
+	// clock is in: clock_not_synced, name_unresolved.
+	Conditions func([]health.Condition)
+	// Grace is how long configured servers may take to sync before
+	// the box is in clock_not_synced (a minute when 0).
+	Grace time.Duration
 	// Poll, FirstPoll, StepOver, SaveEvery: the Default* values when 0.
 	// LossAfter is how long without a good answer loses the sync
 	// (4.5 polls when 0).
@@ -69,6 +77,9 @@ type Keeper struct {
 	lastGood time.Time // monotonic: the last good answer
 	lastSave time.Time // monotonic: the last time kept (or the start)
 	wait     time.Duration
+	asked    time.Time                 // monotonic: when the servers were set
+	since    map[health.Kind]time.Time // when each condition began
+	dnsErrs  []string                  // the last round's names that did not resolve
 }
 
 // SetServers makes servers the ones asked, from the next round, which
@@ -78,6 +89,7 @@ func (k *Keeper) SetServers(servers []string) {
 	k.servers = slices.Clone(servers)
 	k.st.Servers = slices.Clone(servers)
 	k.wait = 0
+	k.asked = time.Now()
 	kick := k.kickLocked()
 	k.mu.Unlock()
 	select {
@@ -124,17 +136,31 @@ func (k *Keeper) Run(ctx context.Context) {
 	}
 }
 
-// Round asks every server once, steers the clock by the best answer and
-// returns how long to wait before the next round.
+// Round asks every server once, steers the clock by the best answer,
+// tells the conditions it is in and returns how long to wait before the
+// next round.
 func (k *Keeper) Round() time.Duration {
+	wait := k.round()
+	if k.Conditions != nil {
+		k.Conditions(k.conditions())
+	}
+	return wait
+}
+
+func (k *Keeper) round() time.Duration {
 	k.mu.Lock()
 	servers := slices.Clone(k.servers)
 	k.mu.Unlock()
-	best, server, err := k.ask(servers)
+	best, server, dns, err := k.ask(servers)
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.dnsErrs = dns
 	if err != nil {
 		k.st.Error = err.Error()
+		if k.st.Synced && len(servers) == 0 {
+			k.st.Synced = false
+			k.note(events.Notice, "clock no longer kept: no NTP servers configured")
+		}
 		if k.st.Synced && time.Since(k.lastGood) > k.lossAfter() {
 			k.st.Synced = false
 			k.note(events.Warning, fmt.Sprintf("clock no longer synced: no good answer for %v (%v)", time.Since(k.lastGood).Round(time.Second), err))
@@ -184,10 +210,11 @@ func (k *Keeper) Round() time.Duration {
 }
 
 // ask queries each server and returns the answer with the least root
-// distance, or why none would do.
-func (k *Keeper) ask(servers []string) (*ntp.Response, string, error) {
+// distance, or why none would do, and the servers whose names did not
+// resolve, with why.
+func (k *Keeper) ask(servers []string) (*ntp.Response, string, []string, error) {
 	if len(servers) == 0 {
-		return nil, "", errors.New("no NTP servers configured")
+		return nil, "", nil, errors.New("no NTP servers configured")
 	}
 	query := k.Query
 	if query == nil {
@@ -197,7 +224,7 @@ func (k *Keeper) ask(servers []string) (*ntp.Response, string, error) {
 	}
 	var best *ntp.Response
 	var bestServer string
-	var errs []string
+	var errs, dns []string
 	for _, s := range servers {
 		a, err := boxaddr.Parse(s, 123)
 		var r *ntp.Response
@@ -209,6 +236,10 @@ func (k *Keeper) ask(servers []string) (*ntp.Response, string, error) {
 		}
 		if err != nil {
 			errs = append(errs, s+": "+err.Error())
+			var dnsErr *net.DNSError
+			if errors.As(err, &dnsErr) {
+				dns = append(dns, s+": "+dnsErr.Error())
+			}
 			continue
 		}
 		if best == nil || r.RootDistance < best.RootDistance {
@@ -216,9 +247,43 @@ func (k *Keeper) ask(servers []string) (*ntp.Response, string, error) {
 		}
 	}
 	if best == nil {
-		return nil, "", errors.New(strings.Join(errs, "; "))
+		return nil, "", dns, errors.New(strings.Join(errs, "; "))
 	}
-	return best, bestServer, nil
+	return best, bestServer, dns, nil
+}
+
+// conditions are the box conditions the clock is in now.
+func (k *Keeper) conditions() []health.Condition {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var out []health.Condition
+	add := func(kind health.Kind, detail string) {
+		if k.since == nil {
+			k.since = map[health.Kind]time.Time{}
+		}
+		since, ok := k.since[kind]
+		if !ok {
+			since = k.Clock.Now().UTC()
+			k.since[kind] = since
+		}
+		out = append(out, health.Condition{Kind: kind, Source: "statusd", Since: since, Detail: detail})
+	}
+	if len(k.dnsErrs) > 0 {
+		add(health.NameUnresolved, "NTP servers whose names do not resolve: "+strings.Join(k.dnsErrs, "; "))
+	}
+	grace := k.Grace
+	if grace <= 0 {
+		grace = time.Minute
+	}
+	if len(k.servers) > 0 && !k.st.Synced && time.Since(k.asked) >= grace {
+		add(health.ClockNotSynced, "no NTP server answered well: "+k.st.Error)
+	}
+	for kind := range k.since {
+		if !slices.ContainsFunc(out, func(c health.Condition) bool { return c.Kind == kind }) {
+			delete(k.since, kind)
+		}
+	}
+	return out
 }
 
 // backoff is the wait after a round that did not sync.

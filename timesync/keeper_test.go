@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/beevik/ntp"
+
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/ipc/health"
 )
 
 // ntpServer answers NTP client requests on loopback with its own time:
@@ -232,5 +235,57 @@ func TestRestore(t *testing.T) {
 	os.WriteFile(path, []byte("yesterday\n"), 0o644)
 	if _, err := Restore(path, clk); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("a kept time that does not read: %v", err)
+	}
+}
+
+// TestKeeperConditions: a server name that does not resolve is a
+// condition with the resolver's reason, whether or not another server
+// syncs the clock; servers that never answer well are clock_not_synced
+// after the grace, and both end when the cause does.
+func TestKeeperConditions(t *testing.T) {
+	good := startNTPServer(t, time.Millisecond)
+	nx := &net.OpError{Op: "dial", Net: "udp", Err: &net.DNSError{Err: "no such host", Name: "ntp.example.net", IsNotFound: true}}
+	var told [][]health.Condition
+	k := &Keeper{Clock: &fakeClock{}, Grace: time.Nanosecond,
+		Conditions: func(c []health.Condition) { told = append(told, c) },
+		Query: func(s string) (*ntp.Response, error) {
+			if strings.HasPrefix(s, "ntp.example.net") {
+				return nil, nx
+			}
+			return ntp.QueryWithOptions(s, ntp.QueryOptions{Timeout: time.Second})
+		}}
+	kinds := func() string {
+		var out []string
+		for _, c := range told[len(told)-1] {
+			out = append(out, string(c.Kind)+": "+c.Detail)
+		}
+		return strings.Join(out, "\n")
+	}
+	k.SetServers([]string{"ntp.example.net"})
+	k.Round()
+	if got := kinds(); !strings.Contains(got, "name_unresolved: NTP servers whose names do not resolve: ntp.example.net: lookup ntp.example.net: no such host") ||
+		!strings.Contains(got, "clock_not_synced: no NTP server answered well: ntp.example.net: ") {
+		t.Errorf("an unresolvable name alone:\n%s", got)
+	}
+	since := told[0][0].Since
+	k.Round()
+	if told[1][0].Since != since {
+		t.Errorf("the condition's start moved from %v to %v", since, told[1][0].Since)
+	}
+	k.SetServers([]string{"ntp.example.net", good.addr()})
+	k.Round()
+	if got := kinds(); strings.Contains(got, "clock_not_synced") || !strings.Contains(got, "name_unresolved") {
+		t.Errorf("synced by the other server, the name still unresolved:\n%s", got)
+	}
+	k.SetServers([]string{good.addr()})
+	k.Round()
+	if got := kinds(); got != "" {
+		t.Errorf("synced, every name resolved:\n%s", got)
+	}
+	// Without servers the box keeps the board's time: no condition.
+	k.SetServers(nil)
+	k.Round()
+	if got := kinds(); got != "" {
+		t.Errorf("no servers:\n%s", got)
 	}
 }

@@ -1,9 +1,11 @@
 package web
 
 import (
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/ncpos/ncpos/ipc/health"
 	"github.com/ncpos/ncpos/web/api"
 )
 
@@ -41,8 +43,21 @@ func TestTimeShown(t *testing.T) {
 		}
 	}
 	st.Synced, st.Error = false, "192.0.2.1: i/o timeout"
+	// What the NTP client tells the monitor (timesync.Keeper.Conditions).
+	f.mon.Tell("time", []health.Condition{
+		{Kind: health.ClockNotSynced, Source: "statusd", Since: last, Detail: "no NTP server answered well: " + st.Error},
+		{Kind: health.NameUnresolved, Source: "statusd", Since: last, Detail: "NTP servers whose names do not resolve: ntp.example.net: lookup ntp.example.net: no such host"}})
 	f.traffic(1, time.Second, nil, 0)
 	if v, ok := value(scrape(t, f), "ncpos_time_synced"); !ok || v != 0 {
 		t.Errorf("ncpos_time_synced after the loss = %v, %v; want 0", v, ok)
+	}
+	var s api.Snapshot
+	f.getJSON("/api/v1/status", &s)
+	var kinds []string
+	for _, c := range s.Conditions {
+		kinds = append(kinds, string(c.Kind))
+	}
+	if !slices.Contains(kinds, "clock_not_synced") || !slices.Contains(kinds, "name_unresolved") || s.Summary.State != "degraded" {
+		t.Errorf("after the loss: conditions %q, summary %+v; want both clock conditions and degraded", kinds, s.Summary)
 	}
 }

@@ -112,6 +112,12 @@ const (
 	ProfileRefused Kind = "profile_refused"
 	// ClockNotSet: the system clock has not been set (before 2020).
 	ClockNotSet Kind = "clock_not_set"
+	// ClockNotSynced: NTP servers are configured and none has answered
+	// well for a while.
+	ClockNotSynced Kind = "clock_not_synced"
+	// NameUnresolved: a server the configuration gives by name does not
+	// resolve.
+	NameUnresolved Kind = "name_unresolved"
 	// WatchdogUnpetted: the hardware watchdog is not being petted while
 	// the box is live (no watchdogd, a failed ping).
 	WatchdogUnpetted Kind = "watchdog_unpetted"
@@ -132,7 +138,7 @@ var classes = map[Kind]Class{
 	RelayBypass: ClassSegment, RelayNotDrivable: ClassSegment, RelayMismatch: ClassSegment, HoldDown: ClassSegment,
 
 	ConfigRejected: ClassBox, PermDegraded: ClassBox, ProfileIncomplete: ClassBox, ProfileRefused: ClassBox,
-	ClockNotSet: ClassBox, WatchdogUnpetted: ClassBox, PlannedStop: ClassBox, ConfigRevertOwed: ClassBox,
+	ClockNotSet: ClassBox, ClockNotSynced: ClassBox, NameUnresolved: ClassBox, WatchdogUnpetted: ClassBox, PlannedStop: ClassBox, ConfigRevertOwed: ClassBox,
 }
 
 // Class returns the class of k and whether k is known.

@@ -173,6 +173,7 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 		Collector: &monitor.Collector{Root: "/", RunDir: ipc.Dir(), Time: clock.Status},
 		Config:    cfg, Events: evlog, Interval: interval, SelfTestFile: selfTest,
 	}
+	clock.Conditions = func(c []health.Condition) { mon.Tell("time", c) }
 	srv := &web.Server{
 		Monitor:  mon,
 		Auth:     web.Auth{Password: pw, AuthRead: cfg.Status.AuthRead},

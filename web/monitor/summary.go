@@ -50,7 +50,7 @@ func summarize(s *api.Snapshot, rec *sysinfo.InitRecord) api.Summary {
 	// Box conditions the lines above do not already cover.
 	for _, c := range s.Conditions {
 		switch c.Kind {
-		case health.PermDegraded, health.ProfileIncomplete, health.ClockNotSet, health.ConfigRevertOwed:
+		case health.PermDegraded, health.ProfileIncomplete, health.ClockNotSet, health.ClockNotSynced, health.NameUnresolved, health.ConfigRevertOwed:
 			sum.Problems = append(sum.Problems, c.String())
 		}
 	}
