@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/google/renameio/v2"
+	"github.com/ncpos/ncpos/internal/durable"
 )
 
 // resolvConf is the resolver's configuration: gokrazy's /etc/resolv.conf
@@ -41,8 +41,8 @@ func writeResolv(path string, servers []string) error {
 		b.WriteString("nameserver " + s + "\n")
 	}
 	// At boot the path may be a link to the kernel's /proc/net/pnp:
-	// renameio replaces the link itself.
-	if err := renameio.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	// the rename replaces the link itself.
+	if err := durable.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("management.dns: %w", err)
 	}
 	return nil
