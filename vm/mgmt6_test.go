@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,29 +164,56 @@ func mgmtAddresses(t *testing.T, v *VM) []string {
 }
 
 // nsProxy forwards TCP connections to 127.0.0.1 on the port it returns
-// into the namespace n, to target.
+// into the namespace n, to target. Its cleanup ends every connection and
+// waits for them, before the namespace goes (the test made n first).
 func nsProxy(t *testing.T, n *lab.Netns, target string) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { ln.Close() })
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	track := func(c net.Conn) {
+		mu.Lock()
+		conns = append(conns, c)
+		mu.Unlock()
+	}
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
 	go func() {
+		defer wg.Done()
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			track(c)
+			wg.Add(1)
 			go func() {
+				defer wg.Done()
 				defer c.Close()
 				var box net.Conn
 				if err := n.Do(func() (err error) { box, err = net.DialTimeout("tcp", target, 10*time.Second); return err }); err != nil {
 					return
 				}
+				track(box)
 				defer box.Close()
-				go func() { io.Copy(box, c); box.(*net.TCPConn).CloseWrite() }()
+				done := make(chan struct{})
+				go func() { io.Copy(box, c); box.(*net.TCPConn).CloseWrite(); close(done) }()
 				io.Copy(c, box)
+				<-done
 			}()
 		}
 	}()
