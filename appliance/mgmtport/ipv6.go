@@ -48,33 +48,25 @@ func (p *Port) setIPv6(link netlink.Link, a addressing) error {
 		}
 		keep = addr
 	}
+	// Advertisements taken no more first: a router's next one would
+	// refresh the lifetimes of a SLAAC address given up.
 	var errs []error
 	for _, s := range []struct{ name, value string }{{"accept_ra", ra}, {"autoconf", autoconf}} {
 		if err := p.sysctl6(s.name, s.value); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	have, err := netlink.AddrList(link, netlink.FAMILY_V6)
+	// The link-local address stays; with SLAAC so do the addresses it
+	// made (not permanent), which the router's lifetimes keep.
+	gone, err := p.giveUp(link, netlink.FAMILY_V6, func(ad netlink.Addr) bool {
+		return ad.IP.IsLinkLocalUnicast() ||
+			keep != nil && ad.IPNet.String() == keep.IPNet.String() ||
+			keep == nil && ad.Flags&unix.IFA_F_PERMANENT == 0
+	})
 	if err != nil {
-		return fmt.Errorf("management port %s: reading its IPv6 addresses: %w", p.Ifname, err)
+		return err
 	}
-	linger := int(p.linger().Seconds())
-	for _, ad := range have {
-		switch {
-		case ad.IP.IsLinkLocalUnicast():
-			continue
-		case keep != nil && ad.IPNet.String() == keep.IPNet.String():
-			continue
-		case keep == nil && ad.Flags&unix.IFA_F_PERMANENT == 0:
-			continue // SLAAC's own, which the router's lifetimes keep
-		case ad.ValidLft > 0 && ad.ValidLft <= linger:
-			continue // already on its way out
-		}
-		old := &netlink.Addr{IPNet: ad.IPNet, ValidLft: linger, PreferedLft: 0}
-		if err := netlink.AddrReplace(link, old); err != nil {
-			errs = append(errs, fmt.Errorf("management port %s: giving up %s: %w", p.Ifname, ad.IPNet, err))
-		}
-	}
+	errs = append(errs, gone...)
 	if err := p.route6(link, a); err != nil {
 		errs = append(errs, err)
 	}

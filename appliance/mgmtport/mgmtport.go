@@ -143,26 +143,11 @@ func (p *Port) static(link netlink.Link, addr *netlink.Addr, gateway string) err
 			return fmt.Errorf("management port %s: address %s: %w", p.Ifname, addr.IPNet, err)
 		}
 	}
-	have, err := netlink.AddrList(link, netlink.FAMILY_V4)
+	errs, err := p.giveUp(link, netlink.FAMILY_V4, func(a netlink.Addr) bool {
+		return addr != nil && a.IPNet.String() == addr.IPNet.String()
+	})
 	if err != nil {
-		return fmt.Errorf("management port %s: reading its addresses: %w", p.Ifname, err)
-	}
-	linger := p.Linger
-	if linger <= 0 {
-		linger = defaultLinger
-	}
-	var errs []error
-	for _, a := range have {
-		if addr != nil && a.IPNet.String() == addr.IPNet.String() {
-			continue
-		}
-		if a.ValidLft > 0 && a.ValidLft <= int(linger.Seconds()) {
-			continue // already on its way out
-		}
-		old := &netlink.Addr{IPNet: a.IPNet, ValidLft: int(linger.Seconds()), PreferedLft: 0}
-		if err := netlink.AddrReplace(link, old); err != nil {
-			errs = append(errs, fmt.Errorf("management port %s: giving up %s: %w", p.Ifname, a.IPNet, err))
-		}
+		return err
 	}
 	if err := p.route(link, gateway); err != nil {
 		errs = append(errs, err)
@@ -196,6 +181,28 @@ func (p *Port) route(link netlink.Link, gateway string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// giveUp lets every address of family on link but those keep keeps
+// linger, deprecated, and go; it returns what it could not give up, and
+// an error when it could not read the addresses.
+func (p *Port) giveUp(link netlink.Link, family int, keep func(netlink.Addr) bool) ([]error, error) {
+	have, err := netlink.AddrList(link, family)
+	if err != nil {
+		return nil, fmt.Errorf("management port %s: reading its addresses: %w", p.Ifname, err)
+	}
+	linger := int(p.linger().Seconds())
+	var errs []error
+	for _, a := range have {
+		if keep(a) || a.ValidLft > 0 && a.ValidLft <= linger {
+			continue // kept, or already on its way out
+		}
+		old := &netlink.Addr{IPNet: a.IPNet, ValidLft: linger, PreferedLft: 0}
+		if err := netlink.AddrReplace(link, old); err != nil {
+			errs = append(errs, fmt.Errorf("management port %s: giving up %s: %w", p.Ifname, a.IPNet, err))
+		}
+	}
+	return errs, nil
 }
 
 // isDefault says whether r is a default route.

@@ -18,6 +18,7 @@ import (
 	"github.com/ncpos/ncpos/config"
 	"github.com/ncpos/ncpos/console"
 	"github.com/ncpos/ncpos/events"
+	"github.com/ncpos/ncpos/internal/durable"
 	"github.com/ncpos/ncpos/ipc"
 	"github.com/ncpos/ncpos/passwd"
 	"github.com/ncpos/ncpos/sysinfo"
@@ -146,9 +147,8 @@ func (b *consoleBox) FactoryReset(device string, newKey bool) error {
 			errs = append(errs, err)
 		}
 	}
-	if d, err := os.Open(filepath.Dir(appliance.PermConfig)); err == nil {
-		d.Sync()
-		d.Close()
+	if err := durable.SyncDir(filepath.Dir(appliance.PermConfig)); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -231,13 +231,13 @@ func run(ctx context.Context, ifname string, port, httpPort int, tlsDir, cfgPath
 	if ifname != "" {
 		// The box says who it is on its management port, and only there:
 		// the switch it is plugged into shows its name and addresses.
+		build := "dev"
+		if rec, err := sysinfo.ReadInitRecord(ipc.Dir()); err == nil {
+			build = rec.BuildID
+		}
 		an := &lldp.Announcer{Ifname: ifname, PortDescription: cfg.Management.Port + ", management", Logf: log.Printf,
 			Describe: func() (string, string) {
-				name, _ := os.Hostname()
-				build := "dev"
-				if rec, err := sysinfo.ReadInitRecord(ipc.Dir()); err == nil {
-					build = rec.BuildID
-				}
+				name, _ := os.Hostname() // changes in place
 				return name, "ncpos appliance, build " + build
 			}}
 		go an.Run(ctx)
